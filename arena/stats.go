@@ -1,0 +1,63 @@
+package arena
+
+import carve "github.com/carvelab/carve"
+
+// Stats describes an arena in carve's vocabulary, with the counts that
+// are the arena's own. All figures but Allocs and Blocks are bytes.
+//
+//	Live <= Used <= Footprint
+//	Used      = Live + AlignWaste
+//	Footprint = Used + TailWaste + Free
+//	Resident <= Footprint
+//
+// Live, Used, Allocs, AlignWaste and TailWaste count from the last Reset;
+// Footprint, Resident, Blocks and Free describe the blocks the arena holds,
+// which Reset keeps and Release gives back.
+type Stats struct {
+	// Live is the sum of the sizes requested since the last Reset, Used
+	// adds the alignment padding, Footprint is the bytes committed in all
+	// blocks, and Resident the part of it in physical memory (mincore).
+	carve.Stats
+
+	// Allocs counts the successful Allocs since the last Reset, empty
+	// ones included.
+	Allocs int64
+	// Blocks counts the blocks the arena holds, in use or spare.
+	Blocks int
+	// AlignWaste is the padding inserted before allocations to align
+	// them.
+	AlignWaste int64
+	// TailWaste is the bytes left unused at the ends of blocks the arena
+	// has moved past: the rest of a block that could not hold the next
+	// request, and the page rounding of blocks given to one large request.
+	TailWaste int64
+	// Free is the bytes allocations can still take without a new block:
+	// the rest of the current block and the spare blocks kept by Reset or
+	// made by Prefault.
+	Free int64
+}
+
+// Stats returns the arena's statistics. It costs one mincore over every
+// block, to count Resident; a block whose residency cannot be measured
+// counts as not resident.
+func (a *Arena) Stats() Stats {
+	used := a.retired + int64(a.off)
+	s := Stats{
+		Stats: carve.Stats{
+			Live:      a.live,
+			Used:      used,
+			Footprint: a.footprint,
+		},
+		Allocs:     a.allocs,
+		Blocks:     len(a.blocks),
+		AlignWaste: used - a.live,
+		TailWaste:  a.tail,
+		Free:       a.footprint - used - a.tail,
+	}
+	for _, b := range a.blocks {
+		if n, err := b.r.Resident(0, b.size); err == nil {
+			s.Resident += int64(n)
+		}
+	}
+	return s
+}

@@ -1,0 +1,412 @@
+// Package pool is a fixed-size block allocator: every chunk has the same
+// size, and the list of free chunks is threaded through the free chunks
+// themselves, so a chunk in use carries no header and the pool keeps no
+// table per chunk.
+//
+// Allocate pops the head of the free list; free pushes onto it. Neither
+// searches, merges or makes a system call, and a chunk freed is the next
+// one handed out. Memory comes from the OS through package mem (outside the
+// Go heap: the garbage collector neither scans nor moves it) and grows in
+// slabs up to a limit; [Pool.Trim] gives empty slabs back to the OS. A pool
+// can also carve a region the caller owns, as the seed's pool.cpp does
+// ([Over]).
+//
+// [Of] is the typed handle: built once for a type that holds no Go
+// pointers, it hands out *T.
+//
+// See the carve package documentation for the overview, the glossary and
+// the cost model shared by all carve allocators.
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/mem"
+)
+
+// Errors returned by pools. Test them with errors.Is; the returned errors
+// wrap these with the details.
+var (
+	ErrChunkSize  = errors.New("pool: bad chunk size")
+	ErrAlign      = errors.New("pool: bad alignment")
+	ErrOption     = errors.New("pool: bad option")
+	ErrExhausted  = errors.New("pool: exhausted")
+	ErrForeign    = errors.New("pool: not a chunk of this pool")
+	ErrDoubleFree = errors.New("pool: chunk freed twice")
+	ErrCorrupt    = errors.New("pool: freed chunk was written after free")
+	ErrClosed     = errors.New("pool: closed")
+)
+
+// LinkSize is the smallest chunk: a free chunk holds the offset of the next
+// free chunk in its first LinkSize bytes.
+const LinkSize = int(unsafe.Sizeof(offset(0)))
+
+const (
+	defaultAlign    = 8
+	defaultSlabSize = 64 << 10
+	defaultLimit    = 1 << 30
+	minChunksInSlab = 8
+	maxChunk        = 1 << 30
+	maxLimit        = 1 << 40
+	// overShift makes every offset of a pool over one region fall in slab 0.
+	overShift = 63
+)
+
+// offset is a chunk's distance in bytes from the pool's base. The free list
+// links are offsets, not pointers: checkable, and invisible to the GC (a
+// pointer stored in carve memory would make the GC's write barrier read
+// the chunk's old bytes as a pointer).
+type offset uintptr
+
+// none ends the free list.
+const none = ^offset(0)
+
+// Pool is a fixed-size block allocator.
+//
+// Contract:
+//   - Alloc returns a slice of exactly ChunkSize bytes (len == cap), aligned
+//     to the pool's alignment. Its contents are whatever was there: fresh
+//     OS memory is zero, a reused chunk holds its old bytes except the
+//     first LinkSize, which the free list overwrote (checked builds fill
+//     freed chunks with a poison byte instead).
+//   - Free takes a slice that Alloc returned (any length; what counts is
+//     where it starts) and returns an error, changing nothing, for memory
+//     the pool did not hand out. Release builds do not detect a double
+//     free: it corrupts the free list, or faults if Trim has given the
+//     chunk's slab back. Checked builds (-tags carvecheck) detect it, and
+//     detect writes into freed chunks when they are handed out again.
+//   - After Free, Trim or Close the chunk must not be touched: the runtime
+//     cannot catch that, and after Trim or Close the access is a fatal
+//     fault.
+//   - A Pool is not safe for concurrent use; see package lockfree for one
+//     that is. The zero value is not usable: call [New] or [Over].
+//   - Go pointers must not be stored in chunks: the GC does not see them.
+//
+// Costs: Alloc and Free are O(1), a few instructions and no system call,
+// except when the pool grows (one mprotect to commit a slab). A chunk in
+// use costs Stride bytes (ChunkSize rounded up to the alignment) and
+// nothing else. Trim is O(free chunks + slabs).
+//
+// Layout: a pool made by New reserves Limit bytes of address space and
+// cuts it into slabs of SlabSize bytes; slab s spans offsets
+// [s*SlabSize, (s+1)*SlabSize) and holds Stride-spaced chunks from its
+// start, the bytes after the last whole chunk unused. Chunks are carved
+// lazily, in address order, at the cursor; slabs below the cursor's are
+// full or vacant (given back by Trim; the next growth revives them first).
+// A pool made by Over is one slab: the caller's region from its first
+// aligned byte.
+type Pool struct {
+	// Hot fields, read by Alloc and Free.
+	head   offset         // first free chunk, or none
+	base   unsafe.Pointer // address of offset 0
+	size   uintptr        // chunk size asked for: len of handed-out slices
+	stride uintptr        // size rounded up to align: distance between chunks
+	magic  uint64         // ceil(2^64 / stride): divisibility test without division
+	mask   uintptr        // slab size - 1; all ones over one region
+	usable uintptr        // bytes of a slab that hold chunks: perSlab * stride
+	top    uintptr        // every chunk lies below top: the carving cursor
+	inUse  int64          // chunks handed out and not freed
+
+	// Slow-path fields.
+	align    uintptr
+	shift    uint        // log2(slab size); overShift over one region
+	slabSize uintptr     // bytes a slab spans (the region's length over one region)
+	perSlab  uintptr     // chunks a slab holds
+	topEnd   uintptr     // end of the chunks of the cursor's slab
+	nslabs   int         // slabs below and including the cursor's
+	vacant   []bool      // per slab below nslabs: given back by Trim
+	nvacant  int         // true entries of vacant
+	carved   int64       // chunks carved and not given back
+	limit    int64       // most slabs * slabSize the reservation holds
+	region   *mem.Region // nil for a pool over a caller's region
+	over     []byte      // the caller's region, for a pool made by Over
+	closed   bool
+
+	// Checked builds only (see check.go).
+	live        []uint64 // one bit per chunk index: handed out
+	quarantined int64    // chunks found written after free, kept out of use
+}
+
+// Option configures a pool made by [New] or [Over].
+type Option func(*config)
+
+type config struct {
+	align    int
+	slabSize int
+	limit    int64
+}
+
+// Align sets the alignment of every chunk: a power of two from 1 up to the
+// page size (default 8). A chunk size that is not a multiple of it is
+// rounded up to one, so that every chunk stays aligned.
+func Align(n int) Option { return func(c *config) { c.align = n } }
+
+// SlabSize sets how many bytes the pool commits at a time when it grows
+// (default 64 KiB): a power of two, at least a page. The pool raises it to
+// hold at least 8 chunks. It has no effect on a pool made by Over.
+func SlabSize(n int) Option { return func(c *config) { c.slabSize = n } }
+
+// Limit sets the most bytes a pool made by New may commit (default 1 GiB).
+// The pool reserves that much address space up front, which costs no
+// memory. It has no effect on a pool made by Over.
+func Limit(n int64) Option { return func(c *config) { c.limit = n } }
+
+// New returns a pool of chunks of chunkSize bytes over memory it reserves
+// from the OS. It commits nothing until the first Alloc.
+func New(chunkSize int, opts ...Option) (*Pool, error) {
+	c, p, err := configure(chunkSize, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.slabSize < mem.PageSize() || c.slabSize&(c.slabSize-1) != 0 || c.slabSize > 1<<30 {
+		return nil, fmt.Errorf("%w: slab size %d: want a power of two from the page size %d to 1 GiB", ErrOption, c.slabSize, mem.PageSize())
+	}
+	slabSize := uintptr(c.slabSize)
+	for slabSize/p.stride < minChunksInSlab {
+		slabSize <<= 1
+	}
+	if c.limit < int64(slabSize) || c.limit > maxLimit {
+		return nil, fmt.Errorf("%w: limit %d bytes: want %d (one slab) to %d", ErrOption, c.limit, slabSize, int64(maxLimit))
+	}
+	nslabs := (c.limit + int64(slabSize) - 1) / int64(slabSize)
+	r, err := mem.Reserve(int(nslabs * int64(slabSize)))
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	p.region = r
+	p.base = r.Base()
+	p.slabSize = slabSize
+	p.shift = uint(bits.TrailingZeros64(uint64(slabSize)))
+	p.mask = slabSize - 1
+	p.perSlab = slabSize / p.stride
+	p.usable = p.perSlab * p.stride
+	p.limit = nslabs * int64(slabSize)
+	return p, nil
+}
+
+// Over returns a pool that carves the caller's region into chunks of
+// chunkSize bytes, as the seed's pool.cpp does. The first chunk starts at
+// the first aligned address of the region; the pool never grows, and Trim
+// gives nothing back (the caller owns the memory). The region may be Go
+// memory (make([]byte, n)): the pool keeps it alive. The caller must not
+// touch the region while the pool uses it.
+func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
+	_, p, err := configure(chunkSize, opts)
+	if err != nil {
+		return nil, err
+	}
+	start := unsafe.Pointer(unsafe.SliceData(region))
+	pad := -uintptr(start) & (p.align - 1)
+	if uintptr(len(region)) < pad+p.stride {
+		return nil, fmt.Errorf("%w: a region of %d bytes holds no %d-byte chunk aligned to %d", ErrChunkSize, len(region), p.stride, p.align)
+	}
+	n := (uintptr(len(region)) - pad) / p.stride
+	if bits.Len64(uint64(n*p.stride))+bits.Len64(uint64(p.stride)) > 64 {
+		return nil, fmt.Errorf("%w: %d chunks of %d bytes are too many for one pool", ErrChunkSize, n, p.stride)
+	}
+	p.over = region
+	p.base = unsafe.Add(start, pad) // pad < len(region): still inside it
+	p.slabSize = n * p.stride
+	p.perSlab = n
+	p.usable = n * p.stride
+	p.shift = overShift
+	p.mask = ^uintptr(0)
+	p.limit = int64(len(region))
+	p.nslabs = 1
+	p.vacant = []bool{false}
+	p.topEnd = p.usable
+	return p, nil
+}
+
+// configure checks what New and Over share and returns a pool with the
+// chunk geometry set.
+func configure(chunkSize int, opts []Option) (config, *Pool, error) {
+	c := config{align: defaultAlign, slabSize: defaultSlabSize, limit: defaultLimit}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.align <= 0 || c.align&(c.align-1) != 0 || c.align > mem.PageSize() {
+		return c, nil, fmt.Errorf("%w: %d: want a power of two from 1 to the page size %d", ErrAlign, c.align, mem.PageSize())
+	}
+	if chunkSize < LinkSize {
+		return c, nil, fmt.Errorf("%w: %d bytes: a free chunk must hold the %d-byte link to the next", ErrChunkSize, chunkSize, LinkSize)
+	}
+	if chunkSize > maxChunk {
+		return c, nil, fmt.Errorf("%w: %d bytes: want at most %d", ErrChunkSize, chunkSize, maxChunk)
+	}
+	// Links are read and written as whole words: keep them aligned.
+	align := uintptr(max(c.align, int(unsafe.Alignof(offset(0)))))
+	stride := (uintptr(chunkSize) + align - 1) &^ (align - 1)
+	return c, &Pool{
+		head:   none,
+		size:   uintptr(chunkSize),
+		stride: stride,
+		magic:  ^uint64(0)/uint64(stride) + 1,
+		align:  uintptr(c.align),
+	}, nil
+}
+
+// ChunkSize returns the size of every chunk, as asked for.
+func (p *Pool) ChunkSize() int { return int(p.size) }
+
+// Stride returns the distance between chunks: the chunk size rounded up to
+// the alignment. A chunk in use costs Stride bytes.
+func (p *Pool) Stride() int { return int(p.stride) }
+
+// Alloc hands out a chunk: the most recently freed one, or a new one
+// carved at the cursor. It returns an error wrapping ErrExhausted when the
+// pool is at its limit.
+func (p *Pool) Alloc() ([]byte, error) {
+	c, err := p.alloc()
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(c), p.size), nil
+}
+
+// alloc pops the head of the free list, or takes the slow path when the
+// list is empty.
+func (p *Pool) alloc() (unsafe.Pointer, error) {
+	off := p.head
+	if off == none || invariants.Enabled {
+		return p.allocSlow()
+	}
+	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
+	p.head = *(*offset)(c)
+	p.inUse++
+	return c, nil
+}
+
+// Free gives a chunk back. A slice that does not start at a chunk the
+// pool handed out is refused with an error wrapping ErrForeign, and the
+// pool is unchanged.
+func (p *Pool) Free(b []byte) error {
+	return p.free(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// free checks that c starts a carved chunk, then pushes it. The check is
+// two compares and a multiply, and the function makes no call, so the
+// compiler inlines it into the caller.
+func (p *Pool) free(c unsafe.Pointer) error {
+	off := uintptr(c) - uintptr(p.base)
+	in := off & p.mask
+	// in is a multiple of stride exactly when in*magic (mod 2^64) < magic
+	// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+	// 2019): exact because in*stride < 2^64, which New and Over ensure.
+	if off >= p.top || in >= p.usable || uint64(in)*p.magic >= p.magic {
+		return &foreignError{addr: uintptr(c), pool: p}
+	}
+	if invariants.Enabled {
+		return p.freeChecked(offset(off))
+	}
+	*(*offset)(c) = p.head
+	p.head = offset(off)
+	p.inUse--
+	return nil
+}
+
+// foreignError explains why an address is not a chunk of a pool. It keeps
+// the address as a number: the memory may be gone.
+type foreignError struct {
+	addr uintptr
+	pool *Pool
+}
+
+func (e *foreignError) Unwrap() error { return e.pool.foreign(e.addr) }
+
+func (e *foreignError) Error() string { return e.Unwrap().Error() }
+
+// foreign explains why the address is not a chunk of the pool.
+func (p *Pool) foreign(addr uintptr) error {
+	switch {
+	case p.closed:
+		return ErrClosed
+	case addr == 0:
+		return fmt.Errorf("%w: nil", ErrForeign)
+	}
+	return fmt.Errorf("%w: %#x (chunks of %d bytes from %p)", ErrForeign, addr, p.size, p.base)
+}
+
+// link reads the next-free link of the free chunk at off.
+func (p *Pool) link(off offset) offset {
+	return *(*offset)(unsafe.Add(p.base, off))
+}
+
+// Close returns the pool's memory to the OS (a pool made by Over only
+// drops its reference to the region). Every chunk becomes invalid, in use
+// or not; later calls return ErrClosed.
+func (p *Pool) Close() error {
+	if p.closed {
+		return ErrClosed
+	}
+	p.closed = true
+	// Forget the memory before it goes: no field may point into
+	// address space the OS can hand to someone else.
+	p.head, p.base, p.top, p.topEnd, p.inUse, p.carved = none, nil, 0, 0, 0, 0
+	p.nslabs, p.vacant, p.nvacant, p.over = 0, nil, 0, nil
+	if p.region != nil {
+		return p.region.Release()
+	}
+	return nil
+}
+
+// Stats is a pool's statistics: the carve vocabulary (Live, Used,
+// Footprint, Resident) and the pool's counts. For a pool:
+//
+//	Live      = InUse * ChunkSize
+//	Used      = InUse * Stride          (Used - Live: the rounding to the alignment)
+//	Footprint = Slabs * SlabSize        (the region's length for a pool made by Over)
+//	InUse + Free + Quarantined = Carved <= Capacity = Slabs * chunks per slab
+type Stats struct {
+	carve.Stats
+	ChunkSize   int   // bytes asked for per chunk
+	Stride      int   // bytes a chunk takes: ChunkSize rounded up to Align
+	Align       int   // alignment of every chunk
+	InUse       int64 // chunks handed out and not freed
+	Free        int64 // chunks carved and on the free list
+	Carved      int64 // chunks carved from the committed slabs
+	Capacity    int64 // chunks the committed slabs can hold
+	Quarantined int64 // chunks a checked build found written after free
+	Slabs       int   // committed slabs
+	SlabSize    int   // bytes per slab
+}
+
+// Stats returns the pool's statistics. It costs one mincore system call
+// (for Resident).
+func (p *Pool) Stats() Stats {
+	slabs := p.nslabs - p.nvacant
+	st := Stats{
+		ChunkSize:   int(p.size),
+		Stride:      int(p.stride),
+		Align:       int(p.align),
+		InUse:       p.inUse,
+		Carved:      p.carved,
+		Quarantined: p.quarantined,
+		Capacity:    int64(slabs) * int64(p.perSlab),
+		Slabs:       slabs,
+		SlabSize:    int(p.slabSize),
+	}
+	st.Free = st.Carved - st.InUse - st.Quarantined
+	st.Live = st.InUse * int64(p.size)
+	st.Used = st.InUse * int64(p.stride)
+	switch {
+	case p.closed:
+	case p.region != nil:
+		st.Footprint = int64(p.region.Committed())
+		if r, err := p.region.Resident(0, p.nslabs*int(p.slabSize)); err == nil {
+			st.Resident = int64(r)
+		}
+	default:
+		st.Footprint = int64(len(p.over))
+		if r, err := mem.Resident(p.over); err == nil {
+			// mincore counts whole pages, which may reach past the region.
+			st.Resident = min(int64(r), st.Footprint)
+		}
+	}
+	return st
+}
