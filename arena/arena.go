@@ -64,7 +64,9 @@ const MaxAlign = 1 << 30
 //   - An Arena is not safe for concurrent use: callers that share one
 //     must serialize every call, Alloc and Stats included.
 //   - The zero value is an empty arena with the default block size and
-//     limit, ready to use. [New] sets the options.
+//     limit, ready to use. [New] sets the options. An Arena must not be
+//     copied after first use, and one dropped without [Arena.Release]
+//     keeps its blocks mapped until the process exits.
 //
 // Costs: Alloc is a few instructions when the request fits the current
 // block; moving to another block costs a scan of the blocks kept by
@@ -78,6 +80,8 @@ const MaxAlign = 1 << 30
 //	Used      = Live + AlignWaste
 //	Footprint = Used + TailWaste + Free
 type Arena struct {
+	_ noCopy
+
 	// The current block: all the fast path reads and writes.
 	base unsafe.Pointer // first byte of the current block; nil when there is none
 	off  int            // bytes of the current block taken so far
@@ -104,6 +108,13 @@ type Arena struct {
 	// bytes [off, dirty) must still hold the poison Reset wrote.
 	dirty int
 }
+
+// noCopy makes go vet's copylocks check report copies of an Arena, whose
+// copy would hand out the same bytes again.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // block is one region of the chain, committed whole.
 type block struct {
@@ -141,8 +152,9 @@ func New(opts ...Option) (*Arena, error) {
 // as Go's zero-size values may.
 //
 // Alloc fails with an error wrapping [ErrSize] for a negative size,
-// [ErrAlign] for a bad alignment, and [ErrExhausted] when a new block would
-// take the Footprint past the Limit. A failed Alloc leaves the arena as it
+// [ErrAlign] for a bad alignment, and [ErrExhausted] when the request
+// needs a new block that would take the Footprint past the Limit (or is
+// larger than the Limit itself). A failed Alloc leaves the arena as it
 // was.
 func (a *Arena) Alloc(size, align int) ([]byte, error) {
 	if p, ok := a.tryBump(size, align); ok {
@@ -293,14 +305,14 @@ func need(size, align int) int64 {
 // more, or less when only less fits under the Limit.
 func (a *Arena) grow(size, align int) error {
 	ps := int64(mem.PageSize())
-	need := need(size, align)
-	bytes := roundUp(max(need, int64(a.blockBytes())), ps)
+	least := need(size, align)
+	bytes := roundUp(max(least, int64(a.blockBytes())), ps)
 	if room := (a.limitBytes() - a.footprint) / ps * ps; bytes > room {
 		// A smaller block than usual still lets the arena use its whole
 		// Limit.
-		if need > room {
+		if least > room {
 			return fmt.Errorf("%w: Alloc(%d, %d) needs a block of %d bytes; footprint %d of limit %d",
-				ErrExhausted, size, align, roundUp(need, ps), a.footprint, a.limitBytes())
+				ErrExhausted, size, align, roundUp(least, ps), a.footprint, a.limitBytes())
 		}
 		bytes = room
 	}
@@ -337,9 +349,8 @@ func newBlock(size int) (block, error) {
 }
 
 // Reset makes every allocation invalid at once. The arena keeps its
-// blocks, committed, and starts again from the first one: the same
-// sequence of requests gets the same addresses as after the previous
-// Reset. The bytes are not cleared (carvecheck builds poison them).
+// blocks, committed, and starts again from the first one, so the same
+// sequence of requests gets the same addresses again. The bytes are not cleared (carvecheck builds poison them).
 // Touching memory from before the Reset is a bug: it now belongs to, or
 // will be handed out to, new allocations.
 //

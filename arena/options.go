@@ -36,8 +36,8 @@ type Option struct {
 // positive, at most 1 TiB and at most the Limit.
 func BlockSize(n int) Option {
 	return Option{func(a *Arena) error {
-		if n <= 0 || n > maxBlockSize {
-			return fmt.Errorf("%w: BlockSize(%d): want 1 to %d bytes", ErrBadOption, n, maxBlockSize)
+		if n <= 0 || int64(n) > maxBlockSize {
+			return fmt.Errorf("%w: BlockSize(%d): want 1 to %d bytes", ErrBadOption, n, int64(maxBlockSize))
 		}
 		ps := mem.PageSize()
 		a.blockSize = (n + ps - 1) / ps * ps

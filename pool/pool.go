@@ -113,7 +113,7 @@ type Pool struct {
 	inUse  int64          // chunks handed out and not freed
 
 	// Slow-path fields.
-	align    uintptr
+	align    uintptr     // alignment in force: the option's, at least the link's
 	shift    uint        // log2(slab size); overShift over one region
 	slabSize uintptr     // bytes a slab spans (the region's length over one region)
 	perSlab  uintptr     // chunks a slab holds
@@ -143,7 +143,10 @@ type config struct {
 
 // Align sets the alignment of every chunk: a power of two from 1 up to the
 // page size (default 8). A chunk size that is not a multiple of it is
-// rounded up to one, so that every chunk stays aligned.
+// rounded up to one, so that every chunk stays aligned. Chunks are always
+// at least 8-byte aligned, since a free chunk holds a machine-word link:
+// Align(1), Align(2) and Align(4) give 8, and Stats reports the alignment
+// in force.
 func Align(n int) Option { return func(c *config) { c.align = n } }
 
 // SlabSize sets how many bytes the pool commits at a time when it grows
@@ -247,7 +250,7 @@ func configure(chunkSize int, opts []Option) (config, *Pool, error) {
 		size:   uintptr(chunkSize),
 		stride: stride,
 		magic:  ^uint64(0)/uint64(stride) + 1,
-		align:  uintptr(c.align),
+		align:  align,
 	}, nil
 }
 

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	if err := demo(&out, demoConfig{connections: 2000, persons: 10000}); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"fifth is null: 1, distinct: 1",
+		"freed chunk reused: 1",
+		"pool(16, align 8): two chunks 16 bytes apart, 16 usable",
+		"pool(40, align 16): two chunks 48 bytes apart, 40 usable, 8 bytes per chunk lost to alignment",
+		"pool: next buffers of 1024 B: RSS after setup",
+		"pool: next buffers of 4096 B: RSS after setup",
+		"int variable: 42",
+		"user id: 101, name: ABCxyz",
+		"bump allocator: 10000 Person",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"help", []string{"help"}, 0, "Usage:"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"demo with an argument", []string{"demo", "extra"}, 2, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.code {
+				t.Errorf("run(%q) = %d, want %d", tt.args, code, tt.code)
+			}
+			if got := stdout.String() + stderr.String(); !strings.Contains(got, tt.out) {
+				t.Errorf("run(%q) printed %q, want it to contain %q", tt.args, got, tt.out)
+			}
+		})
+	}
+}

@@ -1,0 +1,106 @@
+// Package carve is a family of memory allocators for Go that work outside
+// the garbage-collected heap, and a lab that measures how far a heap grows
+// beyond the memory its program really uses.
+//
+// This file is the overview. Each allocator's package documents its own
+// contract and points back here.
+//
+// # Why
+//
+// A heap that serves every size from one region ends up in pieces: freed
+// blocks leave holes between live ones, holes cannot merge until their
+// neighbours die, and a request larger than every hole needs fresh memory
+// even when the free bytes would cover it many times. A fixed-size pool
+// avoids this by never mixing sizes; a bump arena avoids it by freeing
+// everything at once. carve provides both for Go programs, over memory the
+// GC neither scans nor moves, with no bookkeeping bytes per chunk, and
+// with memory that really goes back to the OS.
+//
+// # Glossary
+//
+//   - region: a range of address space reserved from the OS (package mem).
+//     Reserved pages cost nothing; committed pages may be touched and
+//     count towards the footprint; decommitted pages go back to the OS.
+//   - chunk: one fixed-size unit of a pool. A free chunk holds the link to
+//     the next free chunk in its first bytes; a chunk in use holds only
+//     the caller's bytes.
+//   - stride: the distance between two chunks: the chunk size rounded up
+//     to the alignment, so that every chunk, not only the first, is
+//     aligned.
+//   - slab: the unit in which a pool commits and gives back memory; slab s
+//     holds the chunks carved from its start.
+//   - block: one link of an arena's chain; the arena bumps a cursor through
+//     it.
+//   - offset: a chunk's distance from its allocator's base. Allocators
+//     keep offsets, not pointers, inside carve memory.
+//
+// # Statistics
+//
+// Every allocator reports the same four figures (see [Stats]): Live, the
+// bytes callers asked for and hold; Used, what their blocks take with
+// rounding, headers and padding; Footprint, what the allocator has
+// committed from the OS and kept; Resident, how much of that is in
+// physical memory. Used - Live is internal fragmentation, Footprint -
+// Used external fragmentation.
+//
+// # The allocators
+//
+// pool (package pool) hands out chunks of one size.
+//
+//	Alloc: 1. pop the head of the free list: head = link stored in the head chunk.
+//	       2. if the list is empty, carve the chunk at the cursor;
+//	       3. if the cursor's slab is full, revive a slab Trim gave back, or
+//	          commit the next slab of the reservation (one mprotect);
+//	       4. past the limit: an error wrapping pool.ErrExhausted.
+//	Free:  1. check that the address starts a chunk: below the cursor, and
+//	          a multiple of the stride inside its slab (a multiply, no
+//	          division); otherwise an error wrapping pool.ErrForeign;
+//	       2. write the head's offset into the chunk and make it the head.
+//	Trim:  count free chunks per slab, unlink the chunks of slabs whose
+//	       chunks are all free, decommit those slabs (RSS drops).
+//
+// arena (package arena) hands out blocks of any size that live until the
+// whole arena is reset.
+//
+//	Alloc: 1. round the cursor up to the alignment; if the block has room,
+//	          bump the cursor past the request;
+//	       2. otherwise chain a new block (a larger one for a large request);
+//	       3. past the limit: an error wrapping arena.ErrExhausted.
+//	Reset: every block is reused from the start; Release gives them all back.
+//
+// Both have typed handles, pool.Of[T] and arena.Of[T], built once per type
+// and refusing types that hold Go pointers: the GC does not look inside
+// carve memory, so an object referenced only from there could be freed
+// under it.
+//
+// # Which allocator for which job
+//
+//   - Many objects of one type or size, freed one by one in any order
+//     (connections, sessions, nodes, buffers of one size): pool. A freed
+//     chunk always fits the next request, and the other sizes of the
+//     program cannot carve it up.
+//   - Many objects that die together (everything built while handling one
+//     request, one frame, one parse): arena. Allocation is a bump and
+//     there is no per-object free.
+//   - Objects that hold Go pointers, or whose lifetime nobody tracks: the
+//     Go heap. carve never replaces the GC for those.
+//
+// # Cost model
+//
+// pool: Alloc and Free are O(1) and make no system call except to commit
+// a slab; a chunk in use costs its stride and nothing else; the pool keeps
+// one reservation, a few words, and (in checked builds only) one bit per
+// chunk. arena: Alloc is O(1), a compare and an add on the fast path; it
+// loses at most align-1 bytes to alignment per request and the unused tail
+// of each full block. Neither is safe for concurrent use: give each
+// goroutine its own, or guard one with a mutex.
+//
+// # Checked builds
+//
+// Built with -tags carvecheck, the allocators detect double frees, poison
+// freed memory and verify the poison when it is handed out again (a write
+// after free), and run their invariant checkers on slow paths. Touching
+// memory after it was freed, reset or released is a bug the Go runtime
+// cannot catch in release builds; after the memory went back to the OS it
+// is a fatal fault.
+package carve
