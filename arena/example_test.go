@@ -2,6 +2,7 @@ package arena_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log"
 	"unsafe"
@@ -106,8 +107,10 @@ func ExampleOf_MakeSlice() {
 		Next *node
 	}
 	_, err = arena.NewOf[node](&a)
+	fmt.Println(errors.Is(err, arena.ErrPointers))
 	fmt.Println(err)
 	// Output:
 	// 3 3 [{0 0} {0 0} {1.5 -2}]
-	// arena: NewOf: type holds Go pointers, which the garbage collector cannot see in carve memory: node.Next is a pointer (*arena_test.node)
+	// true
+	// arena.NewOf[arena_test.node]: type holds Go pointers, which the garbage collector cannot see in carve memory: node.Next is a pointer (*arena_test.node)
 }

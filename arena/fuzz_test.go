@@ -67,6 +67,12 @@ func FuzzArena(f *testing.F) {
 					if after := statsNoResident(a); after != before {
 						t.Fatalf("failed Alloc(%d, %d) changed the stats from %+v to %+v", size, align, before, after)
 					}
+					// A page-aligned block of this many bytes holds the
+					// request however it is aligned.
+					worst := roundUp(int64(max(size, 1)+max(align, ps)-ps), int64(ps))
+					if room := (limit - before.Footprint) / int64(ps) * int64(ps); worst <= room {
+						t.Fatalf("Alloc(%d, %d) = %v with %d bytes under the limit, want success", size, align, err, room)
+					}
 					break
 				}
 				if b == nil || len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {

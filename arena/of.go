@@ -1,7 +1,6 @@
 package arena
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -27,15 +26,16 @@ type Of[T any] struct {
 	align int
 }
 
-// NewOf returns a handle that allocates values of T from a. It fails with
-// an error wrapping typecheck.ErrPointers, which names the field, if T
-// holds Go pointers.
+// NewOf returns a handle that allocates values of T from a. If T holds Go
+// pointers it fails with an error wrapping [ErrPointers] that names the
+// field, e.g. "conn.Peer.Name is a string".
 func NewOf[T any](a *Arena) (Of[T], error) {
+	t := reflect.TypeFor[T]()
 	if a == nil {
-		return Of[T]{}, errors.New("arena: NewOf: nil *Arena")
+		return Of[T]{}, fmt.Errorf("arena.NewOf[%s]: nil *Arena", t)
 	}
-	if err := typecheck.PointerFree(reflect.TypeFor[T]()); err != nil {
-		return Of[T]{}, fmt.Errorf("arena: NewOf: %w", err)
+	if err := typecheck.PointerFree(t); err != nil {
+		return Of[T]{}, fmt.Errorf("arena.NewOf[%s]: %w", t, err)
 	}
 	var zero T
 	return Of[T]{a: a, size: int(unsafe.Sizeof(zero)), align: int(unsafe.Alignof(zero))}, nil

@@ -69,7 +69,7 @@ func accept[T any]() func(*testing.T, *Arena) {
 func refuse[T any](path string) func(*testing.T, *Arena) {
 	return func(t *testing.T, a *Arena) {
 		o, err := NewOf[T](a)
-		if !errors.Is(err, typecheck.ErrPointers) {
+		if !errors.Is(err, typecheck.ErrPointers) || !errors.Is(err, ErrPointers) {
 			t.Fatalf("NewOf = %v, want %v", err, typecheck.ErrPointers)
 		}
 		if !strings.Contains(err.Error(), path+" is") {

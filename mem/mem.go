@@ -29,6 +29,7 @@ package mem
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -43,9 +44,10 @@ var (
 	ErrUnsupported = errors.New("mem: not supported on this platform")
 )
 
-// maxReserve bounds one reservation (1 TiB): far above any carve heap and
-// far below the 47-bit user address space, so offsets never overflow.
-const maxReserve = 1 << 40
+// maxReserve bounds one reservation (1 TiB, less on 32-bit platforms):
+// far above any carve heap and far below the 47-bit user address space,
+// so offsets never overflow.
+const maxReserve = min(1<<40, math.MaxInt/2)
 
 // Region is a reserved range of address space. The zero value is not
 // usable; get one from [Reserve].
@@ -67,7 +69,7 @@ type Region struct {
 // Footprint until [Region.Commit].
 func Reserve(size int) (*Region, error) {
 	if size <= 0 || size > maxReserve {
-		return nil, fmt.Errorf("%w: %d bytes (want 1 to %d)", ErrSize, size, maxReserve)
+		return nil, fmt.Errorf("%w: %d bytes (want 1 to %d)", ErrSize, size, int64(maxReserve))
 	}
 	size = roundUp(size, PageSize())
 	raw, err := sysReserve(size)
@@ -86,8 +88,9 @@ func Reserve(size int) (*Region, error) {
 // Size returns the reserved bytes, a multiple of the page size.
 func (r *Region) Size() int { return r.size }
 
-// Base returns the address of the first byte. Allocators keep it to turn
-// offsets into pointers with unsafe.Add.
+// Base returns the address of the first byte, a multiple of the page size
+// on every platform. Allocators keep it to turn offsets into pointers with
+// unsafe.Add.
 func (r *Region) Base() unsafe.Pointer { return r.base }
 
 // Bytes returns the whole reserved range as a slice. Only committed pages

@@ -2,14 +2,23 @@
 
 package mem
 
-import "os"
+import (
+	"os"
+	"unsafe"
+)
 
 // PageSize returns the OS page size.
 func PageSize() int { return os.Getpagesize() }
 
-// sysReserve backs the region with Go heap memory: without the OS's
-// reserve and commit, the whole range is usable and counts as resident.
-func sysReserve(size int) ([]byte, error) { return make([]byte, size), nil }
+// sysReserve backs the region with Go heap memory, page-aligned as a
+// mapping would be: without the OS's reserve and commit, the whole range is
+// usable and counts as resident.
+func sysReserve(size int) ([]byte, error) {
+	ps := PageSize()
+	b := make([]byte, size+ps)
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & uintptr(ps-1))
+	return b[off : off+size : off+size], nil
+}
 
 func sysCommit([]byte) error { return nil }
 

@@ -2,6 +2,7 @@ package mem_test
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestReserveSizes(t *testing.T) {
 		{"page plus one", ps + 1, 2 * ps, nil},
 		{"zero", 0, 0, mem.ErrSize},
 		{"negative", -1, 0, mem.ErrSize},
-		{"too large", 1<<40 + 1, 0, mem.ErrSize},
+		{"too large", math.MaxInt, 0, mem.ErrSize},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

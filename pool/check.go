@@ -67,20 +67,23 @@ func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 	off := p.head
 	c := p.chunk(off)
 	next := p.link(off)
-	if next != none && (!p.valid(next) || p.isLive(next)) {
+	free := p.carved - p.inUse - p.quarantined // this chunk included
+	if next == off || (next == none) != (free == 1) || next != none && (!p.valid(next) || p.isLive(next)) {
 		// The link was overwritten: keep this chunk out of use and rebuild
 		// the list from the live bits, so the pool stays whole.
 		p.quarantine(off)
 		p.rebuildFreeList()
 		return nil, fmt.Errorf("%w: the free-list link of the chunk at offset %d was overwritten", ErrCorrupt, off)
 	}
-	p.head = next
 	for i := LinkSize; i < len(c); i++ {
 		if c[i] != invariants.Poison {
+			// The link may be overwritten too, with a plausible value.
 			p.quarantine(off)
+			p.rebuildFreeList()
 			return nil, fmt.Errorf("%w: chunk at offset %d, byte %d is %#x, want poison %#x", ErrCorrupt, off, i, c[i], invariants.Poison)
 		}
 	}
+	p.head = next
 	p.markLive(off)
 	p.inUse++
 	return unsafe.Pointer(&c[0]), nil
@@ -89,12 +92,22 @@ func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 func (p *Pool) quarantine(off offset) {
 	p.quarantined++
 	p.markLive(off)
+	i := p.index(off)
+	for i/64 >= uintptr(len(p.quar)) {
+		p.quar = append(p.quar, 0)
+	}
+	p.quar[i/64] |= 1 << (i % 64)
+}
+
+func (p *Pool) isQuarantined(off offset) bool {
+	i := p.index(off)
+	return i/64 < uintptr(len(p.quar)) && p.quar[i/64]&(1<<(i%64)) != 0
 }
 
 // freeChecked pushes the chunk at off, which free found to be in range,
 // refusing a double free.
 func (p *Pool) freeChecked(off offset) error {
-	if !p.valid(off) || !p.isLive(off) {
+	if !p.valid(off) || !p.isLive(off) || p.isQuarantined(off) {
 		return fmt.Errorf("%w: chunk at offset %d", ErrDoubleFree, off)
 	}
 	p.clearLive(off)

@@ -43,7 +43,10 @@ func (p *Pool) allocSlow() (unsafe.Pointer, error) {
 		if err := p.revive(); err != nil {
 			return nil, err
 		}
-		return p.allocSlow()
+		if invariants.Enabled {
+			return p.allocChecked()
+		}
+		return p.alloc()
 	}
 	if int64(p.nslabs+1)*int64(p.slabSize) > p.limit {
 		return nil, fmt.Errorf("%w: %d bytes committed, the limit", ErrExhausted, p.limit)

@@ -53,6 +53,7 @@ const (
 	minChunksInSlab = 8
 	maxChunk        = 1 << 30
 	maxLimit        = 1 << 40
+	limitUnset      = -1 << 63
 	// overShift makes every offset of a pool over one region fall in slab 0.
 	overShift = 63
 )
@@ -130,6 +131,7 @@ type Pool struct {
 	// Checked builds only (see check.go).
 	live        []uint64 // one bit per chunk index: handed out
 	quarantined int64    // chunks found written after free, kept out of use
+	quar        []uint64 // one bit per chunk index: quarantined (also set in live)
 }
 
 // Option configures a pool made by [New] or [Over].
@@ -137,6 +139,7 @@ type Option func(*config)
 
 type config struct {
 	align    int
+	minAlign int // the least alignment a typed handle needs
 	slabSize int
 	limit    int64
 }
@@ -154,7 +157,8 @@ func Align(n int) Option { return func(c *config) { c.align = n } }
 // hold at least 8 chunks. It has no effect on a pool made by Over.
 func SlabSize(n int) Option { return func(c *config) { c.slabSize = n } }
 
-// Limit sets the most bytes a pool made by New may commit (default 1 GiB).
+// Limit sets the most bytes a pool made by New may commit (default 1 GiB,
+// or one slab if that is larger).
 // The pool reserves that much address space up front, which costs no
 // memory. It has no effect on a pool made by Over.
 func Limit(n int64) Option { return func(c *config) { c.limit = n } }
@@ -173,10 +177,13 @@ func New(chunkSize int, opts ...Option) (*Pool, error) {
 	for slabSize/p.stride < minChunksInSlab {
 		slabSize <<= 1
 	}
+	if c.limit == limitUnset {
+		c.limit = max(defaultLimit, int64(slabSize))
+	}
 	if c.limit < int64(slabSize) || c.limit > maxLimit {
 		return nil, fmt.Errorf("%w: limit %d bytes: want %d (one slab) to %d", ErrOption, c.limit, slabSize, int64(maxLimit))
 	}
-	nslabs := (c.limit + int64(slabSize) - 1) / int64(slabSize)
+	nslabs := c.limit / int64(slabSize)
 	r, err := mem.Reserve(int(nslabs * int64(slabSize)))
 	if err != nil {
 		return nil, fmt.Errorf("pool: %w", err)
@@ -229,7 +236,7 @@ func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
 // configure checks what New and Over share and returns a pool with the
 // chunk geometry set.
 func configure(chunkSize int, opts []Option) (config, *Pool, error) {
-	c := config{align: defaultAlign, slabSize: defaultSlabSize, limit: defaultLimit}
+	c := config{align: defaultAlign, slabSize: defaultSlabSize, limit: limitUnset}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -243,7 +250,7 @@ func configure(chunkSize int, opts []Option) (config, *Pool, error) {
 		return c, nil, fmt.Errorf("%w: %d bytes: want at most %d", ErrChunkSize, chunkSize, maxChunk)
 	}
 	// Links are read and written as whole words: keep them aligned.
-	align := uintptr(max(c.align, int(unsafe.Alignof(offset(0)))))
+	align := uintptr(max(c.align, c.minAlign, int(unsafe.Alignof(offset(0)))))
 	stride := (uintptr(chunkSize) + align - 1) &^ (align - 1)
 	return c, &Pool{
 		head:   none,
@@ -302,7 +309,7 @@ func (p *Pool) free(c unsafe.Pointer) error {
 	// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
 	// 2019): exact because in*stride < 2^64, which New and Over ensure.
 	if off >= p.top || in >= p.usable || uint64(in)*p.magic >= p.magic {
-		return &foreignError{addr: uintptr(c), pool: p}
+		return &foreignError{addr: uintptr(c), base: uintptr(p.base), size: p.size, closed: p.closed}
 	}
 	if invariants.Enabled {
 		return p.freeChecked(offset(off))
@@ -316,24 +323,21 @@ func (p *Pool) free(c unsafe.Pointer) error {
 // foreignError explains why an address is not a chunk of a pool. It keeps
 // the address as a number: the memory may be gone.
 type foreignError struct {
-	addr uintptr
-	pool *Pool
+	addr, base, size uintptr
+	closed           bool
 }
 
-func (e *foreignError) Unwrap() error { return e.pool.foreign(e.addr) }
-
-func (e *foreignError) Error() string { return e.Unwrap().Error() }
-
-// foreign explains why the address is not a chunk of the pool.
-func (p *Pool) foreign(addr uintptr) error {
+func (e *foreignError) Unwrap() error {
 	switch {
-	case p.closed:
+	case e.closed:
 		return ErrClosed
-	case addr == 0:
+	case e.addr == 0:
 		return fmt.Errorf("%w: nil", ErrForeign)
 	}
-	return fmt.Errorf("%w: %#x (chunks of %d bytes from %p)", ErrForeign, addr, p.size, p.base)
+	return fmt.Errorf("%w: %#x (chunks of %d bytes from %#x)", ErrForeign, e.addr, e.size, e.base)
 }
+
+func (e *foreignError) Error() string { return e.Unwrap().Error() }
 
 // link reads the next-free link of the free chunk at off.
 func (p *Pool) link(off offset) offset {

@@ -34,7 +34,7 @@ func NewOf[T any](opts ...Option) (*Of[T], error) {
 	}
 	size := max(int(t.Size()), LinkSize)
 	// Chunks must be aligned for T whatever opts ask for.
-	opts = append(opts[:len(opts):len(opts)], func(c *config) { c.align = max(c.align, t.Align()) })
+	opts = append(opts[:len(opts):len(opts)], func(c *config) { c.minAlign = t.Align() })
 	p, err := New(size, opts...)
 	if err != nil {
 		return nil, err

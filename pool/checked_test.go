@@ -1,0 +1,291 @@
+//go:build carvecheck
+
+package pool_test
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/pool"
+)
+
+// The tests of checked builds (-tags carvecheck): double frees are refused,
+// freed chunks are poisoned, and a chunk written after free is caught when
+// it would be handed out again, quarantined, and the pool goes on.
+
+// setLink overwrites the free-list link of the (freed) chunk c.
+func setLink(c []byte, v uintptr) { *(*uintptr)(unsafe.Pointer(unsafe.SliceData(c))) = v }
+
+func TestDoubleFree(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func(t *testing.T) *pool.Pool
+		freed []int // chunks freed once, in order
+		again int   // the chunk freed a second time
+	}{
+		{"New, head of the free list", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{1, 3}, 3},
+		{"New, deep in the free list", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{1, 3, 5}, 1},
+		{"New, only free chunk", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{0}, 0},
+		{"Over", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 8*64)[3:], 64) }, []int{2, 6}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.make(t)
+			var cs [][]byte
+			for range 7 {
+				cs = append(cs, mustAlloc(t, p))
+			}
+			for _, i := range tt.freed {
+				mustFree(t, p, cs[i])
+			}
+			before := p.Stats()
+			for range 2 {
+				if err := p.Free(cs[tt.again]); !errors.Is(err, pool.ErrDoubleFree) {
+					t.Fatalf("Free(chunk %d) again = %v, want %v", tt.again, err, pool.ErrDoubleFree)
+				}
+				mustCheck(t, p, "double free")
+			}
+			if after := p.Stats(); after != before {
+				t.Errorf("Stats() after a double free = %+v, want unchanged %+v", after, before)
+			}
+			// Each freed chunk comes back once, last freed first.
+			for k := len(tt.freed) - 1; k >= 0; k-- {
+				if c := mustAlloc(t, p); addr(c) != addr(cs[tt.freed[k]]) {
+					t.Fatalf("Alloc() = %#x, want chunk %d at %#x", addr(c), tt.freed[k], addr(cs[tt.freed[k]]))
+				}
+			}
+			if st := checkStats(t, p); st.Free != 0 || st.InUse != 7 {
+				t.Errorf("Stats() = Free %d, InUse %d, want 0, 7", st.Free, st.InUse)
+			}
+		})
+	}
+}
+
+// TestDoubleFreeAfterTrim frees a chunk whose slab Trim gave back: the
+// checked build refuses it instead of faulting on the decommitted page.
+func TestDoubleFreeAfterTrim(t *testing.T) {
+	const chunk, slab, perSlab = 1024, 64 << 10, 64
+	tests := []struct {
+		name  string
+		alloc int // chunks carved
+		slab  int // the slab freed and trimmed
+		want  []error
+	}{
+		{"middle slab", 3 * perSlab, 1, []error{pool.ErrDoubleFree}},
+		{"first slab", 2 * perSlab, 0, []error{pool.ErrDoubleFree}},
+		// Trim drops the top slab and lowers the cursor: the address is
+		// uncarved again, as foreign as any other there.
+		{"cursor slab", 2*perSlab + 5, 2, []error{pool.ErrDoubleFree, pool.ErrForeign}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustNew(t, chunk, pool.SlabSize(slab))
+			var cs, stale [][]byte
+			for range tt.alloc {
+				cs = append(cs, mustAlloc(t, p))
+			}
+			for _, c := range cs {
+				if int((addr(c)-addr(cs[0]))/slab) == tt.slab {
+					mustFree(t, p, c)
+					stale = append(stale, c)
+				}
+			}
+			if n, err := p.Trim(); n != slab || err != nil {
+				t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, slab)
+			}
+			mustCheck(t, p, "Trim")
+			before := p.Stats()
+			for _, c := range []([]byte){stale[0], stale[len(stale)/2], stale[len(stale)-1]} {
+				err := p.Free(c)
+				if !isAny(err, tt.want) {
+					t.Fatalf("Free(%#x) after Trim = %v, want one of %v", addr(c), err, tt.want)
+				}
+				mustCheck(t, p, "double free after Trim")
+			}
+			if after := p.Stats(); after != before {
+				t.Errorf("Stats() after double frees = %+v, want unchanged %+v", after, before)
+			}
+		})
+	}
+}
+
+// TestPoison checks that freed chunks read the poison byte past the link,
+// also the chunks of a revived slab.
+func TestPoison(t *testing.T) {
+	const chunk = 60 // stride 64: the padding is poisoned too
+	p := mustNew(t, chunk, pool.SlabSize(4096))
+	var cs [][]byte
+	for i := range 3 * 64 {
+		c := mustAlloc(t, p)
+		fill(c, i)
+		cs = append(cs, c)
+	}
+	poisoned := func(c []byte) int {
+		whole := unsafe.Slice(unsafe.SliceData(c), p.Stride())
+		for i := pool.LinkSize; i < len(whole); i++ {
+			if whole[i] != invariants.Poison {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, c := range cs[:64] {
+		mustFree(t, p, c)
+		if i := poisoned(c); i >= 0 {
+			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+		}
+	}
+	// Trim gives the first slab back; the next Alloc revives it.
+	if n, err := p.Trim(); n != 4096 || err != nil {
+		t.Fatalf("Trim() = %d, %v, want 4096, nil", n, err)
+	}
+	for _, c := range cs[64:] {
+		mustFree(t, p, c)
+	}
+	mustAlloc(t, p)
+	for _, c := range cs[64:127] {
+		if i := poisoned(c); i >= 0 {
+			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+		}
+	}
+	// The free list holds slabs 1 and 2; empty it, then see the revived
+	// slab 0 poisoned.
+	for range 127 {
+		mustAlloc(t, p)
+	}
+	r := mustAlloc(t, p)
+	if addr(r) != addr(cs[0]) {
+		t.Fatalf("Alloc() = %#x, want the first chunk of the revived slab, %#x", addr(r), addr(cs[0]))
+	}
+	for _, c := range cs[1:64] {
+		if i := poisoned(c); i >= 0 {
+			t.Fatalf("revived chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+		}
+	}
+}
+
+// TestWriteAfterFree writes into a freed chunk in the ways programs do,
+// then allocates: the pool must report ErrCorrupt for that chunk, keep it
+// out of use, and go on handing out the other chunks, each exactly once.
+func TestWriteAfterFree(t *testing.T) {
+	const chunk = 60 // stride 64
+	tests := []struct {
+		name   string
+		victim int // the chunk written after free; freed last, so first out
+		write  func(c []byte, cs [][]byte, base uintptr)
+	}{
+		{"one byte past the link", 5, func(c []byte, _ [][]byte, _ uintptr) { c[pool.LinkSize] = 1 }},
+		{"last byte", 5, func(c []byte, _ [][]byte, _ uintptr) { c[len(c)-1] ^= 0xff }},
+		{"padding past the chunk size", 5, func(c []byte, _ [][]byte, _ uintptr) { at(c, chunk+3, 1)[0] = 7 }},
+		{"link garbage", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, 0x12345) }},
+		{"link past the cursor", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, 64*64) }},
+		{"link to a live chunk", 5, func(c []byte, cs [][]byte, base uintptr) { setLink(c, addr(cs[2])-base) }},
+		{"link to itself", 5, func(c []byte, _ [][]byte, base uintptr) { setLink(c, addr(c)-base) }},
+		{"link cut (all ones)", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, ^uintptr(0)) }},
+		{"cleared", 5, func(c []byte, _ [][]byte, _ uintptr) { clear(c) }},
+		{"cleared, chunk at offset 0", 0, func(c []byte, _ [][]byte, _ uintptr) { clear(c) }},
+		{"filled with ones", 5, func(c []byte, _ [][]byte, _ uintptr) {
+			for i := range c {
+				c[i] = 0xff
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustNew(t, chunk, pool.SlabSize(4096))
+			base, _ := p.Bounds()
+			var cs [][]byte
+			for range 8 {
+				cs = append(cs, mustAlloc(t, p))
+			}
+			free := map[uintptr]bool{}
+			for _, i := range []int{0, 1, 3, 5} {
+				if i != tt.victim {
+					mustFree(t, p, cs[i])
+					free[addr(cs[i])] = true
+				}
+			}
+			mustFree(t, p, cs[tt.victim])
+			victim := cs[tt.victim]
+			tt.write(victim, cs, base)
+
+			c, err := p.Alloc()
+			if c != nil || !errors.Is(err, pool.ErrCorrupt) {
+				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", addr(victim), addr(c), err, pool.ErrCorrupt)
+			}
+			mustCheck(t, p, "Alloc of a corrupt chunk")
+			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 4 || st.Free != 3 {
+				t.Fatalf("Stats() = Quarantined %d, InUse %d, Free %d, want 1, 4, 3", st.Quarantined, st.InUse, st.Free)
+			}
+			// The other free chunks come out once each, then fresh ones;
+			// the corrupt chunk never.
+			for k := range 3 + 4 {
+				c := mustAlloc(t, p)
+				switch a := addr(c); {
+				case a == addr(victim):
+					t.Fatalf("Alloc() #%d = the quarantined chunk %#x", k, a)
+				case k < 3 && !free[a]:
+					t.Fatalf("Alloc() #%d = %#x, want one of the 3 other free chunks", k, a)
+				case k >= 3 && a < addr(cs[7]):
+					t.Fatalf("Alloc() #%d = %#x, want a fresh chunk", k, a)
+				}
+				delete(free, addr(c))
+			}
+			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 11 || st.Free != 0 {
+				t.Errorf("Stats() = Quarantined %d, InUse %d, Free %d, want 1, 11, 0", st.Quarantined, st.InUse, st.Free)
+			}
+		})
+	}
+}
+
+// TestQuarantinedFreedAgain frees a chunk that was written after free and
+// quarantined: it was freed already, so this is a double free, and the
+// counts must not move.
+func TestQuarantinedFreedAgain(t *testing.T) {
+	p := mustNew(t, 64)
+	a, b := mustAlloc(t, p), mustAlloc(t, p)
+	mustFree(t, p, a)
+	a[pool.LinkSize] = 1
+	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
+		t.Fatalf("Alloc() after a write into a freed chunk = %v, want %v", err, pool.ErrCorrupt)
+	}
+	mustCheck(t, p, "Alloc of a corrupt chunk")
+	before := p.Stats()
+	if err := p.Free(a); !errors.Is(err, pool.ErrDoubleFree) {
+		t.Errorf("Free(quarantined chunk) = %v, want %v", err, pool.ErrDoubleFree)
+	}
+	mustCheck(t, p, "Free of the quarantined chunk")
+	if after := checkStats(t, p); after != before || after.InUse != 1 || after.Quarantined != 1 {
+		t.Errorf("Stats() after Free(quarantined chunk) = %+v, want unchanged %+v (InUse 1, Quarantined 1)", after, before)
+	}
+	mustFree(t, p, b)
+	if st := checkStats(t, p); st.InUse != 0 || st.Quarantined != 1 {
+		t.Errorf("Stats() = InUse %d, Quarantined %d, want 0, 1", st.InUse, st.Quarantined)
+	}
+}
+
+// TestQuarantineSurvivesTrim checks that a slab holding a quarantined chunk
+// is not given back (the chunk is not free) and that the pool stays whole.
+func TestQuarantineSurvivesTrim(t *testing.T) {
+	p := mustNew(t, 64, pool.SlabSize(4096))
+	var cs [][]byte
+	for range 2 * 64 {
+		cs = append(cs, mustAlloc(t, p))
+	}
+	for _, c := range cs[:64] {
+		mustFree(t, p, c)
+	}
+	cs[63][pool.LinkSize] = 1 // the last freed: the head
+	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
+		t.Fatalf("Alloc() = %v, want %v", err, pool.ErrCorrupt)
+	}
+	if n, err := p.Trim(); n != 0 || err != nil {
+		t.Errorf("Trim() with a quarantined chunk in the only free slab = %d, %v, want 0, nil", n, err)
+	}
+	mustCheck(t, p, "Trim")
+	if st := checkStats(t, p); st.Slabs != 2 || st.Quarantined != 1 || st.Free != 63 {
+		t.Errorf("Stats() = Slabs %d, Quarantined %d, Free %d, want 2, 1, 63", st.Slabs, st.Quarantined, st.Free)
+	}
+}

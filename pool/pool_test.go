@@ -1,0 +1,752 @@
+package pool_test
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/carvelab/carve/mem"
+	"github.com/carvelab/carve/pool"
+)
+
+// Helpers shared by the package's tests.
+
+// addr returns the address of the first byte of b.
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// at returns n bytes starting delta bytes from the start of c. The tests
+// use it only to build addresses for Free to refuse: the memory is never
+// touched (it may be reserved but not committed).
+func at(c []byte, delta, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
+}
+
+// pattern is the byte a test writes at index i of the chunk of object id.
+func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
+
+// fill writes object id's pattern into the whole chunk.
+func fill(c []byte, id int) {
+	for i := range c {
+		c[i] = pattern(id, i)
+	}
+}
+
+// intact returns the index of the first byte of c that lost object id's
+// pattern, or -1.
+func intact(c []byte, id int) int {
+	for i := range c {
+		if c[i] != pattern(id, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// isAny reports whether err wraps one of targets.
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// mustCheck fails the test when the pool's invariants do not hold.
+func mustCheck(t testing.TB, p *pool.Pool, step string) {
+	t.Helper()
+	if err := p.Check(); err != nil {
+		t.Fatalf("Check() after %s = %v, want nil", step, err)
+	}
+}
+
+// mustNew returns a pool made by New, closed when the test ends.
+func mustNew(t testing.TB, chunk int, opts ...pool.Option) *pool.Pool {
+	t.Helper()
+	p, err := pool.New(chunk, opts...)
+	if err != nil {
+		t.Fatalf("New(%d) = %v, want nil", chunk, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	mustCheck(t, p, "New")
+	return p
+}
+
+// mustOver returns a pool made by Over, closed when the test ends.
+func mustOver(t testing.TB, region []byte, chunk int, opts ...pool.Option) *pool.Pool {
+	t.Helper()
+	p, err := pool.Over(region, chunk, opts...)
+	if err != nil {
+		t.Fatalf("Over(%d bytes, %d) = %v, want nil", len(region), chunk, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	mustCheck(t, p, "Over")
+	return p
+}
+
+// mustAlloc allocates a chunk and checks the pool.
+func mustAlloc(t testing.TB, p *pool.Pool) []byte {
+	t.Helper()
+	c, err := p.Alloc()
+	if err != nil {
+		t.Fatalf("Alloc() = %v, want nil (stats %+v)", err, p.Stats())
+	}
+	if len(c) != p.ChunkSize() || cap(c) != p.ChunkSize() {
+		t.Fatalf("Alloc() = len %d cap %d, want both %d", len(c), cap(c), p.ChunkSize())
+	}
+	mustCheck(t, p, "Alloc")
+	return c
+}
+
+// mustFree frees a chunk and checks the pool.
+func mustFree(t testing.TB, p *pool.Pool, c []byte) {
+	t.Helper()
+	if err := p.Free(c); err != nil {
+		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+	}
+	mustCheck(t, p, "Free")
+}
+
+// checkStats verifies the equations every pool's statistics obey.
+func checkStats(t testing.TB, p *pool.Pool) pool.Stats {
+	t.Helper()
+	st := p.Stats()
+	if st.Live != st.InUse*int64(st.ChunkSize) {
+		t.Fatalf("Stats().Live = %d, want InUse %d * ChunkSize %d", st.Live, st.InUse, st.ChunkSize)
+	}
+	if st.Used != st.InUse*int64(st.Stride) {
+		t.Fatalf("Stats().Used = %d, want InUse %d * Stride %d", st.Used, st.InUse, st.Stride)
+	}
+	if st.Used-st.Live != st.InUse*int64(st.Stride-st.ChunkSize) {
+		t.Fatalf("Stats() Used - Live = %d, want InUse * (Stride - ChunkSize) = %d", st.Used-st.Live, st.InUse*int64(st.Stride-st.ChunkSize))
+	}
+	if st.InUse+st.Free+st.Quarantined != st.Carved || st.Carved > st.Capacity {
+		t.Fatalf("Stats() = InUse %d + Free %d + Quarantined %d, Carved %d, Capacity %d: want InUse + Free + Quarantined = Carved <= Capacity",
+			st.InUse, st.Free, st.Quarantined, st.Carved, st.Capacity)
+	}
+	if st.Live > st.Used || st.Used > st.Footprint || st.Resident > st.Footprint {
+		t.Fatalf("Stats() = Live %d, Used %d, Footprint %d, Resident %d: want Live <= Used <= Footprint, Resident <= Footprint",
+			st.Live, st.Used, st.Footprint, st.Resident)
+	}
+	return st
+}
+
+func TestNew(t *testing.T) {
+	page := mem.PageSize()
+	tests := []struct {
+		name    string
+		chunk   int
+		opts    []pool.Option
+		wantErr error
+		// huge reservations are address space on Linux, but Go memory
+		// with the fallback of other platforms.
+		huge bool
+		// For a pool made: its geometry.
+		stride, align, slab int
+	}{
+		{name: "link size", chunk: pool.LinkSize, stride: 8, align: 8, slab: 64 << 10},
+		{name: "default", chunk: 64, stride: 64, align: 8, slab: 64 << 10},
+		{name: "rounded to align", chunk: 100, stride: 104, align: 8, slab: 64 << 10},
+		{name: "below link size", chunk: pool.LinkSize - 1, wantErr: pool.ErrChunkSize},
+		{name: "zero", chunk: 0, wantErr: pool.ErrChunkSize},
+		{name: "negative", chunk: -1, wantErr: pool.ErrChunkSize},
+		{name: "1 GiB", chunk: 1 << 30, opts: []pool.Option{pool.Limit(8 << 30)}, huge: true, stride: 1 << 30, align: 8, slab: 8 << 30},
+		{name: "over 1 GiB", chunk: 1<<30 + 1, opts: []pool.Option{pool.Limit(16 << 30)}, wantErr: pool.ErrChunkSize},
+		{name: "align 1 gives the link's 8", chunk: 9, opts: []pool.Option{pool.Align(1)}, stride: 16, align: 8, slab: 64 << 10},
+		{name: "align 4 gives the link's 8", chunk: 12, opts: []pool.Option{pool.Align(4)}, stride: 16, align: 8, slab: 64 << 10},
+		{name: "align 16", chunk: 24, opts: []pool.Option{pool.Align(16)}, stride: 32, align: 16, slab: 64 << 10},
+		{name: "align page", chunk: 100, opts: []pool.Option{pool.Align(page)}, stride: page, align: page, slab: 64 << 10},
+		{name: "align 0", chunk: 64, opts: []pool.Option{pool.Align(0)}, wantErr: pool.ErrAlign},
+		{name: "align negative", chunk: 64, opts: []pool.Option{pool.Align(-8)}, wantErr: pool.ErrAlign},
+		{name: "align 3", chunk: 64, opts: []pool.Option{pool.Align(3)}, wantErr: pool.ErrAlign},
+		{name: "align 24", chunk: 64, opts: []pool.Option{pool.Align(24)}, wantErr: pool.ErrAlign},
+		{name: "align over page", chunk: 64, opts: []pool.Option{pool.Align(2 * page)}, wantErr: pool.ErrAlign},
+		{name: "slab page", chunk: 64, opts: []pool.Option{pool.SlabSize(page)}, stride: 64, align: 8, slab: page},
+		{name: "slab raised to 8 chunks", chunk: 16 << 10, opts: []pool.Option{pool.SlabSize(page)}, stride: 16 << 10, align: 8, slab: 128 << 10},
+		{name: "slab 0", chunk: 64, opts: []pool.Option{pool.SlabSize(0)}, wantErr: pool.ErrOption},
+		{name: "slab negative", chunk: 64, opts: []pool.Option{pool.SlabSize(-page)}, wantErr: pool.ErrOption},
+		{name: "slab below page", chunk: 64, opts: []pool.Option{pool.SlabSize(page / 2)}, wantErr: pool.ErrOption},
+		{name: "slab not a power of two", chunk: 64, opts: []pool.Option{pool.SlabSize(3 * page)}, wantErr: pool.ErrOption},
+		{name: "slab over 1 GiB", chunk: 64, opts: []pool.Option{pool.SlabSize(2 << 30)}, wantErr: pool.ErrOption},
+		{name: "limit one slab", chunk: 64, opts: []pool.Option{pool.Limit(64 << 10)}, stride: 64, align: 8, slab: 64 << 10},
+		{name: "limit 1 TiB", chunk: 64, opts: []pool.Option{pool.Limit(1 << 40)}, huge: true, stride: 64, align: 8, slab: 64 << 10},
+		{name: "limit 0", chunk: 64, opts: []pool.Option{pool.Limit(0)}, wantErr: pool.ErrOption},
+		{name: "limit negative", chunk: 64, opts: []pool.Option{pool.Limit(-1)}, wantErr: pool.ErrOption},
+		{name: "limit below a slab", chunk: 64, opts: []pool.Option{pool.Limit(32 << 10)}, wantErr: pool.ErrOption},
+		{name: "limit below the raised slab", chunk: 16 << 10, opts: []pool.Option{pool.Limit(64 << 10)}, wantErr: pool.ErrOption},
+		{name: "limit over 1 TiB", chunk: 64, opts: []pool.Option{pool.Limit(1<<40 + 1)}, wantErr: pool.ErrOption},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.huge && runtime.GOOS != "linux" {
+				t.Skip("reserves more than a Go heap slice should hold")
+			}
+			p, err := pool.New(tt.chunk, tt.opts...)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("New(%d) = %v, want %v", tt.chunk, err, tt.wantErr)
+			}
+			if err != nil {
+				if p != nil {
+					t.Errorf("New(%d) = %p, %v, want a nil pool with the error", tt.chunk, p, err)
+				}
+				return
+			}
+			defer p.Close()
+			mustCheck(t, p, "New")
+			st := checkStats(t, p)
+			want := pool.Stats{ChunkSize: tt.chunk, Stride: tt.stride, Align: tt.align, SlabSize: tt.slab}
+			if st != want {
+				t.Errorf("Stats() = %+v, want %+v (nothing committed before the first Alloc)", st, want)
+			}
+			if p.ChunkSize() != tt.chunk || p.Stride() != tt.stride {
+				t.Errorf("ChunkSize(), Stride() = %d, %d, want %d, %d", p.ChunkSize(), p.Stride(), tt.chunk, tt.stride)
+			}
+		})
+	}
+}
+
+func TestOver(t *testing.T) {
+	tests := []struct {
+		name    string
+		region  []byte
+		chunk   int
+		opts    []pool.Option
+		wantErr error
+		// For a pool made: the chunks it holds.
+		capacity int64
+	}{
+		{name: "four chunks", region: make([]byte, 4*64), chunk: 64, capacity: 4},
+		{name: "tail unused", region: make([]byte, 4*64+63), chunk: 64, capacity: 4},
+		{name: "one chunk", region: make([]byte, 64), chunk: 64, capacity: 1},
+		{name: "misaligned start", region: make([]byte, 4*64)[3:], chunk: 64, capacity: 3},
+		{name: "misaligned start, align 64", region: make([]byte, 64*64+64)[3:], chunk: 64, opts: []pool.Option{pool.Align(64)}},
+		{name: "stride 16", region: make([]byte, 160), chunk: 9, capacity: 10},
+		{name: "slab size and limit ignored", region: make([]byte, 4*64), chunk: 64, opts: []pool.Option{pool.SlabSize(3), pool.Limit(-1)}, capacity: 4},
+		{name: "nil region", region: nil, chunk: 64, wantErr: pool.ErrChunkSize},
+		{name: "empty region", region: []byte{}, chunk: 64, wantErr: pool.ErrChunkSize},
+		{name: "region smaller than a chunk", region: make([]byte, 63), chunk: 64, wantErr: pool.ErrChunkSize},
+		{name: "padding leaves no chunk", region: make([]byte, 64)[1:15], chunk: 8, wantErr: pool.ErrChunkSize},
+		{name: "chunk below link size", region: make([]byte, 64), chunk: pool.LinkSize - 1, wantErr: pool.ErrChunkSize},
+		{name: "chunk over 1 GiB", region: make([]byte, 64), chunk: 1<<30 + 1, wantErr: pool.ErrChunkSize},
+		{name: "align 0", region: make([]byte, 64), chunk: 8, opts: []pool.Option{pool.Align(0)}, wantErr: pool.ErrAlign},
+		{name: "align 12", region: make([]byte, 64), chunk: 8, opts: []pool.Option{pool.Align(12)}, wantErr: pool.ErrAlign},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := pool.Over(tt.region, tt.chunk, tt.opts...)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Over(%d bytes, %d) = %v, want %v", len(tt.region), tt.chunk, err, tt.wantErr)
+			}
+			if err != nil {
+				if p != nil {
+					t.Errorf("Over(%d bytes, %d) = %p, %v, want a nil pool with the error", len(tt.region), tt.chunk, p, err)
+				}
+				return
+			}
+			defer p.Close()
+			mustCheck(t, p, "Over")
+			st := checkStats(t, p)
+			if tt.capacity == 0 { // depends on where the region starts
+				pad := -addr(tt.region) & uintptr(st.Align-1)
+				tt.capacity = int64((uintptr(len(tt.region)) - pad) / uintptr(st.Stride))
+			}
+			if st.Capacity != tt.capacity || st.Slabs != 1 || st.Footprint != int64(len(tt.region)) || st.Carved != 0 {
+				t.Errorf("Stats() = Capacity %d, Slabs %d, Footprint %d, Carved %d, want %d, 1, %d, 0",
+					st.Capacity, st.Slabs, st.Footprint, st.Carved, tt.capacity, len(tt.region))
+			}
+			// Every chunk it holds is handed out, then it is exhausted.
+			for i := range tt.capacity {
+				c := mustAlloc(t, p)
+				lo, hi := addr(tt.region), addr(tt.region)+uintptr(len(tt.region))
+				if a := addr(c); a < lo || a+uintptr(len(c)) > hi || a%uintptr(st.Align) != 0 {
+					t.Fatalf("Alloc() #%d = [%#x, %#x), want inside [%#x, %#x) aligned to %d", i, a, a+uintptr(len(c)), lo, hi, st.Align)
+				}
+			}
+			if c, err := p.Alloc(); c != nil || !errors.Is(err, pool.ErrExhausted) {
+				t.Errorf("Alloc() #%d = %p, %v, want nil, %v", tt.capacity, unsafe.SliceData(c), err, pool.ErrExhausted)
+			}
+		})
+	}
+}
+
+// TestStride checks that a chunk size that is not a multiple of the
+// alignment is rounded up to the stride, and that the rounding shows in
+// Stats as Used - Live.
+func TestStride(t *testing.T) {
+	tests := []struct {
+		name         string
+		chunk, align int
+		stride       int
+	}{
+		{"8 align 8", 8, 8, 8},
+		{"9 align 8", 9, 8, 16},
+		{"24 align 16", 24, 16, 32},
+		{"40 align 16", 40, 16, 48},
+		{"48 align 64", 48, 64, 64},
+		{"100 align 1", 100, 1, 104},
+		{"100 align 2", 100, 2, 104},
+		{"1000 align 256", 1000, 256, 1024},
+		{"1024 align 64", 1024, 64, 1024},
+	}
+	const n = 5
+	for _, tt := range tests {
+		for _, kind := range []string{"New", "Over"} {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				var p *pool.Pool
+				if kind == "New" {
+					p = mustNew(t, tt.chunk, pool.Align(tt.align))
+				} else {
+					p = mustOver(t, make([]byte, (n+1)*tt.stride+tt.align)[1:], tt.chunk, pool.Align(tt.align))
+				}
+				var prev []byte
+				for i := range n {
+					c := mustAlloc(t, p)
+					if prev != nil && addr(c)-addr(prev) != uintptr(tt.stride) {
+						t.Errorf("Alloc() #%d at %#x, %d bytes after the previous, want the stride %d", i, addr(c), addr(c)-addr(prev), tt.stride)
+					}
+					prev = c
+				}
+				st := checkStats(t, p)
+				if st.Stride != tt.stride || p.Stride() != tt.stride {
+					t.Errorf("Stats().Stride, Stride() = %d, %d, want %d", st.Stride, p.Stride(), tt.stride)
+				}
+				if got, want := st.Used-st.Live, int64(n*(tt.stride-tt.chunk)); got != want {
+					t.Errorf("Stats() Used - Live = %d, want %d", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestExhausted checks that a pool at its limit says so with an error
+// wrapping ErrExhausted, never a nil chunk alone, and keeps working.
+func TestExhausted(t *testing.T) {
+	tests := []struct {
+		name     string
+		make     func(t *testing.T) *pool.Pool
+		capacity int
+		slabs    int
+	}{
+		{"Over four chunks", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 4*64), 64) }, 4, 1},
+		{"New at its limit", func(t *testing.T) *pool.Pool {
+			return mustNew(t, 1024, pool.SlabSize(64<<10), pool.Limit(128<<10))
+		}, 128, 2},
+		{"New one slab of big chunks", func(t *testing.T) *pool.Pool {
+			return mustNew(t, 8<<10, pool.SlabSize(mem.PageSize()), pool.Limit(64<<10))
+		}, 8, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.make(t)
+			var cs [][]byte
+			for range tt.capacity {
+				cs = append(cs, mustAlloc(t, p))
+			}
+			for i := range 3 {
+				c, err := p.Alloc()
+				if c != nil || !errors.Is(err, pool.ErrExhausted) {
+					t.Fatalf("Alloc() past the limit, try %d = %p, %v, want nil, %v", i, unsafe.SliceData(c), err, pool.ErrExhausted)
+				}
+				mustCheck(t, p, "Alloc past the limit")
+			}
+			st := checkStats(t, p)
+			if st.InUse != int64(tt.capacity) || st.Free != 0 || st.Slabs != tt.slabs || st.Capacity != int64(tt.capacity) {
+				t.Errorf("Stats() = InUse %d, Free %d, Slabs %d, Capacity %d, want %d, 0, %d, %d",
+					st.InUse, st.Free, st.Slabs, st.Capacity, tt.capacity, tt.slabs, tt.capacity)
+			}
+			// Free one, allocate one: the freed chunk comes back.
+			victim := cs[tt.capacity/2]
+			mustFree(t, p, victim)
+			if c := mustAlloc(t, p); addr(c) != addr(victim) {
+				t.Errorf("Alloc() after Free(%#x) = %#x, want the freed chunk", addr(victim), addr(c))
+			}
+			if _, err := p.Alloc(); !errors.Is(err, pool.ErrExhausted) {
+				t.Errorf("Alloc() = %v, want %v", err, pool.ErrExhausted)
+			}
+			mustCheck(t, p, "Alloc past the limit")
+		})
+	}
+}
+
+// TestLimitIsMost checks that a pool made by New never commits more than
+// its Limit, also when the limit is not a whole number of slabs.
+func TestLimitIsMost(t *testing.T) {
+	const limit = 100_000 // one whole 64 KiB slab and a part of another
+	p := mustNew(t, 1024, pool.SlabSize(64<<10), pool.Limit(limit))
+	for i := 0; ; i++ {
+		if _, err := p.Alloc(); err != nil {
+			if !errors.Is(err, pool.ErrExhausted) {
+				t.Fatalf("Alloc() #%d = %v, want nil or %v", i, err, pool.ErrExhausted)
+			}
+			break
+		}
+		if i > limit/1024 {
+			t.Fatalf("Alloc() #%d succeeded: more chunks of 1024 bytes than a limit of %d bytes holds", i, limit)
+		}
+	}
+	mustCheck(t, p, "exhaustion")
+	if st := checkStats(t, p); st.Footprint > limit {
+		t.Errorf("Stats().Footprint = %d at exhaustion, want at most Limit(%d)", st.Footprint, limit)
+	}
+}
+
+// TestLIFO checks that the free list lives in the chunks: a freed chunk is
+// the next one handed out.
+func TestLIFO(t *testing.T) {
+	for _, kind := range []string{"New", "Over"} {
+		t.Run(kind, func(t *testing.T) {
+			var p *pool.Pool
+			if kind == "New" {
+				p = mustNew(t, 64)
+			} else {
+				p = mustOver(t, make([]byte, 8*64), 64)
+			}
+			a := mustAlloc(t, p)
+			mustAlloc(t, p) // stays in use
+			c := mustAlloc(t, p)
+			mustFree(t, p, a)
+			mustFree(t, p, c)
+			steps := []struct {
+				name string
+				want uintptr
+			}{
+				{"last freed", addr(c)},
+				{"first freed", addr(a)},
+				{"fresh", addr(c) + 64},
+			}
+			for _, s := range steps {
+				if got := mustAlloc(t, p); addr(got) != s.want {
+					t.Errorf("Alloc() = %#x, want %#x (%s)", addr(got), s.want, s.name)
+				}
+			}
+			if st := checkStats(t, p); st.InUse != 4 || st.Free != 0 || st.Carved != 4 {
+				t.Errorf("Stats() = InUse %d, Free %d, Carved %d, want 4, 0, 4", st.InUse, st.Free, st.Carved)
+			}
+		})
+	}
+}
+
+// TestAppendStaysInChunk checks that cap == len: append must copy rather
+// than write into the next chunk.
+func TestAppendStaysInChunk(t *testing.T) {
+	p := mustNew(t, 64)
+	a, b := mustAlloc(t, p), mustAlloc(t, p)
+	if addr(b) != addr(a)+64 {
+		t.Fatalf("Alloc() = %#x, %#x, want adjacent chunks", addr(a), addr(b))
+	}
+	fill(a, 1)
+	fill(b, 2)
+	grown := append(a, 0xee)
+	if i := intact(b, 2); i >= 0 {
+		t.Fatalf("append to the chunk at %#x wrote byte %d of the next chunk", addr(a), i)
+	}
+	if addr(grown) == addr(a) {
+		t.Errorf("append(chunk, x) = %#x, want a copy elsewhere", addr(grown))
+	}
+	mustCheck(t, p, "append")
+}
+
+// TestFreeAnyLength checks that Free goes by where the slice starts.
+func TestFreeAnyLength(t *testing.T) {
+	p := mustNew(t, 64)
+	tests := []struct {
+		name string
+		cut  func(c []byte) []byte
+	}{
+		{"whole", func(c []byte) []byte { return c }},
+		{"first byte", func(c []byte) []byte { return c[:1] }},
+		{"empty", func(c []byte) []byte { return c[:0] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustAlloc(t, p)
+			mustFree(t, p, tt.cut(c))
+			if st := checkStats(t, p); st.InUse != 0 {
+				t.Errorf("Stats().InUse = %d, want 0", st.InUse)
+			}
+		})
+	}
+}
+
+// TestAlignment checks that every chunk is aligned, lies inside the pool's
+// memory and overlaps no other, for pools made by New and by Over over a
+// region that starts misaligned.
+func TestAlignment(t *testing.T) {
+	for _, size := range []int{8, 24, 40, 48, 64, 1024} {
+		for _, align := range []int{8, 16, 64} {
+			for _, kind := range []string{"New", "Over"} {
+				t.Run(kind+"/"+itoa(size)+"/"+itoa(align), func(t *testing.T) {
+					var p *pool.Pool
+					var region []byte
+					n := 300
+					if kind == "New" {
+						p = mustNew(t, size, pool.Align(align), pool.SlabSize(mem.PageSize()))
+					} else {
+						region = make([]byte, 64<<10+3)[3:]
+						p = mustOver(t, region, size, pool.Align(align))
+						n = int(p.Stats().Capacity)
+					}
+					lo, hi := p.Bounds()
+					if region != nil && (lo != addr(region) || hi != addr(region)+uintptr(len(region))) {
+						t.Fatalf("Bounds() = [%#x, %#x), want the region [%#x, %#x)", lo, hi, addr(region), addr(region)+uintptr(len(region)))
+					}
+					var addrs []uintptr
+					for i := range n {
+						c := mustAlloc(t, p)
+						a := addr(c)
+						if a%uintptr(align) != 0 {
+							t.Fatalf("Alloc() #%d = %#x, want aligned to %d", i, a, align)
+						}
+						if a < lo || a+uintptr(size) > hi || !p.Committed(c) {
+							t.Fatalf("Alloc() #%d = [%#x, %#x), want inside committed memory of [%#x, %#x)", i, a, a+uintptr(size), lo, hi)
+						}
+						addrs = append(addrs, a)
+					}
+					if kind == "Over" {
+						if _, err := p.Alloc(); !errors.Is(err, pool.ErrExhausted) {
+							t.Fatalf("Alloc() #%d = %v, want %v", n, err, pool.ErrExhausted)
+						}
+					}
+					slices.Sort(addrs)
+					for i := 1; i < len(addrs); i++ {
+						if addrs[i] < addrs[i-1]+uintptr(size) {
+							t.Fatalf("chunks at %#x and %#x overlap (chunk size %d)", addrs[i-1], addrs[i], size)
+						}
+					}
+					checkStats(t, p)
+				})
+			}
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+// TestFreeForeign checks that Free refuses memory the pool did not hand
+// out, with an error wrapping ErrForeign, and changes nothing.
+func TestFreeForeign(t *testing.T) {
+	const size, slab = 1000, 64 << 10 // 65 chunks a slab, a 536-byte tail
+	p := mustNew(t, size, pool.SlabSize(slab))
+	other := mustNew(t, size, pool.SlabSize(slab))
+	var cs [][]byte
+	for range 70 { // slab 0 full, 5 chunks carved from slab 1
+		cs = append(cs, mustAlloc(t, p))
+	}
+	first, last := cs[0], cs[len(cs)-1]
+	if addr(last) != addr(first)+slab+4*size {
+		t.Fatalf("Alloc() #69 = %#x, want the fifth chunk of the second slab, %#x", addr(last), addr(first)+slab+4*size)
+	}
+	mustFree(t, p, cs[3])
+	mustFree(t, p, cs[7])
+	otherChunk := mustAlloc(t, other)
+	region := make([]byte, 4*size+500)
+	over := mustOver(t, region[3:], size)
+	var ocs [][]byte
+	for range 4 {
+		ocs = append(ocs, mustAlloc(t, over))
+	}
+	ofirst := ocs[0]
+	pad := int(addr(ofirst) - addr(region))
+
+	tests := []struct {
+		name  string
+		pool  *pool.Pool
+		slice func() []byte
+	}{
+		{"nil", p, func() []byte { return nil }},
+		{"empty Go slice", p, func() []byte { return []byte{} }},
+		{"Go heap", p, func() []byte { return make([]byte, size) }},
+		{"interior", p, func() []byte { return cs[10][1:] }},
+		{"interior at the stride", p, func() []byte { return cs[10][8:] }},
+		{"last byte", p, func() []byte { return cs[10][size-1:] }},
+		{"chunk of another pool", p, func() []byte { return otherChunk }},
+		{"uncarved chunk at the cursor", p, func() []byte { return at(last, size, size) }},
+		{"uncarved chunk beyond the cursor", p, func() []byte { return at(last, 10*size, size) }},
+		{"tail of a full slab", p, func() []byte { return at(first, 65*size, 8) }},
+		{"uncommitted slab", p, func() []byte { return at(first, 2*slab, size) }},
+		{"last slab of the reservation", p, func() []byte { return at(first, (1<<30)-slab, size) }},
+		{"before the pool", p, func() []byte { return at(first, -size, size) }},
+		{"Over: tail of the region", over, func() []byte { return region[pad+4*size:] }},
+		{"Over: padding before the first chunk", over, func() []byte { return region[pad-3:] }},
+		{"Over: region start", over, func() []byte { return region }},
+		{"Over: interior", over, func() []byte { return ocs[1][size/2:] }},
+		{"Over: chunk of the New pool", over, func() []byte { return cs[20] }},
+		{"Over: Go heap", over, func() []byte { return make([]byte, size) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.slice()
+			before := tt.pool.Stats()
+			err := tt.pool.Free(b)
+			if !errors.Is(err, pool.ErrForeign) {
+				t.Fatalf("Free(%#x) = %v, want %v", addr(b), err, pool.ErrForeign)
+			}
+			if errors.Is(err, pool.ErrClosed) || errors.Is(err, pool.ErrDoubleFree) {
+				t.Errorf("Free(%#x) = %v, want only %v", addr(b), err, pool.ErrForeign)
+			}
+			if err.Error() == "" {
+				t.Errorf("Free(%#x) = an error with no message", addr(b))
+			}
+			mustCheck(t, tt.pool, "Free of a foreign slice")
+			if after := tt.pool.Stats(); after != before {
+				t.Errorf("Stats() after Free(%#x) = %+v, want unchanged %+v", addr(b), after, before)
+			}
+		})
+	}
+	// The free list is as it was: the last freed chunk, then the one before.
+	for _, want := range [][]byte{cs[7], cs[3]} {
+		if c := mustAlloc(t, p); addr(c) != addr(want) {
+			t.Errorf("Alloc() = %#x, want %#x", addr(c), addr(want))
+		}
+	}
+}
+
+// TestForeignErrorKept checks that an error keeps its meaning: closing the
+// pool later must not turn an ErrForeign already returned into ErrClosed.
+func TestForeignErrorKept(t *testing.T) {
+	p, err := pool.New(64)
+	if err != nil {
+		t.Fatalf("New(64) = %v, want nil", err)
+	}
+	ferr := p.Free(make([]byte, 64))
+	if !errors.Is(ferr, pool.ErrForeign) {
+		t.Fatalf("Free(Go slice) = %v, want %v", ferr, pool.ErrForeign)
+	}
+	msg := ferr.Error()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if !errors.Is(ferr, pool.ErrForeign) || ferr.Error() != msg {
+		t.Errorf("Free's error after Close = %q (Is ErrForeign %t), want unchanged %q", ferr, errors.Is(ferr, pool.ErrForeign), msg)
+	}
+}
+
+func TestClose(t *testing.T) {
+	tests := []struct {
+		name string
+		make func(t *testing.T) *pool.Pool
+	}{
+		{"New", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }},
+		{"New never used", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }},
+		{"Over", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 4*64), 64) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.make(t)
+			var c []byte
+			if tt.name != "New never used" {
+				c = mustAlloc(t, p)
+				mustFree(t, p, mustAlloc(t, p))
+			}
+			if err := p.Close(); err != nil {
+				t.Fatalf("Close() = %v, want nil", err)
+			}
+			mustCheck(t, p, "Close")
+			if got, err := p.Alloc(); got != nil || !errors.Is(err, pool.ErrClosed) {
+				t.Errorf("Alloc() after Close = %p, %v, want nil, %v", unsafe.SliceData(got), err, pool.ErrClosed)
+			}
+			for _, b := range [][]byte{c, nil, make([]byte, 64)} {
+				if err := p.Free(b); !errors.Is(err, pool.ErrClosed) {
+					t.Errorf("Free(%#x) after Close = %v, want %v", addr(b), err, pool.ErrClosed)
+				}
+			}
+			if err := p.Close(); !errors.Is(err, pool.ErrClosed) {
+				t.Errorf("Close() again = %v, want %v", err, pool.ErrClosed)
+			}
+			if n, err := p.Trim(); n != 0 || err != nil {
+				t.Errorf("Trim() after Close = %d, %v, want 0, nil", n, err)
+			}
+			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 {
+				t.Errorf("Stats() after Close = %+v, want nothing committed or in use", st)
+			}
+			mustCheck(t, p, "Close")
+		})
+	}
+}
+
+// TestGrow checks that a pool made by New grows one slab at a time up to
+// its limit, and that the counts follow.
+func TestGrow(t *testing.T) {
+	const slab, perSlab, slabs = 64 << 10, 64, 4
+	p := mustNew(t, 1024, pool.SlabSize(slab), pool.Limit(slabs*slab))
+	var cs [][]byte
+	for i := range slabs * perSlab {
+		cs = append(cs, mustAlloc(t, p))
+		st := checkStats(t, p)
+		want := i/perSlab + 1
+		if st.Slabs != want || st.Footprint != int64(want*slab) || st.Capacity != int64(want*perSlab) ||
+			st.Carved != int64(i+1) || st.InUse != int64(i+1) || st.Free != 0 || st.SlabSize != slab {
+			t.Fatalf("Stats() after %d Allocs = %+v, want Slabs %d, Footprint %d, Capacity %d, Carved %d, InUse %d, Free 0",
+				i+1, st, want, want*slab, want*perSlab, i+1, i+1)
+		}
+	}
+	if _, err := p.Alloc(); !errors.Is(err, pool.ErrExhausted) {
+		t.Fatalf("Alloc() #%d = %v, want %v", slabs*perSlab, err, pool.ErrExhausted)
+	}
+	for i, c := range cs {
+		mustFree(t, p, c)
+		st := checkStats(t, p)
+		if st.Slabs != slabs || st.Footprint != slabs*slab || st.Free != int64(i+1) || st.Carved != slabs*perSlab {
+			t.Fatalf("Stats() after %d Frees = %+v, want Slabs %d, Footprint %d, Free %d, Carved %d (no Trim)",
+				i+1, st, slabs, slabs*slab, i+1, slabs*perSlab)
+		}
+	}
+}
+
+// TestTrimOver checks that a pool over the caller's region gives nothing
+// back.
+func TestTrimOver(t *testing.T) {
+	p := mustOver(t, make([]byte, 4*64), 64)
+	mustFree(t, p, mustAlloc(t, p))
+	before := p.Stats()
+	if n, err := p.Trim(); n != 0 || err != nil {
+		t.Errorf("Trim() = %d, %v, want 0, nil", n, err)
+	}
+	mustCheck(t, p, "Trim")
+	if after := p.Stats(); after != before {
+		t.Errorf("Stats() after Trim = %+v, want unchanged %+v", after, before)
+	}
+}
+
+// TestTrimNothingFree checks that Trim keeps every slab that holds a chunk
+// in use, and that a pool that never allocated has nothing to give back.
+func TestTrimNothingFree(t *testing.T) {
+	p := mustNew(t, 1024)
+	if n, err := p.Trim(); n != 0 || err != nil {
+		t.Errorf("Trim() of a new pool = %d, %v, want 0, nil", n, err)
+	}
+	mustCheck(t, p, "Trim")
+	var cs [][]byte
+	for i := range 200 { // four slabs, the last partly carved
+		c := mustAlloc(t, p)
+		fill(c, i)
+		cs = append(cs, c)
+	}
+	for i := 0; i < len(cs); i += 2 {
+		mustFree(t, p, cs[i])
+	}
+	before := p.Stats()
+	if n, err := p.Trim(); n != 0 || err != nil {
+		t.Errorf("Trim() with a chunk in use in every slab = %d, %v, want 0, nil", n, err)
+	}
+	mustCheck(t, p, "Trim")
+	if after := p.Stats(); after.Slabs != before.Slabs || after.Footprint != before.Footprint || after.Free != before.Free {
+		t.Errorf("Stats() after Trim = %+v, want unchanged %+v", after, before)
+	}
+	for i := 1; i < len(cs); i += 2 {
+		if j := intact(cs[i], i); j >= 0 {
+			t.Fatalf("chunk %d lost byte %d in Trim", i, j)
+		}
+	}
+}
