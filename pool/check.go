@@ -34,12 +34,18 @@ func (p *Pool) markLive(off offset) {
 	for i/64 >= uintptr(len(p.live)) {
 		p.live = append(p.live, 0)
 	}
-	p.live[i/64] |= 1 << (i % 64)
+	if p.live[i/64]&(1<<(i%64)) == 0 {
+		p.live[i/64] |= 1 << (i % 64)
+		p.nlive++
+	}
 }
 
 func (p *Pool) clearLive(off offset) {
 	i := p.index(off)
-	p.live[i/64] &^= 1 << (i % 64)
+	if p.live[i/64]&(1<<(i%64)) != 0 {
+		p.live[i/64] &^= 1 << (i % 64)
+		p.nlive--
+	}
 }
 
 // chunk returns the stride bytes of the chunk at off.
@@ -67,7 +73,7 @@ func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 	off := p.head
 	c := p.chunk(off)
 	next := p.link(off)
-	free := p.carved - p.inUse - p.quarantined // this chunk included
+	free := p.carved - p.nlive // this chunk included
 	if next == off || (next == none) != (free == 1) || next != none && (!p.valid(next) || p.isLive(next)) {
 		// The link was overwritten: keep this chunk out of use and rebuild
 		// the list from the live bits, so the pool stays whole.
@@ -85,7 +91,6 @@ func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 	}
 	p.head = next
 	p.markLive(off)
-	p.inUse++
 	return unsafe.Pointer(&c[0]), nil
 }
 
@@ -115,7 +120,6 @@ func (p *Pool) freeChecked(off offset) error {
 	poison(c)
 	*(*offset)(unsafe.Pointer(&c[0])) = p.head
 	p.head = off
-	p.inUse--
 	return nil
 }
 
@@ -139,10 +143,10 @@ func (p *Pool) rebuildFreeList() {
 //
 //	every free-list link starts a carved chunk of a committed slab;
 //	the list has no cycle;
-//	free chunks + InUse + Quarantined == Carved == chunks carved per slab;
+//	free chunks + Quarantined <= Carved == chunks carved per slab;
 //	the cursor lies in the last slab, at a chunk boundary;
 //	in checked builds, no free chunk is marked live and the live bits
-//	count InUse + Quarantined.
+//	count every carved chunk that is not free.
 //
 // It reads only free chunks' links and never touches uncarved memory.
 func (p *Pool) check() error {
@@ -182,8 +186,8 @@ func (p *Pool) check() error {
 			return fmt.Errorf("free list: longer than the %d carved chunks (a cycle: a double free?)", carved)
 		}
 	}
-	if free+p.inUse+p.quarantined != carved {
-		return fmt.Errorf("free %d + in use %d + quarantined %d != carved %d", free, p.inUse, p.quarantined, carved)
+	if free+p.quarantined > carved {
+		return fmt.Errorf("free %d + quarantined %d > carved %d", free, p.quarantined, carved)
 	}
 	if invariants.Enabled {
 		var n int64
@@ -192,8 +196,8 @@ func (p *Pool) check() error {
 				n++
 			}
 		}
-		if n != p.inUse+p.quarantined {
-			return fmt.Errorf("live bits count %d, want in use %d + quarantined %d", n, p.inUse, p.quarantined)
+		if n != p.nlive || n != carved-free {
+			return fmt.Errorf("live bits count %d, want %d (counted) and carved %d - free %d", n, p.nlive, carved, free)
 		}
 	}
 	return nil

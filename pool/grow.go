@@ -30,7 +30,6 @@ func (p *Pool) allocSlow() (unsafe.Pointer, error) {
 		off := p.top
 		p.top += p.stride
 		p.carved++
-		p.inUse++
 		if invariants.Enabled {
 			p.markLive(offset(off))
 		}

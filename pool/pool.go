@@ -89,9 +89,10 @@ const none = ^offset(0)
 //   - Go pointers must not be stored in chunks: the GC does not see them.
 //
 // Costs: Alloc and Free are O(1), a few instructions and no system call,
-// except when the pool grows (one mprotect to commit a slab). A chunk in
-// use costs Stride bytes (ChunkSize rounded up to the alignment) and
-// nothing else. Trim is O(free chunks + slabs).
+// except when the pool grows (one mprotect to commit a slab); both inline
+// into the caller. A chunk in use costs Stride bytes (ChunkSize rounded up
+// to the alignment) and nothing else. Stats and Trim are O(free chunks +
+// slabs).
 //
 // Layout: a pool made by New reserves Limit bytes of address space and
 // cuts it into slabs of SlabSize bytes; slab s spans offsets
@@ -111,7 +112,6 @@ type Pool struct {
 	mask   uintptr        // slab size - 1; all ones over one region
 	usable uintptr        // bytes of a slab that hold chunks: perSlab * stride
 	top    uintptr        // every chunk lies below top: the carving cursor
-	inUse  int64          // chunks handed out and not freed
 
 	// Slow-path fields.
 	align    uintptr     // alignment in force: the option's, at least the link's
@@ -129,7 +129,8 @@ type Pool struct {
 	closed   bool
 
 	// Checked builds only (see check.go).
-	live        []uint64 // one bit per chunk index: handed out
+	live        []uint64 // one bit per chunk index: handed out or quarantined
+	nlive       int64    // bits set in live
 	quarantined int64    // chunks found written after free, kept out of use
 	quar        []uint64 // one bit per chunk index: quarantined (also set in live)
 }
@@ -272,52 +273,90 @@ func (p *Pool) Stride() int { return int(p.stride) }
 // carved at the cursor. It returns an error wrapping ErrExhausted when the
 // pool is at its limit.
 func (p *Pool) Alloc() ([]byte, error) {
-	c, err := p.alloc()
+	return p.allocVia(allocSlowBytes)
+}
+
+// allocVia is Alloc's fast path: pop the head of the free list. The slow
+// path comes in as a parameter because Go's inliner charges a call to a
+// parameter a fraction of what it charges a call to a function: that keeps
+// Alloc small enough to inline into the caller, where the parameter is a
+// constant again and the call a direct one. Inlined, the pop shares
+// registers with the caller's code instead of passing through a call.
+func (p *Pool) allocVia(slow func(*Pool) ([]byte, error)) ([]byte, error) {
+	off := p.head
+	if off == none || invariants.Enabled {
+		return slow(p)
+	}
+	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
+	p.head = *(*offset)(c)
+	return unsafe.Slice((*byte)(c), p.size), nil
+}
+
+// allocSlowBytes is Alloc's slow path.
+func allocSlowBytes(p *Pool) ([]byte, error) {
+	c, err := p.allocSlow()
 	if err != nil {
 		return nil, err
 	}
 	return unsafe.Slice((*byte)(c), p.size), nil
 }
 
-// alloc pops the head of the free list, or takes the slow path when the
-// list is empty.
+// alloc is what the typed handle and the slow paths pop with.
 func (p *Pool) alloc() (unsafe.Pointer, error) {
 	off := p.head
 	if off == none || invariants.Enabled {
 		return p.allocSlow()
 	}
-	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
+	c := unsafe.Add(p.base, off)
 	p.head = *(*offset)(c)
-	p.inUse++
 	return c, nil
 }
 
 // Free gives a chunk back. A slice that does not start at a chunk the
 // pool handed out is refused with an error wrapping ErrForeign, and the
-// pool is unchanged.
+// pool is unchanged. The check is two compares and a multiply, and Free
+// makes no call, so the compiler inlines it into the caller.
 func (p *Pool) Free(b []byte) error {
-	return p.free(unsafe.Pointer(unsafe.SliceData(b)))
-}
-
-// free checks that c starts a carved chunk, then pushes it. The check is
-// two compares and a multiply, and the function makes no call, so the
-// compiler inlines it into the caller.
-func (p *Pool) free(c unsafe.Pointer) error {
+	c := unsafe.Pointer(unsafe.SliceData(b))
 	off := uintptr(c) - uintptr(p.base)
-	in := off & p.mask
-	// in is a multiple of stride exactly when in*magic (mod 2^64) < magic
-	// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
-	// 2019): exact because in*stride < 2^64, which New and Over ensure.
-	if off >= p.top || in >= p.usable || uint64(in)*p.magic >= p.magic {
-		return &foreignError{addr: uintptr(c), base: uintptr(p.base), size: p.size, closed: p.closed}
+	if !p.owns(off) {
+		return p.foreignError(c)
 	}
 	if invariants.Enabled {
 		return p.freeChecked(offset(off))
 	}
 	*(*offset)(c) = p.head
 	p.head = offset(off)
-	p.inUse--
 	return nil
+}
+
+// push puts the chunk at c, offset off, which the pool owns, on the free
+// list.
+func (p *Pool) push(c unsafe.Pointer, off uintptr) error {
+	if invariants.Enabled {
+		return p.freeChecked(offset(off))
+	}
+	*(*offset)(c) = p.head
+	p.head = offset(off)
+	return nil
+}
+
+// owns reports whether offset off starts a chunk the pool has carved:
+// below the cursor, and at a multiple of the stride inside a slab's
+// chunks. Any address minus the base is such an offset, or fails.
+func (p *Pool) owns(off uintptr) bool {
+	in := off & p.mask
+	// in is a multiple of stride exactly when in*magic (mod 2^64) < magic
+	// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+	// 2019): exact because in*stride < 2^64, which New and Over ensure.
+	return off < p.top && in < p.usable && uint64(in)*p.magic < p.magic
+}
+
+// foreignError returns the error for freeing c, which the pool does not
+// own. It is built from a composite literal, not a call, so that free
+// stays small enough to inline.
+func (p *Pool) foreignError(c unsafe.Pointer) error {
+	return &foreignError{addr: uintptr(c), base: uintptr(p.base), size: p.size, closed: p.closed}
 }
 
 // foreignError explains why an address is not a chunk of a pool. It keeps
@@ -339,6 +378,16 @@ func (e *foreignError) Unwrap() error {
 
 func (e *foreignError) Error() string { return e.Unwrap().Error() }
 
+// freeCount counts the chunks on the free list, stopping at the carved
+// count should a double free have made it a cycle.
+func (p *Pool) freeCount() int64 {
+	var n int64
+	for off := p.head; off != none && n <= p.carved; off = p.link(off) {
+		n++
+	}
+	return n
+}
+
 // link reads the next-free link of the free chunk at off.
 func (p *Pool) link(off offset) offset {
 	return *(*offset)(unsafe.Add(p.base, off))
@@ -354,7 +403,7 @@ func (p *Pool) Close() error {
 	p.closed = true
 	// Forget the memory before it goes: no field may point into
 	// address space the OS can hand to someone else.
-	p.head, p.base, p.top, p.topEnd, p.inUse, p.carved = none, nil, 0, 0, 0, 0
+	p.head, p.base, p.top, p.topEnd, p.carved = none, nil, 0, 0, 0
 	p.nslabs, p.vacant, p.nvacant, p.over = 0, nil, 0, nil
 	if p.region != nil {
 		return p.region.Release()
@@ -383,22 +432,24 @@ type Stats struct {
 	SlabSize    int   // bytes per slab
 }
 
-// Stats returns the pool's statistics. It costs one mincore system call
-// (for Resident).
+// Stats returns the pool's statistics. It costs a walk of the free list
+// (the pool keeps no counter on its fast paths, where one would cost more
+// than the rest of the work) and one mincore system call (for Resident).
 func (p *Pool) Stats() Stats {
 	slabs := p.nslabs - p.nvacant
+	free := p.freeCount()
 	st := Stats{
 		ChunkSize:   int(p.size),
 		Stride:      int(p.stride),
 		Align:       int(p.align),
-		InUse:       p.inUse,
+		InUse:       p.carved - p.quarantined - free,
+		Free:        free,
 		Carved:      p.carved,
 		Quarantined: p.quarantined,
 		Capacity:    int64(slabs) * int64(p.perSlab),
 		Slabs:       slabs,
 		SlabSize:    int(p.slabSize),
 	}
-	st.Free = st.Carved - st.InUse - st.Quarantined
 	st.Live = st.InUse * int64(p.size)
 	st.Used = st.InUse * int64(p.stride)
 	switch {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/internal/typecheck"
 )
 
@@ -44,21 +45,58 @@ func NewOf[T any](opts ...Option) (*Of[T], error) {
 
 // New hands out a zeroed *T, or an error wrapping ErrExhausted when the
 // pool is at its limit.
+//
+// The handle keeps its free chunks zeroed: Free clears the T, so New only
+// clears the link the free list wrote (fresh chunks from the OS are zero).
+// That keeps both small enough to inline into the caller.
 func (o *Of[T]) New() (*T, error) {
-	c, err := o.p.alloc()
+	c, err := o.p.popCleared(newSlow)
+	return (*T)(c), err
+}
+
+// Free clears *t and gives it back to the pool; a pointer New did not
+// hand out is refused with an error wrapping ErrForeign, and its memory is
+// left alone.
+func (o *Of[T]) Free(t *T) error {
+	p, c := o.p, unsafe.Pointer(t)
+	off := uintptr(c) - uintptr(p.base)
+	if !p.owns(off) {
+		return p.foreignError(c)
+	}
+	clear(unsafe.Slice((*byte)(c), p.size))
+	return p.push(c, off)
+}
+
+// popCleared is New's fast path: pop a chunk and clear the link in it.
+// The slow path comes in as a parameter for the reason allocVia gives.
+func (p *Pool) popCleared(slow func(*Pool) (unsafe.Pointer, error)) (unsafe.Pointer, error) {
+	off := p.head
+	if off == none || invariants.Enabled {
+		return slow(p)
+	}
+	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
+	p.head = *(*offset)(c)
+	*(*offset)(c) = 0
+	return c, nil
+}
+
+// newSlow is New's slow path: a chunk from allocSlow, cleared as New
+// promises. Fresh and revived chunks are zero but for a link; checked
+// builds poison free chunks, so they clear all of it.
+func newSlow(p *Pool) (unsafe.Pointer, error) {
+	c, err := p.allocSlow()
 	if err != nil {
 		return nil, err
 	}
-	t := (*T)(c) // the chunk holds at least sizeof(T) bytes, aligned for T
-	*t = *new(T)
-	return t, nil
+	if invariants.Enabled {
+		clear(unsafe.Slice((*byte)(c), p.stride))
+	} else {
+		*(*offset)(c) = 0
+	}
+	return c, nil
 }
 
-// Free gives t back to the pool; a pointer New did not hand out is refused
-// with an error wrapping ErrForeign.
-func (o *Of[T]) Free(t *T) error {
-	return o.p.free(unsafe.Pointer(t))
-}
-
-// Pool returns the untyped pool underneath, for Stats and Trim.
+// Pool returns the untyped pool underneath, for Stats, Trim and Close.
+// Allocate and free the handle's chunks through the handle only: New
+// relies on Free having cleared them.
 func (o *Of[T]) Pool() *Pool { return o.p }
