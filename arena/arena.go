@@ -95,8 +95,10 @@ type Arena struct {
 	off  int            // bytes of the current block taken so far
 	end  int            // size of the current block; 0 when there is none
 
-	live   int64 // Live: bytes requested since the last Reset
-	allocs int64 // successful Allocs since the last Reset
+	// padding is AlignWaste: bytes skipped to align allocations since the
+	// last Reset. Live is Used - padding, so the fast path, which never
+	// pads, counts nothing.
+	padding int64
 
 	// blocks holds every block, in the order of first use since the last
 	// Reset: blocks[:n] are in use (blocks[cur] is the current one when
@@ -177,22 +179,16 @@ func (a *Arena) Alloc(size, align int) ([]byte, error) {
 // not empty and fits the current block, it takes the bytes and returns
 // their address. It must stay small enough to inline.
 //
-// It aligns the offset, not the address: blocks start on a page boundary
-// (mem regions are page-aligned), so for alignments up to minPage the two
-// agree, and larger ones take the slow path. The offset is the one value
-// each allocation hands to the next, so the work on it is kept to a load,
-// an add and a store: an offset that is already aligned, as it always is
-// for a run of values of one Go type, skips the rounding on a branch the
-// CPU predicts rather than waiting for it.
+// It takes only requests that start at the current offset: an offset
+// already aligned, as it stays for a run of requests whose sizes are
+// multiples of their alignment (every Go type's are). Anything that needs
+// padding goes to the slow path. The offset is the one value each
+// allocation hands to the next, so the work on it is kept to a load, an
+// add and a store, and nothing else is counted.
 func (a *Arena) tryBump(size, align int) (unsafe.Pointer, bool) {
 	off := a.off
-	if off&(align-1) != 0 {
-		off = (off + align - 1) &^ (align - 1)
-	}
-	if size > 0 && size <= a.end-off && uint(align-1) < minPage && align&(align-1) == 0 {
+	if off&(align-1) == 0 && size > 0 && size <= a.end-off && uint(align-1) < minPage && align&(align-1) == 0 {
 		a.off = off + size
-		a.live += int64(size)
-		a.allocs++
 		if invariants.Enabled {
 			verifyPoison(a.base, off, size, a.dirty)
 		}
@@ -239,8 +235,7 @@ func (a *Arena) allocSlow(size, align int) ([]byte, error) {
 		b.used = pad + size
 		a.retired += int64(b.used)
 		a.tail += int64(b.size - b.used)
-		a.live += int64(size)
-		a.allocs++
+		a.padding += int64(pad)
 		if invariants.Enabled {
 			verifyPoison(b.r.Base(), pad, size, b.dirty)
 			a.mustCheck()
@@ -270,8 +265,7 @@ func (a *Arena) allocSlow(size, align int) ([]byte, error) {
 func (a *Arena) bump(pad, size int) []byte {
 	off := a.off + pad
 	a.off = off + size
-	a.live += int64(size)
-	a.allocs++
+	a.padding += int64(pad)
 	if invariants.Enabled {
 		verifyPoison(a.base, off, size, a.dirty)
 	}
@@ -383,7 +377,7 @@ func (a *Arena) Reset() {
 	}
 	a.base, a.off, a.end, a.dirty = nil, 0, 0, 0
 	a.n, a.cur = 0, 0
-	a.live, a.allocs, a.retired, a.tail = 0, 0, 0, 0
+	a.padding, a.retired, a.tail = 0, 0, 0
 	if invariants.Enabled {
 		a.mustCheck()
 	}

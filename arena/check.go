@@ -66,12 +66,9 @@ func (a *Arena) check() error {
 	}
 
 	used := a.retired + int64(a.off)
-	if a.live < 0 || a.live > used || used+a.tail > a.footprint {
-		return fmt.Errorf("live %d, used %d, tail %d, footprint %d: want 0 <= live <= used <= used+tail <= footprint",
-			a.live, used, a.tail, a.footprint)
-	}
-	if a.allocs < 0 || (a.allocs == 0 && a.live != 0) {
-		return fmt.Errorf("%d allocations holding %d bytes", a.allocs, a.live)
+	if a.padding < 0 || a.padding > used || used+a.tail > a.footprint {
+		return fmt.Errorf("padding %d, used %d, tail %d, footprint %d: want 0 <= padding <= used <= used+tail <= footprint",
+			a.padding, used, a.tail, a.footprint)
 	}
 	if invariants.Enabled && a.n > 0 && a.dirty != a.blocks[a.cur].dirty {
 		return fmt.Errorf("current block's poison mark %d, block %d says %d", a.dirty, a.cur, a.blocks[a.cur].dirty)

@@ -3,14 +3,14 @@ package arena
 import carve "github.com/carvelab/carve"
 
 // Stats describes an arena in carve's vocabulary, with the counts that
-// are the arena's own. All figures but Allocs and Blocks are bytes.
+// are the arena's own. All figures but Blocks are bytes.
 //
 //	Live <= Used <= Footprint
 //	Used      = Live + AlignWaste
 //	Footprint = Used + TailWaste + Free
 //	Resident <= Footprint
 //
-// Live, Used, Allocs, AlignWaste and TailWaste count from the last Reset;
+// Live, Used, AlignWaste and TailWaste count from the last Reset;
 // Footprint, Resident, Blocks and Free describe the blocks the arena holds,
 // which Reset keeps and Release gives back.
 type Stats struct {
@@ -19,9 +19,6 @@ type Stats struct {
 	// blocks, and Resident the part of it in physical memory (mincore).
 	carve.Stats
 
-	// Allocs counts the successful Allocs since the last Reset, empty
-	// ones included.
-	Allocs int64
 	// Blocks counts the blocks the arena holds, in use or spare.
 	Blocks int
 	// AlignWaste is the padding inserted before allocations to align
@@ -44,13 +41,12 @@ func (a *Arena) Stats() Stats {
 	used := a.retired + int64(a.off)
 	s := Stats{
 		Stats: carve.Stats{
-			Live:      a.live,
+			Live:      used - a.padding,
 			Used:      used,
 			Footprint: a.footprint,
 		},
-		Allocs:     a.allocs,
 		Blocks:     len(a.blocks),
-		AlignWaste: used - a.live,
+		AlignWaste: a.padding,
 		TailWaste:  a.tail,
 		Free:       a.footprint - used - a.tail,
 	}
