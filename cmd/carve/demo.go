@@ -213,7 +213,7 @@ func demoArena(w io.Writer, cfg demoConfig) error {
 	fmt.Fprintf(w, "int variable: %d\n", *num)
 	fmt.Fprintf(w, "user id: %d, name: %s\n", user.ID, cstring(user.Name[:]))
 	st := a.Stats()
-	fmt.Fprintf(w, "arena: %d allocations, %d bytes live, %d used (%d lost to alignment)\n", st.Allocs, st.Live, st.Used, st.AlignWaste)
+	fmt.Fprintf(w, "arena: %d bytes live, %d used (%d lost to alignment), %d KB committed\n", st.Live, st.Used, st.AlignWaste, st.Footprint>>10)
 	a.Reset()
 
 	n := cfg.persons
