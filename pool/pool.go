@@ -341,6 +341,13 @@ func (p *Pool) push(c unsafe.Pointer, off uintptr) error {
 	return nil
 }
 
+// Owns reports whether b starts at a chunk of this pool: what Free checks
+// before it takes a slice back. It does not tell whether the chunk is in
+// use.
+func (p *Pool) Owns(b []byte) bool {
+	return p.owns(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(p.base))
+}
+
 // owns reports whether offset off starts a chunk the pool has carved:
 // below the cursor, and at a multiple of the stride inside a slab's
 // chunks. Any address minus the base is such an offset, or fails.
