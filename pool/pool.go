@@ -26,6 +26,7 @@ import (
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/typecheck"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -40,6 +41,9 @@ var (
 	ErrDoubleFree = errors.New("pool: chunk freed twice")
 	ErrCorrupt    = errors.New("pool: freed chunk was written after free")
 	ErrClosed     = errors.New("pool: closed")
+	// ErrPointers reports, from [NewOf], a type that holds Go pointers;
+	// the error wrapping it names the field.
+	ErrPointers = typecheck.ErrPointers
 )
 
 // LinkSize is the smallest chunk: a free chunk holds the offset of the next
