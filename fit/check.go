@@ -1,0 +1,327 @@
+package fit
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/mem"
+)
+
+// This file holds the invariant checker, which the tests run after every
+// step and checked builds (-tags carvecheck) run whenever the heap grows
+// or trims, and what checked builds add: freed blocks are filled with
+// invariants.Poison (all but their header, links and footer), and the
+// bytes of a free block are verified to still hold the poison when they
+// are handed out again, which catches writes after free.
+
+// check verifies the heap's invariants and returns the first one broken:
+//
+//	the blocks tile [8, top-8): each at least MinBlock, a multiple of
+//	Granule, marked in the block-start bitmap, which marks nothing else;
+//	each block's P flag tells whether the block before is in use;
+//	a free block's footer repeats its size;
+//	no two free blocks are adjacent, and the block before the top is in use;
+//	sum of blocks in use = Used, their count = Blocks;
+//	Live <= Used - HeaderSize * Blocks;
+//	the index holds every free block exactly once and nothing else, in its
+//	policy's order (see checkIndex);
+//	committed = the region's committed bytes, a whole number of pages,
+//	holding every block: top-8 <= committed, unless the heap is empty.
+//
+// It reads headers, footers and links, never the rest of free memory, so
+// it cannot make untouched pages resident.
+func (h *Heap) check() error {
+	if h.closed {
+		if h.base != nil || h.committed != 0 || h.blocks != 0 || h.top != firstBlock {
+			return fmt.Errorf("closed heap keeps base %p, committed %d, %d blocks, top %d", h.base, h.committed, h.blocks, h.top)
+		}
+		return nil
+	}
+	ps := offset(mem.PageSize())
+	switch {
+	case h.committed%ps != 0 || h.committed > h.reserved:
+		return fmt.Errorf("committed %d: want a multiple of the page size %d, at most the reservation %d", h.committed, ps, h.reserved)
+	case int(h.committed) != h.region.Committed():
+		return fmt.Errorf("committed %d, the region says %d", h.committed, h.region.Committed())
+	case h.top < firstBlock || h.top%Granule != 0 || h.top > firstBlock && h.top-HeaderSize > h.committed:
+		return fmt.Errorf("top at %d: want a multiple of %d from %d, its start (top-8) at most committed %d", h.top, Granule, firstBlock, h.committed)
+	case offset(len(h.starts))*64*Granule < h.committed:
+		return fmt.Errorf("block-start bitmap covers %d bytes, committed %d", len(h.starts)*64*Granule, h.committed)
+	}
+
+	var used, blocks, freeBytes int64
+	var frees []offset
+	prevInUse := true
+	p := firstBlock
+	for p < h.top {
+		hd := *h.hdr(p)
+		s := hd.size()
+		switch {
+		case !h.isStart(p):
+			return fmt.Errorf("block at %d: not marked in the block-start bitmap", p)
+		case s < MinBlock || s%Granule != 0 || p+offset(s) > h.top:
+			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, Granule, MinBlock, h.top)
+		case hd.prevInUse() != prevInUse:
+			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.prevInUse(), prevInUse)
+		case !hd.inUse() && !prevInUse:
+			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
+		case !hd.inUse() && *h.footer(p, s) != uint64(s):
+			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *h.footer(p, s))
+		}
+		if hd.inUse() {
+			used += int64(s)
+			blocks++
+		} else {
+			freeBytes += int64(s)
+			frees = append(frees, p)
+		}
+		prevInUse = hd.inUse()
+		p += offset(s)
+	}
+	if p != h.top {
+		return fmt.Errorf("blocks end at %d, past the top at %d", p, h.top)
+	}
+	if !prevInUse {
+		return fmt.Errorf("the block before the top at %d is free (not merged into the top)", h.top)
+	}
+	marked := 0
+	for _, w := range h.starts {
+		marked += bits.OnesCount64(w)
+	}
+	if n := int(blocks) + len(frees); marked != n {
+		return fmt.Errorf("block-start bitmap marks %d offsets, the heap has %d blocks", marked, n)
+	}
+	switch {
+	case used != h.used || blocks != h.blocks:
+		return fmt.Errorf("blocks in use: %d of %d bytes, the heap counts %d of %d", blocks, used, h.blocks, h.used)
+	case int64(len(frees)) != h.freeBlocks || freeBytes != h.freeBytes:
+		return fmt.Errorf("free blocks: %d of %d bytes, the heap counts %d of %d", len(frees), freeBytes, h.freeBlocks, h.freeBytes)
+	case h.live < 0 || h.live > used-HeaderSize*blocks:
+		return fmt.Errorf("live %d: want 0 to the usable bytes of the blocks in use, %d", h.live, used-HeaderSize*blocks)
+	}
+	return h.checkIndex(frees)
+}
+
+// checkIndex verifies that the policy's index holds exactly the free
+// blocks frees (in address order), once each, and is well formed; and
+// that the other policies' fields are empty.
+func (h *Heap) checkIndex(frees []offset) error {
+	x := &h.idx
+	seen := make(map[offset]bool, len(frees))
+	for _, p := range frees {
+		seen[p] = false
+	}
+	// visit records that the index holds the block at p.
+	visit := func(l link, where string) error {
+		p := l.offset()
+		done, ok := seen[p]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: offset %d is not a free block", where, p)
+		case done:
+			return fmt.Errorf("%s: free block at %d is there twice", where, p)
+		}
+		seen[p] = true
+		return nil
+	}
+	lists := x.head != 0 || x.rover != 0
+	bests := x.binmap != 0 || x.tree.root != 0 || x.tree.n != 0
+	aos := x.leaves != 0 || len(x.seg) != 0 || len(x.freeMap) != 0
+	switch h.policy {
+	case FirstFit, NextFit:
+		if bests || aos || h.policy == FirstFit && x.rover != 0 {
+			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
+		}
+		if err := h.checkList(x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
+			return err
+		}
+		if x.rover != 0 {
+			if done, ok := seen[x.rover.offset()]; !ok || !done {
+				return fmt.Errorf("next fit: rover %d is not on the free list", x.rover.offset())
+			}
+		}
+	case BestFit:
+		if lists || aos {
+			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
+		}
+		for i, head := range x.bins {
+			if (head != 0) != (x.binmap&(1<<i) != 0) {
+				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.offset(), x.binmap&(1<<i) != 0)
+			}
+			size := uintptr(i) << granShift
+			if err := h.checkList(head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
+				return err
+			}
+		}
+		if err := h.checkTreap(visit, len(frees)); err != nil {
+			return err
+		}
+	case AddressOrderedFirstFit:
+		if lists || bests {
+			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
+		}
+		if err := h.checkAO(frees); err != nil {
+			return err
+		}
+		for _, p := range frees {
+			seen[p] = true
+		}
+	}
+	for p, done := range seen {
+		if !done {
+			return fmt.Errorf("%v: free block at %d is missing from the index", h.policy, p)
+		}
+	}
+	return nil
+}
+
+// checkList walks the list from head: every node a free block whose size
+// passes ok, each node's previous link the node before.
+func (h *Heap) checkList(head link, visit func(link, string) error, name string, ok func(uintptr) bool) error {
+	var prev link
+	for l, n := head, 0; l != 0; l, n = h.links(l.offset())[0], n+1 {
+		if err := visit(l, name); err != nil {
+			return err
+		}
+		p := l.offset()
+		if s := h.hdr(p).size(); !ok(s) {
+			return fmt.Errorf("%s: block at %d of %d bytes does not belong there", name, p, s)
+		}
+		if back := h.links(p)[1]; back != prev {
+			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.offset(), prev.offset())
+		}
+		prev = l
+	}
+	return nil
+}
+
+// checkTreap verifies best fit's tree: keys in order, each node's
+// priority below its parent's, each key a free block of at least smallMax
+// bytes of the size the key says, the count right, and every node either
+// in the tree or spare.
+func (h *Heap) checkTreap(visit func(link, string) error, frees int) error {
+	t := &h.idx.tree
+	var (
+		walk  func(x uint32, lo, hi uint64, pmax uint32) error
+		count int
+	)
+	walk = func(x uint32, lo, hi uint64, pmax uint32) error {
+		if x == 0 {
+			return nil
+		}
+		if count++; count > frees || int(x) >= len(t.nodes) {
+			return fmt.Errorf("best fit tree: node %d: more nodes than free blocks, or out of the node slice (a cycle?)", x)
+		}
+		nd := t.nodes[x]
+		l := link(nd.key)
+		if err := visit(l, "best fit tree"); err != nil {
+			return err
+		}
+		s := h.hdr(l.offset()).size()
+		switch {
+		case s < smallMax || tkey(s, l) != nd.key:
+			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.offset(), s)
+		case x != t.root && prio(nd.key) >= pmax:
+			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.offset())
+		case nd.key <= lo && lo != 0 || nd.key >= hi:
+			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.offset(), s)
+		}
+		if err := walk(nd.left, lo, nd.key, prio(nd.key)); err != nil {
+			return err
+		}
+		return walk(nd.right, nd.key, hi, prio(nd.key))
+	}
+	if err := walk(t.root, 0, ^uint64(0), 0); err != nil {
+		return err
+	}
+	if count != t.n || len(t.nodes) > 0 && len(t.nodes)-1 != t.n+len(t.spare) {
+		return fmt.Errorf("best fit tree: %d nodes reachable, counts %d, %d spare of %d", count, t.n, len(t.spare), len(t.nodes))
+	}
+	return nil
+}
+
+// checkAO verifies address-ordered first fit's bitmap and tree against
+// the free blocks.
+func (h *Heap) checkAO(frees []offset) error {
+	x := &h.idx
+	if len(frees) == 0 && x.leaves == 0 {
+		for _, w := range x.freeMap {
+			if w != 0 {
+				return fmt.Errorf("ao-first-fit: free-block bitmap marks blocks in an empty index")
+			}
+		}
+		return nil
+	}
+	marked := 0
+	for _, w := range x.freeMap {
+		marked += bits.OnesCount64(w)
+	}
+	want := make([]uint32, x.leaves)
+	for _, p := range frees {
+		if !isSet(x.freeMap, p) {
+			return fmt.Errorf("ao-first-fit: free block at %d not marked in the bitmap", p)
+		}
+		g := int(p >> groupShift)
+		if g >= x.leaves {
+			return fmt.Errorf("ao-first-fit: free block at %d beyond the tree's %d leaves", p, x.leaves)
+		}
+		want[g] = max(want[g], uint32(h.hdr(p).size()>>granShift))
+	}
+	if marked != len(frees) {
+		return fmt.Errorf("ao-first-fit: bitmap marks %d blocks, %d are free", marked, len(frees))
+	}
+	if len(x.seg) != 2*x.leaves || x.leaves&(x.leaves-1) != 0 {
+		return fmt.Errorf("ao-first-fit: tree of %d nodes for %d leaves", len(x.seg), x.leaves)
+	}
+	for g, v := range want {
+		if x.seg[x.leaves+g] != v {
+			return fmt.Errorf("ao-first-fit: leaf %d holds %d granules, its largest free block has %d", g, x.seg[x.leaves+g], v)
+		}
+	}
+	for i := x.leaves - 1; i >= 1; i-- {
+		if m := max(x.seg[2*i], x.seg[2*i+1]); x.seg[i] != m {
+			return fmt.Errorf("ao-first-fit: node %d holds %d, its children's maximum is %d", i, x.seg[i], m)
+		}
+	}
+	return nil
+}
+
+func isSet(m []uint64, p offset) bool {
+	g := uintptr(p >> granShift)
+	return g/64 < uintptr(len(m)) && m[g/64]&(1<<(g%64)) != 0
+}
+
+// mustCheck runs check and panics if an invariant is broken: in checked
+// builds a broken heap must stop the program before it hands out
+// overlapping memory.
+func (h *Heap) mustCheck() {
+	if err := h.check(); err != nil {
+		panic("fit: invariant broken: " + err.Error())
+	}
+}
+
+// poison fills freed bytes with invariants.Poison (checked builds only).
+func poison(b []byte) {
+	for i := range b {
+		b[i] = invariants.Poison
+	}
+}
+
+// verifyPoison panics, in checked builds, if the bytes of the free block
+// at p (size s) that the block [q-8, q-8+n) is about to take no longer hold
+// the poison. A free block's poison covers all but its header, its links
+// ([p, p+8)) and its footer: [p+8, p+s-16).
+func (h *Heap) verifyPoison(p offset, s uintptr, q offset, n uintptr) {
+	lo := max(q, p+HeaderSize)
+	hi := min(q-HeaderSize+offset(n), p+offset(s)-2*HeaderSize)
+	if lo >= hi {
+		return
+	}
+	for i, c := range h.bytes(lo, int(hi-lo)) {
+		if c != invariants.Poison {
+			panic(fmt.Sprintf("fit: byte at offset %d, in the free block at %d (%d bytes), is %#x, want poison %#x: written after free",
+				lo+offset(i), p, s, c, invariants.Poison))
+		}
+	}
+}

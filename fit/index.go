@@ -1,0 +1,185 @@
+package fit
+
+// This file holds the index of free blocks that every policy keeps, its
+// four operations, and the list of first fit and next fit. best.go and
+// ao.go hold the other two policies' structures.
+//
+// The rules every caller keeps: a block's header holds its final size and
+// the free flag before it is inserted, and keeps them until it is removed;
+// the top is never in the index.
+
+// index is the state of the policy's index. Only the policy's own fields
+// are used.
+type index struct {
+	// first fit, next fit: a doubly linked list through the free blocks
+	// (links[0] next, links[1] previous).
+	head, rover link
+
+	// best fit: bins of blocks under smallMax bytes, one per size (links
+	// as in the list), binmap bit i set when bins[i] is not empty; larger
+	// blocks in a treap in Go memory.
+	binmap uint64
+	bins   [smallMax / Granule]link
+	tree   treap
+
+	// address-ordered first fit: one bit per granule marking free blocks'
+	// starts, and the segment tree over 4 KiB groups (see ao.go).
+	freeMap []uint64
+	seg     []uint32
+	leaves  int
+}
+
+// insert adds the free block at p, of size s, to the index.
+func (h *Heap) insert(p offset, s uintptr) {
+	h.freeBlocks++
+	h.freeBytes += int64(s)
+	switch h.policy {
+	case FirstFit, NextFit:
+		h.push(&h.idx.head, p)
+	case BestFit:
+		h.bestInsert(p, s)
+	case AddressOrderedFirstFit:
+		h.aoInsert(p, s)
+	}
+}
+
+// remove takes the free block at p, of size s, out of the index.
+func (h *Heap) remove(p offset, s uintptr) {
+	h.freeBlocks--
+	h.freeBytes -= int64(s)
+	switch h.policy {
+	case FirstFit, NextFit:
+		if h.idx.rover == p.link() {
+			h.idx.rover = h.links(p)[0]
+		}
+		h.unlink(&h.idx.head, p)
+	case BestFit:
+		h.bestRemove(p, s)
+	case AddressOrderedFirstFit:
+		h.aoRemove(p, s)
+	}
+}
+
+// replace puts the free block at r, of size rs, in the place of the block
+// at p, of size s, which it is the remainder of: r lies inside p's block,
+// and r's header is written. Lists keep the remainder where the block was.
+func (h *Heap) replace(p offset, s uintptr, r offset, rs uintptr) {
+	switch h.policy {
+	case FirstFit, NextFit:
+		h.freeBytes -= int64(s - rs)
+		l := h.links(p)
+		next, prev := l[0], l[1]
+		*h.links(r) = [2]link{next, prev}
+		if prev == 0 {
+			h.idx.head = r.link()
+		} else {
+			h.links(prev.offset())[0] = r.link()
+		}
+		if next != 0 {
+			h.links(next.offset())[1] = r.link()
+		}
+		if h.idx.rover == p.link() {
+			h.idx.rover = r.link()
+		}
+	default:
+		h.remove(p, s)
+		h.insert(r, rs)
+	}
+}
+
+// find returns a free block of at least s bytes, chosen by the policy, or
+// 0 if none is large enough. It does not remove the block.
+func (h *Heap) find(s uintptr) offset {
+	switch h.policy {
+	case FirstFit:
+		return h.firstFit(s)
+	case NextFit:
+		return h.nextFit(s)
+	case BestFit:
+		return h.bestFit(s)
+	default:
+		return h.aoFit(s)
+	}
+}
+
+// largest returns the size of the largest block in the index.
+func (h *Heap) largest() uintptr {
+	var m uintptr
+	switch h.policy {
+	case FirstFit, NextFit:
+		for l := h.idx.head; l != 0; l = h.links(l.offset())[0] {
+			m = max(m, h.hdr(l.offset()).size())
+		}
+	case BestFit:
+		m = h.bestLargest()
+	case AddressOrderedFirstFit:
+		if h.idx.leaves > 0 {
+			m = uintptr(h.idx.seg[1]) << granShift
+		}
+	}
+	return m
+}
+
+// push puts the free block at p at the head of the list *head.
+func (h *Heap) push(head *link, p offset) {
+	l := p.link()
+	old := *head
+	*h.links(p) = [2]link{old, 0}
+	if old != 0 {
+		h.links(old.offset())[1] = l
+	}
+	*head = l
+}
+
+// unlink takes the block at p out of the list *head.
+func (h *Heap) unlink(head *link, p offset) {
+	l := h.links(p)
+	next, prev := l[0], l[1]
+	if prev == 0 {
+		*head = next
+	} else {
+		h.links(prev.offset())[0] = next
+	}
+	if next != 0 {
+		h.links(next.offset())[1] = prev
+	}
+}
+
+// firstFit returns the first block on the list with at least s bytes.
+func (h *Heap) firstFit(s uintptr) offset {
+	for l := h.idx.head; l != 0; {
+		p := l.offset()
+		if h.hdr(p).size() >= s {
+			return p
+		}
+		l = h.links(p)[0]
+	}
+	return 0
+}
+
+// nextFit returns the first block with at least s bytes on the list from
+// the rover to its end, then from its head to the rover, and leaves the
+// rover there.
+func (h *Heap) nextFit(s uintptr) offset {
+	start := h.idx.rover
+	if start == 0 {
+		start = h.idx.head
+	}
+	for l := start; l != 0; {
+		p := l.offset()
+		if h.hdr(p).size() >= s {
+			h.idx.rover = l
+			return p
+		}
+		l = h.links(p)[0]
+	}
+	for l := h.idx.head; l != start; {
+		p := l.offset()
+		if h.hdr(p).size() >= s {
+			h.idx.rover = l
+			return p
+		}
+		l = h.links(p)[0]
+	}
+	return 0
+}

@@ -1,0 +1,31 @@
+//go:build !carvecheck
+
+package fit_test
+
+import (
+	"testing"
+
+	"github.com/carvelab/carve/fit"
+)
+
+// TestReuseKeepsBytes pins the release build's contract: a reused block
+// holds its old bytes except its first 8 (the index links) and the 8
+// before its end (the footer); checked builds poison them instead.
+func TestReuseKeepsBytes(t *testing.T) {
+	each(t, func(t *testing.T, p fit.Policy) {
+		h := mustNew(t, p)
+		a := mustAlloc(t, h, 100, 1) // a block of 112: usable 104, footer at 96
+		mustAlloc(t, h, 16, 1)
+		fill(a, 9)
+		mustFree(t, h, a)
+		r := mustAlloc(t, h, 100, 1)
+		if addr(r) != addr(a) {
+			t.Fatalf("Alloc = %#x, want the freed block %#x", addr(r), addr(a))
+		}
+		for i := 8; i < 96; i++ {
+			if r[i] != pattern(9, i) {
+				t.Fatalf("reused block: byte %d = %#x, want the old %#x", i, r[i], pattern(9, i))
+			}
+		}
+	})
+}
