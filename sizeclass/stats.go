@@ -1,0 +1,78 @@
+package sizeclass
+
+import carve "github.com/carvelab/carve"
+
+// Stats is a heap's statistics: the carve vocabulary and the heap's
+// counts. For a heap:
+//
+//	Live      = sum of the sizes requested by live blocks (as Free saw them)
+//	Used      = sum over classes of InUse * Size  +  LargeBytes
+//	Footprint = sum over classes of Slabs * SlabSize  +  LargeBytes
+//	Live <= Used <= Footprint <= Limit
+//
+// Used - Live is the rounding to class sizes and pages; Footprint - Used
+// the free and not yet carved chunks of the classes and their slabs'
+// tails.
+type Stats struct {
+	carve.Stats
+	// Classes has one entry per size class, smallest first, including
+	// classes never used.
+	Classes []ClassStats
+	// LargeObjects counts the live large objects, LargeBytes their
+	// committed (page-rounded) bytes.
+	LargeObjects int64
+	LargeBytes   int64
+}
+
+// ClassStats describes one size class: its pool's counts. For a class:
+//
+//	InUse + Free + Quarantined = Carved <= Capacity = Slabs * (SlabSize / Size)
+type ClassStats struct {
+	Size        int   // chunk size
+	Align       int   // alignment of every chunk
+	SlabSize    int   // bytes committed at a time
+	InUse       int64 // chunks handed out and not freed
+	Free        int64 // chunks freed and ready for reuse
+	Carved      int64 // chunks cut from the committed slabs so far
+	Capacity    int64 // chunks the committed slabs hold
+	Quarantined int64 // chunks a checked build found written after free
+	Slabs       int64 // slabs committed
+	Footprint   int64 // bytes committed: Slabs * SlabSize
+	Resident    int64 // bytes of the footprint in physical memory
+}
+
+// Stats returns the heap's statistics. It costs a walk of every class's
+// free list and one mincore per class in use and per large object.
+func (h *Heap) Stats() Stats {
+	st := Stats{Classes: make([]ClassStats, numClasses-1)}
+	st.Live = h.live
+	for c := 1; c < numClasses; c++ {
+		cl := &h.classes[c]
+		cs := &st.Classes[c-1]
+		*cs = ClassStats{
+			Size:     int(classSize[c]),
+			Align:    classAlign(uint8(c)),
+			SlabSize: int(slabBytes(c)),
+		}
+		if cl.pool == nil {
+			continue
+		}
+		ps := cl.pool.Stats()
+		cs.InUse, cs.Free, cs.Carved, cs.Capacity = ps.InUse, ps.Free, ps.Carved, ps.Capacity
+		cs.Quarantined, cs.Slabs = ps.Quarantined, int64(ps.Slabs)
+		cs.Footprint, cs.Resident = ps.Footprint, ps.Resident
+		st.Used += cs.InUse * int64(cs.Size)
+		st.Footprint += cs.Footprint
+		st.Resident += cs.Resident
+	}
+	st.LargeObjects = int64(len(h.large.regions))
+	st.LargeBytes = h.large.bytes
+	st.Used += h.large.bytes
+	st.Footprint += h.large.bytes
+	for _, r := range h.large.regions {
+		if n, err := r.Resident(0, r.Size()); err == nil {
+			st.Resident += int64(n)
+		}
+	}
+	return st
+}
