@@ -3,3 +3,5 @@ module github.com/carvelab/carve
 go 1.26.0
 
 require golang.org/x/sys v0.50.0
+
+require github.com/klauspost/compress v1.20.4

@@ -1,0 +1,170 @@
+// Package trace is the lab's event model and its formats: what a program
+// asked of its allocator, as a stream of events on objects, read from the
+// recordings of the usual tools, written in carve's own format, and
+// generated from the seeds' scenarios and synthetic workloads.
+//
+// See the carve package documentation for the overview; the replayer that
+// drives allocators with these events is package replay.
+//
+// # Events
+//
+// A trace is a sequence of [Event] values, each an [Op] on an object
+// named by an ID:
+//
+//	Alloc     ID Size [Align]   malloc, operator new (aligned new: with Align)
+//	Calloc    ID N Size         calloc: N elements, Size bytes in all, zeroed
+//	Memalign  ID Align Size     memalign, posix_memalign, aligned_alloc
+//	Realloc   ID Size           realloc of a live object, which keeps its ID
+//	Free      ID                free, operator delete
+//
+// An ID names an object from its allocation to its free. Importers number
+// objects 1, 2, 3... in order of birth and never reuse an ID; the native
+// format carries any IDs, and may reuse one once its object is freed.
+// Events also carry the recording thread (AOSP traces have one; the other
+// formats record 0). Replay is single-threaded, in the recorded order.
+//
+// # Reading
+//
+// [NewReader] reads a trace from any io.Reader, streamed: it keeps one
+// buffer of [MaxLine] bytes and, when importing, one table entry per live
+// object, never the trace. gzip and zstd streams are decompressed
+// transparently (recognized by their magic bytes, not their names), and
+// with [Auto] the format is detected from the first lines. [Open] does the
+// same for a file. [Reader.Next] returns one event at a time;
+// [Reader.Read] fills a batch, faster. A line that breaks its format
+// stops the Reader with an [Error] naming the file, the line, what the
+// line was taken for and the syntax expected:
+//
+//	systemui.txt:1234: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>]", got "202: malloc 0xb4827400"
+//
+// # From addresses to objects
+//
+// Recordings name blocks by address; an importer maps each live address
+// to the ID of the object there. An address names its object from the
+// allocation that returned it to the free that gives it back; then it may
+// name another. realloc(p, n) = q keeps p's ID and moves it to q. C's
+// corner cases keep C's meaning (glibc's, where libcs differ):
+//
+//   - realloc(NULL, n) is an Alloc; realloc(p, 0) returning NULL is a
+//     Free (a realloc(p, 0) that returns a block is a Realloc to 0 bytes);
+//   - free(NULL) is dropped (counted in [ReaderStats].NullFrees);
+//   - an allocation or realloc that returned NULL is dropped (Failed): the
+//     program got no memory, and a failed realloc left its block as it was;
+//   - a non-power-of-two alignment is rounded up to a power of two, as
+//     glibc's memalign does.
+//
+// Recordings are not always whole: tracing may start after the program
+// did, and recorders miss calls. What the importers make of that, and
+// count in [ReaderStats]:
+//
+//   - a free of an address that is not live (allocated before recording
+//     began, or freed twice) becomes a Free of a fresh ID that was never
+//     allocated, so that the replayer meets it as a free of an unknown
+//     object, counts it, and goes on (UnknownFrees);
+//   - a realloc of an address that is not live becomes an Alloc of a
+//     fresh ID with the new size: the block exists from then on, only its
+//     old size is unknown (UnknownReallocs);
+//   - an allocation that returns an address still live means the free of
+//     the block there was missed: the importer emits that Free first, then
+//     the allocation (MissedFrees).
+//
+// So an imported trace is always consistent: every Alloc, Calloc and
+// Memalign names a fresh ID, every Realloc a live one, and every Free a
+// live one or one never seen before.
+//
+// # Formats
+//
+// Each format, the lines it is read from, and what it does not record.
+//
+// Native (carve's own text; [Writer] writes it, so any trace can be
+// converted). The first line is the header; then one event a line,
+// fields separated by blanks, numbers in decimal:
+//
+//	# carve trace v1
+//	a <id> <size> [<align>]    Alloc (align: a power of two up to 2^31)
+//	c <id> <n> <size>          Calloc of n elements of size bytes each
+//	m <id> <align> <size>      Memalign
+//	r <id> <size>              Realloc
+//	f <id>                     Free
+//	t <thread>                 the thread of the events that follow (0 at first)
+//	# <comment>                and blank lines: ignored
+//
+// It keeps everything an Event holds. (A binary format was left out: the
+// native text parses in about twice the time it takes to split it into
+// lines, some 35 ns an event, and gzip brings it to about 3 bytes an
+// event; the systemui trace is 8.4 MB as native text, 2.2 MB gzipped.)
+//
+// Rep, the CS:APP malloc lab's traces (.rep), as its driver mdriver reads
+// them: four numbers (suggested heap size, number of ids, number of ops,
+// weight; read, see [Reader.RepHeader], not checked), then
+//
+//	a <id> <size>
+//	r <id> <size>
+//	f <id>
+//
+// Its ids name blocks as a program's pointers do, so they go through the
+// address mapping: objects are numbered anew, and "r" on an id without a
+// block is an allocation (realloc(NULL) in mdriver). It has no calloc,
+// no alignment and no threads.
+//
+// Valgrind, the log of valgrind --trace-malloc=yes: lines
+// "--<pid>-- malloc(16) = 0x4A40040", "--<pid>-- free(0x4A40040)",
+// "calloc(<n>,<size>) = <ptr>", "realloc(<ptr>,<size>) = <ptr>",
+// "memalign(al <align>, size <size>) = <ptr>", operator new and delete by
+// their mangled names (_Znwm, _ZdlPv...), aligned new as
+// "<name>(size <size>, al <align>) = <ptr>". Everything else in the log is
+// skipped, and so are the quirks of particular versions; see valgrind.go.
+// It keeps calloc, alignment and realloc, but not threads, and valgrind
+// 3.20 and later print no result for posix_memalign and aligned_alloc
+// ([ReaderStats].Invisible). Darwin's malloc_zone_* calls are skipped.
+//
+// Heaptrack, heaptrack's data: raw (heaptrack -r: "+ <size> <trace>
+// <ptr>", "- <ptr>", hexadecimal) or interpreted (heaptrack's default
+// output: "a <size> <trace>" defines allocation info 0, 1, 2...; "+ <info>"
+// and "- <info>" allocate and free one of them). Both are usually zstd
+// compressed, which is why this package reads zstd. heaptrack turns a
+// realloc into a free and an allocation, records calloc and memalign as
+// plain allocations without their alignment, and does not record
+// realloc(p, 0); interpreted data also lose which object a free frees
+// (the Reader frees the newest live object of the same size and stack).
+// See heaptrack.go.
+//
+// Mtrace, the log of glibc's mtrace(): "@ <caller> + <ptr> <size>",
+// "@ <caller> - <ptr>", and a realloc as "< <old>" then "> <new> <size>"
+// on the next line (see mtrace.go). glibc logs calloc and memalign as
+// allocations, so calloc and alignments are lost, and threads. Since glibc
+// 2.34 mtrace() records nothing unless libc_malloc_debug.so is preloaded.
+//
+// AOSP, Android's allocation records (malloc_debug's record_allocs, which
+// memory_replay replays): "<tid>: malloc <ptr> <size>", "calloc <ptr>
+// <nmemb> <size>", "memalign <ptr> <alignment> <size>", "realloc <new>
+// <old> <size>", "free <ptr>", "thread_done 0x0", with optional start and
+// end times, which are dropped. It keeps everything, threads included.
+//
+// Auto detection goes by the first line that looks like a format's:
+// "# carve trace" is native; a line of numbers only, .rep; "<digits>: ",
+// AOSP; "= Start" or "@ ", mtrace; "==<pid>==" or "--<pid>-- ", valgrind;
+// a letter and a blank ("v 10400 3", "+ 10 8 5627750451d0"), heaptrack.
+// Lines that look like none are passed over, up to 64 of them: a valgrind
+// log may follow the program's own output.
+//
+// # Generating
+//
+// [Generators] lists the named generators that carve gen runs: the seeds'
+// scenarios (connection, carving, bump) and synthetic workloads with
+// explicit seeds (zipf, phases), each with documented parameters and
+// defaults, and the same trace for the same arguments.
+//
+// # Summaries
+//
+// [Summarize] reads a trace and describes it: counts, request sizes, peak
+// live bytes and objects, lifetimes, and Robson's worst-case bounds on the
+// heap that its peak and size range could force.
+//
+// # Dependency
+//
+// zstd comes from github.com/klauspost/compress/zstd: the standard library
+// has no zstd, heaptrack compresses with it by default, and that package
+// is the maintained, widely used pure-Go implementation (no cgo, so the
+// lab builds everywhere). The decoder is bounded to a 128 MiB window.
+package trace

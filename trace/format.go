@@ -1,0 +1,139 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Format is a trace format.
+type Format uint8
+
+// The formats. Auto asks NewReader to detect the format from the first
+// lines; the others are described in the package documentation.
+const (
+	Auto      Format = iota
+	Native           // carve's own text: "# carve trace v1", then "a 1 16"...
+	Rep              // CS:APP malloc lab trace (.rep)
+	Valgrind         // valgrind --trace-malloc=yes log
+	Heaptrack        // heaptrack data, raw (heaptrack -r) or interpreted
+	Mtrace           // glibc mtrace() log
+	AOSP             // Android memory_replay / malloc_debug record_allocs
+
+	numFormats = iota
+)
+
+var formatNames = [numFormats]string{"auto", "native", "rep", "valgrind", "heaptrack", "mtrace", "aosp"}
+
+// String returns the format's name, as ParseFormat takes it.
+func (f Format) String() string {
+	if f >= numFormats {
+		return fmt.Sprintf("Format(%d)", uint8(f))
+	}
+	return formatNames[f]
+}
+
+// Formats returns every format but Auto, in a stable order.
+func Formats() []Format {
+	fs := make([]Format, 0, numFormats-1)
+	for f := Native; f < numFormats; f++ {
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// ParseFormat returns the format named name: "auto", "native", "rep",
+// "valgrind", "heaptrack", "mtrace" or "aosp".
+func ParseFormat(name string) (Format, error) {
+	for f, n := range formatNames {
+		if n == name {
+			return Format(f), nil
+		}
+	}
+	return 0, fmt.Errorf("trace: unknown format %q (want one of auto, native, rep, valgrind, heaptrack, mtrace, aosp)", name)
+}
+
+// detectLines is how many lines detection reads at most: valgrind's log
+// may follow the program's own output.
+const detectLines = 64
+
+// detect names the format of a trace from its first bytes: the first line
+// that looks like one format decides. It returns Auto when no line does.
+func detect(b []byte) Format {
+	for n := 0; n < detectLines && len(b) > 0; n++ {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = trimCR(line)
+		if blank(line, 0) {
+			continue
+		}
+		if f := detectLine(line); f != Auto {
+			return f
+		}
+	}
+	return Auto
+}
+
+// detectLine names the format a line belongs to, or Auto.
+func detectLine(l []byte) Format {
+	switch {
+	case hasAt(l, 0, nativeHeader):
+		return Native
+	case hasAt(l, 0, "= Start") || hasAt(l, 0, "@ "):
+		return Mtrace
+	case valgrindPrefix(l) > 0 || valgrindMessage(l):
+		return Valgrind
+	}
+	if v, i, ok := dec(l, 0); ok {
+		_ = v
+		if hasAt(l, i, ": ") {
+			return AOSP
+		}
+		if _, ok := repHeaderLine(l); ok {
+			return Rep
+		}
+		return Auto
+	}
+	if len(l) >= 2 && l[1] == ' ' {
+		switch l[0] {
+		case '+', '-':
+			if hasAt(l, 2, "0x") || hasAt(l, 2, "(nil)") {
+				return Mtrace // mtrace without caller: "+ 0x55... 0x10"
+			}
+			return Heaptrack
+		case 'v', 'x', 'X', 'I', 'm', 't', 'i', 'a', 's', 'c', 'R', 'A', 'S':
+			return Heaptrack
+		}
+	}
+	return Auto
+}
+
+// repHeaderLine reports whether l holds only decimal numbers, as the
+// header lines of a .rep trace do, and how many.
+func repHeaderLine(l []byte) (n int, ok bool) {
+	i := 0
+	for {
+		i, _ = space(l, i)
+		if i == len(l) {
+			return n, n > 0
+		}
+		var got bool
+		if _, i, got = dec(l, i); !got {
+			return n, false
+		}
+		n++
+	}
+}
+
+// valgrindMessage reports whether l is one of valgrind's own messages,
+// "==<pid>== ...".
+func valgrindMessage(l []byte) bool {
+	if !hasAt(l, 0, "==") {
+		return false
+	}
+	_, i, ok := dec(l, 2)
+	return ok && hasAt(l, i, "==")
+}

@@ -1,0 +1,173 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// EventWriter takes events one by one: a *Writer, or whatever a replayer
+// feeds from them.
+type EventWriter interface {
+	Write(Event) error
+}
+
+// Param is one parameter of a Generator.
+type Param struct {
+	Name    string
+	Doc     string
+	Default float64
+	// Min and Max bound the value; Int says it must be a whole number.
+	Min, Max float64
+	Int      bool
+}
+
+// Args are the values of a Generator's parameters by name; a parameter
+// left out takes its default.
+type Args map[string]float64
+
+// Generator writes a synthetic trace: one of the seeds' scenarios, or a
+// workload with explicit random seeds. The same arguments always give the
+// same trace, event for event, on any machine.
+//
+// Generated traces number their objects 1, 2, 3... in order of birth and
+// have Thread 0.
+type Generator struct {
+	// Name is what carve gen takes ("connection", "zipf"...).
+	Name string
+	// Doc says what the trace is, in a few sentences.
+	Doc string
+	// Params are the parameters, with their defaults and bounds.
+	Params []Param
+
+	gen func(w EventWriter, a Args) error
+}
+
+// Generators returns every generator, sorted by name.
+func Generators() []Generator {
+	gs := []Generator{connectionGen, carvingGen, bumpGen, zipfGen, phasesGen}
+	slices.SortFunc(gs, func(a, b Generator) int { return strings.Compare(a.Name, b.Name) })
+	return gs
+}
+
+// Lookup returns the generator called name.
+func Lookup(name string) (Generator, bool) {
+	for _, g := range Generators() {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Generator{}, false
+}
+
+// Generate writes the generator's trace to w. An argument that names no
+// parameter, or falls outside its bounds, is an error and nothing is
+// written. Generate stops at w's first error and returns it.
+func (g Generator) Generate(w EventWriter, args Args) error {
+	if g.gen == nil {
+		return fmt.Errorf("trace: generator %q is not one of Generators()", g.Name)
+	}
+	full, err := g.resolve(args)
+	if err != nil {
+		return err
+	}
+	return g.gen(w, full)
+}
+
+// Defaults returns the default value of every parameter.
+func (g Generator) Defaults() Args {
+	a := make(Args, len(g.Params))
+	for _, p := range g.Params {
+		a[p.Name] = p.Default
+	}
+	return a
+}
+
+// resolve checks args and fills in the defaults.
+func (g Generator) resolve(args Args) (Args, error) {
+	full := g.Defaults()
+	for name, v := range args {
+		i := slices.IndexFunc(g.Params, func(p Param) bool { return p.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("trace: generator %s has no parameter %q (it has %s)", g.Name, name, g.paramNames())
+		}
+		p := g.Params[i]
+		if math.IsNaN(v) || v < p.Min || v > p.Max || p.Int && v != math.Trunc(v) {
+			kind := "a number"
+			if p.Int {
+				kind = "a whole number"
+			}
+			return nil, fmt.Errorf("trace: generator %s: %s = %v, want %s from %v to %v", g.Name, name, v, kind, p.Min, p.Max)
+		}
+		full[name] = v
+	}
+	return full, nil
+}
+
+func (g Generator) paramNames() string {
+	names := make([]string, len(g.Params))
+	for i, p := range g.Params {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseArgs reads arguments written "name=value", as carve gen takes
+// them after the generator's name, and checks them as Generate does.
+func (g Generator) ParseArgs(kv []string) (Args, error) {
+	a := make(Args, len(kv))
+	for _, s := range kv {
+		name, val, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, fmt.Errorf("trace: generator %s: argument %q, want name=value", g.Name, s)
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return nil, fmt.Errorf("trace: generator %s: %s=%q, want a number", g.Name, name, val)
+		}
+		a[name] = v
+	}
+	if _, err := g.resolve(a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// emitter hands out IDs in order of birth and stops at the first error
+// of the writer, so that generators read as straight-line scenarios.
+type emitter struct {
+	w    EventWriter
+	next uint64
+	err  error
+}
+
+func newEmitter(w EventWriter) *emitter { return &emitter{w: w, next: 1} }
+
+// alloc writes an allocation of size bytes and returns its ID.
+func (e *emitter) alloc(size uint64) uint64 {
+	id := e.next
+	e.next++
+	e.write(Event{Op: Alloc, ID: id, Size: size})
+	return id
+}
+
+// allocN writes n allocations of size bytes.
+func (e *emitter) allocN(n int, size uint64) {
+	for range n {
+		if e.err != nil {
+			return
+		}
+		e.alloc(size)
+	}
+}
+
+// free writes the free of id.
+func (e *emitter) free(id uint64) { e.write(Event{Op: Free, ID: id}) }
+
+func (e *emitter) write(ev Event) {
+	if e.err == nil {
+		e.err = e.w.Write(ev)
+	}
+}

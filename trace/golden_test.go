@@ -1,0 +1,240 @@
+package trace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// goldenInputs returns the small traces under testdata/golden, one per
+// format (or kind of a format), named after their format: the text before
+// the first '-' or '.'.
+func goldenInputs(t testing.TB) []string {
+	t.Helper()
+	all, err := filepath.Glob("testdata/golden/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in []string
+	for _, p := range all {
+		if !strings.HasSuffix(p, ".golden") {
+			in = append(in, p)
+		}
+	}
+	if len(in) < 7 {
+		t.Fatalf("found %d golden inputs, want one for each format: %v", len(in), in)
+	}
+	return in
+}
+
+// formatOf returns the format a golden input is named after.
+func formatOf(t testing.TB, path string) Format {
+	t.Helper()
+	base := filepath.Base(path)
+	name := base[:strings.IndexAny(base, "-.")]
+	f, err := ParseFormat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// convert reads a whole trace with Auto detection and returns its events
+// and the native text they convert to, with the Reader's counts as a
+// closing comment.
+func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(in), name, Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs := readAll(t, r)
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	for _, e := range evs {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Comment(fmt.Sprintf("converted from %s (%s): %s", name, r.Format(), statsLine(r.Stats()))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return evs, out.Bytes(), r
+}
+
+// readAll reads a trace to its end with Next.
+func readAll(t testing.TB, r *Reader) []Event {
+	t.Helper()
+	var evs []Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+}
+
+// statsLine formats the Reader's counts, the zero ones left out.
+func statsLine(s ReaderStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d lines, %d events", s.Lines, s.Events)
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{
+		{"skipped", s.Skipped}, {"null frees", s.NullFrees}, {"failed", s.Failed},
+		{"unknown frees", s.UnknownFrees}, {"unknown reallocs", s.UnknownReallocs},
+		{"missed frees", s.MissedFrees}, {"invisible", s.Invisible}, {"threads done", s.ThreadsDone},
+	} {
+		if c.n != 0 {
+			fmt.Fprintf(&b, ", %d %s", c.n, c.name)
+		}
+	}
+	return b.String()
+}
+
+// TestGolden converts each small trace under testdata/golden to native
+// text and compares it with its .golden file (go test ./trace -update
+// rewrites them). The format must be detected from the content; the
+// golden text must read back as the same events; and the trace must read
+// the same compressed with gzip and zstd.
+func TestGolden(t *testing.T) {
+	for _, path := range goldenInputs(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			in, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Base(path)
+			evs, out, r := convert(t, name, in)
+			if want := formatOf(t, path); r.Format() != want {
+				t.Errorf("detected format %v, want %v", r.Format(), want)
+			}
+			golden := path + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./trace -update to write it)", err)
+			}
+			if !bytes.Equal(out, want) {
+				t.Errorf("converted %s differs from %s:\n%s", name, golden, diff(string(want), string(out)))
+			}
+			checkConsistent(t, r.Format(), evs)
+
+			back, err := NewReader(bytes.NewReader(want), golden, Native)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, back); !slices.Equal(got, evs) {
+				t.Errorf("reading %s back gives other events:\n got %v\nwant %v", golden, got, evs)
+			}
+
+			for _, c := range compressors {
+				z := c.compress(t, in)
+				zr, err := NewReader(bytes.NewReader(z), name+c.ext, Auto)
+				if err != nil {
+					t.Fatalf("%s: %v", c.ext, err)
+				}
+				if got := readAll(t, zr); !slices.Equal(got, evs) {
+					t.Errorf("%s compressed with %s gives other events", name, c.ext)
+				}
+				zr.Close()
+			}
+		})
+	}
+}
+
+var compressors = []struct {
+	ext      string
+	compress func(testing.TB, []byte) []byte
+}{
+	{".gz", func(t testing.TB, b []byte) []byte {
+		var buf bytes.Buffer
+		z := gzip.NewWriter(&buf)
+		z.Write(b)
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}},
+	{".zst", func(t testing.TB, b []byte) []byte {
+		z, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		return z.EncodeAll(b, nil)
+	}},
+}
+
+// diff shows the first lines where two texts differ.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, wl, gl)
+		}
+	}
+	return "(no line differs)"
+}
+
+// checkConsistent checks what an importer promises: every allocation
+// names a fresh ID, every Realloc a live one, and every Free a live one or
+// one never seen before. The native format promises nothing of the kind.
+func checkConsistent(t testing.TB, f Format, evs []Event) {
+	t.Helper()
+	if f == Native {
+		return
+	}
+	live := map[uint64]bool{}
+	seen := map[uint64]bool{}
+	for i, e := range evs {
+		switch e.Op {
+		case Alloc, Calloc, Memalign:
+			if seen[e.ID] {
+				t.Fatalf("event %d %v: the ID was seen before", i, e)
+			}
+			live[e.ID] = true
+		case Realloc:
+			if !live[e.ID] {
+				t.Fatalf("event %d %v: realloc of an ID not live", i, e)
+			}
+		case Free:
+			if !live[e.ID] && seen[e.ID] {
+				t.Fatalf("event %d %v: free of an ID seen before and not live", i, e)
+			}
+			delete(live, e.ID)
+		}
+		seen[e.ID] = true
+	}
+}

@@ -1,0 +1,414 @@
+package trace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// MaxLive is the most objects an importer tracks as live at once. Past it
+// the Reader returns an error wrapping ErrTooManyLive rather than grow
+// without bound on a hostile or broken trace. A real trace that needs more
+// is a trace of 67 million live blocks.
+const MaxLive = 1 << 26
+
+// Reader reads the events of a trace, streamed: it keeps one buffer of
+// MaxLine bytes and, for the importers, one table entry per live object;
+// never the trace.
+//
+// Importers (every format but Native) turn the addresses of the recorded
+// program into object IDs 1, 2, 3... in order of birth. An address names
+// its object from the allocation that returned it to the free that gave it
+// back; then it may name another. What an importer does with events that
+// do not fit that life (a free of an address that is not live, say) is
+// described in the package documentation and counted in [Reader.Stats].
+//
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	name   string
+	format Format
+	lines  *lines
+	parse  func(r *Reader, line []byte, cut bool, ev *Event) (bool, error)
+	err    error // sticky: io.EOF at the end, or the error that stopped reading
+	ev     Event // Next's event
+
+	closers []io.Closer // decompressor, then file (Open)
+
+	stats ReaderStats
+
+	// Importers' state.
+	addrs  addrMap // live address -> ID
+	nextID uint64  // the ID the next object gets
+	tid    uint32  // the thread of the line being read
+	pend   Event   // an event due after the one just returned
+	npend  bool
+
+	native struct {
+		header bool
+		thread uint32
+	}
+	rep struct {
+		header [4]uint64 // heap size, IDs, ops, weight
+		nh     int       // header numbers read
+	}
+	mtrace struct {
+		old     uint64 // the address of a "<" line, waiting for its ">"
+		pending bool
+	}
+	heap heaptrackState
+}
+
+// ReaderStats counts what a Reader read, and what it had to make of the
+// lines that do not fit an object's life. Events counts what Next and Read
+// returned, synthetic events included.
+type ReaderStats struct {
+	Lines  int64 // lines read
+	Events int64 // events returned
+	// Skipped counts lines that carry no event: headers, comments, blank
+	// lines, and the records and messages of other kinds that a format's
+	// files hold (heaptrack's stack traces, valgrind's reports...).
+	Skipped int64
+	// NullFrees counts free(NULL) calls: dropped.
+	NullFrees int64
+	// Failed counts allocations and reallocs that returned NULL: dropped,
+	// the program got no memory (a failed realloc leaves its block live).
+	Failed int64
+	// UnknownFrees counts frees of an address that is not live in the
+	// trace (allocated before recording began, or freed twice): each is
+	// returned as a Free of a fresh ID, never allocated, so that a
+	// replayer counts it as a free of an unknown ID.
+	UnknownFrees int64
+	// UnknownReallocs counts reallocs of an address that is not live:
+	// each is returned as an Alloc of a fresh ID of the new size (the
+	// block exists from then on; its old size is unknown).
+	UnknownReallocs int64
+	// MissedFrees counts allocations that returned an address still live
+	// in the trace: the recorder missed the free (heaptrack does not
+	// record realloc(p, 0), for one). The importer returns a Free of the
+	// old object first, then the allocation.
+	MissedFrees int64
+	// Invisible counts allocations recorded without their address
+	// (valgrind 3.20 and later print none for posix_memalign and
+	// aligned_alloc): dropped; their frees then count as UnknownFrees.
+	Invisible int64
+	// ThreadsDone counts AOSP thread_done records: dropped.
+	ThreadsDone int64
+}
+
+// NewReader returns a Reader of the trace in rd. name is the trace's name
+// in errors (a file name, say). A gzip or zstd stream is decompressed
+// transparently, recognized by its magic bytes. With format Auto the
+// format is detected from the first lines (see the package
+// documentation); detection failing is an error wrapping ErrDetect.
+//
+// NewReader reads up to MaxLine bytes of rd before it returns, to detect
+// the format. Close the Reader when done if rd was compressed (zstd
+// decoding holds resources).
+func NewReader(rd io.Reader, name string, format Format) (*Reader, error) {
+	r := &Reader{name: name, nextID: 1}
+	rd, err := r.decompress(rd)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.lines = newLines(rd)
+	if format == Auto {
+		r.lines.fillAll()
+		if err := r.lines.err; err != nil && err != io.EOF {
+			r.Close()
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if format = detect(r.lines.buf[:r.lines.w]); format == Auto {
+			r.Close()
+			return nil, fmt.Errorf("%s: %w (want the first lines of a carve, .rep, valgrind, heaptrack, mtrace or AOSP trace)", name, ErrDetect)
+		}
+	}
+	switch format {
+	case Native:
+		r.parse = (*Reader).parseNative
+	case Rep:
+		r.parse = (*Reader).parseRep
+	case Valgrind:
+		r.parse = (*Reader).parseValgrind
+	case Heaptrack:
+		r.parse = (*Reader).parseHeaptrack
+	case Mtrace:
+		r.parse = (*Reader).parseMtrace
+	case AOSP:
+		r.parse = (*Reader).parseAOSP
+	default:
+		r.Close()
+		return nil, fmt.Errorf("trace: NewReader(%q): unknown format %d", name, format)
+	}
+	r.format = format
+	return r, nil
+}
+
+// Open opens the trace file at path, compressed or not, and returns a
+// Reader of it with its format detected. Close the Reader to close the
+// file.
+func Open(path string) (*Reader, error) {
+	return OpenFormat(path, Auto)
+}
+
+// OpenFormat is Open with the format given (Auto detects it).
+func OpenFormat(path string, format Format) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReader(f, path, format)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closers = append(r.closers, f)
+	return r, nil
+}
+
+// zstdMaxWindow bounds the memory a zstd stream may make the decoder
+// take: 128 MiB, the largest window zstd writes without --long.
+const zstdMaxWindow = 1 << 27
+
+// decompress returns rd, decompressed if it starts with the magic bytes
+// of gzip (1f 8b) or zstd (28 b5 2f fd).
+func (r *Reader) decompress(rd io.Reader) (io.Reader, error) {
+	var magic [4]byte
+	n, err := io.ReadFull(rd, magic[:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("%s: %w", r.name, err)
+	}
+	head := magic[:n]
+	rd = io.MultiReader(bytes.NewReader(head), rd)
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		z, err := gzip.NewReader(rd)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", r.name, err)
+		}
+		r.closers = append(r.closers, z)
+		return z, nil
+	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		z, err := zstd.NewReader(rd,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(zstdMaxWindow),
+			zstd.WithDecoderMaxMemory(zstdMaxWindow))
+		if err != nil {
+			return nil, fmt.Errorf("%s: zstd: %w", r.name, err)
+		}
+		r.closers = append(r.closers, zstdCloser{z})
+		return z, nil
+	}
+	return rd, nil
+}
+
+// zstdCloser adapts the zstd decoder's Close, which returns nothing.
+type zstdCloser struct{ d *zstd.Decoder }
+
+func (z zstdCloser) Close() error { z.d.Close(); return nil }
+
+// Close releases the decompressor and closes the file Open opened. It
+// does not close the io.Reader given to NewReader.
+func (r *Reader) Close() error {
+	var errs []error
+	for _, c := range r.closers {
+		errs = append(errs, c.Close())
+	}
+	r.closers = nil
+	return errors.Join(errs...)
+}
+
+// Format returns the trace's format (the one detected, with Auto).
+func (r *Reader) Format() Format { return r.format }
+
+// Name returns the name given to NewReader.
+func (r *Reader) Name() string { return r.name }
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() ReaderStats {
+	s := r.stats
+	s.Lines = r.lines.n
+	return s
+}
+
+// Next returns the next event, or io.EOF after the last one. A line that
+// does not parse stops the Reader with an *Error; every later call
+// returns the same error.
+func (r *Reader) Next() (Event, error) {
+	// The event is parsed into the Reader, not a local: the parser is
+	// called through a function value, so a local's address would escape
+	// and cost an allocation per event.
+	if r.next(&r.ev) {
+		r.stats.Events++
+		return r.ev, nil
+	}
+	return Event{}, r.err
+}
+
+// Read reads up to len(dst) events into dst. It returns n > 0 and a nil
+// error, or 0 and the error that ends the trace (io.EOF at the end). It
+// is the faster way to read: one call per batch, not per event.
+func (r *Reader) Read(dst []Event) (n int, err error) {
+	for n < len(dst) && r.next(&dst[n]) {
+		n++
+	}
+	r.stats.Events += int64(n)
+	if n > 0 {
+		return n, nil
+	}
+	return 0, r.err
+}
+
+// next stores the next event in ev; at the end, or on an error, it
+// returns false and leaves the reason in r.err.
+func (r *Reader) next(ev *Event) bool {
+	for {
+		if r.npend {
+			*ev = r.pend
+			r.npend = false
+			return true
+		}
+		if r.err != nil {
+			return false
+		}
+		l := r.lines
+		if r.format == AOSP {
+			// The common lines of the hot format, read in the buffer
+			// without finding their end first.
+			ok, err := r.nextAOSP(ev)
+			if err != nil {
+				r.err = err
+				return false
+			}
+			if ok {
+				return true
+			}
+		}
+		// The common case of lines.next, inlined: a whole line buffered.
+		if i := bytes.IndexByte(l.buf[l.r:l.w], '\n'); i >= 0 {
+			line := trimCR(l.buf[l.r : l.r+i])
+			l.r += i + 1
+			l.n++
+			ok, err := r.parse(r, line, false, ev)
+			if err != nil {
+				r.err = err
+				return false
+			}
+			if ok {
+				return true
+			}
+			continue
+		}
+		line, cut, err := l.next()
+		if err != nil {
+			r.err = r.end(err)
+			continue
+		}
+		ok, err := r.parse(r, line, cut, ev)
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if ok {
+			return true
+		}
+	}
+}
+
+// end turns the end of the stream into the Reader's last word: io.EOF,
+// or an error if the format says the trace stopped short.
+func (r *Reader) end(err error) error {
+	if err != io.EOF {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	switch r.format {
+	case Native:
+		if !r.native.header {
+			return r.endError("header", quote(nativeHeader))
+		}
+	case Rep:
+		if r.rep.nh < 4 {
+			return r.endError("header", `"<heap size> <ids> <ops> <weight>"`)
+		}
+	case Mtrace:
+		if r.mtrace.pending {
+			return r.endError("realloc", `"> <ptr> <size>" after "<"`)
+		}
+	}
+	return io.EOF
+}
+
+// skip counts a line that carries no event.
+func (r *Reader) skip() (bool, error) {
+	r.stats.Skipped++
+	return false, nil
+}
+
+// The importers' bookkeeping: addresses to IDs.
+
+// alloc records that addr now holds a new object and fills ev with
+// op (Alloc, Calloc or Memalign; the caller sets the rest of the event
+// after). If addr was live, the recorder missed its free: ev becomes
+// that free, and the allocation waits in r.pend.
+func (r *Reader) alloc(addr uint64, ev *Event) (*Event, error) {
+	id := r.nextID
+	r.nextID++
+	old, replaced := r.addrs.put(addr, id)
+	if !replaced && r.addrs.len() > MaxLive {
+		return nil, r.liveError()
+	}
+	*ev = Event{ID: id, Thread: r.tid}
+	if replaced {
+		r.stats.MissedFrees++
+		*ev = Event{Op: Free, ID: old, Thread: r.tid}
+		r.pend = Event{ID: id, Thread: r.tid}
+		r.npend = true
+		return &r.pend, nil
+	}
+	return ev, nil
+}
+
+// free records that addr was freed and fills ev with the Free.
+func (r *Reader) free(addr uint64, ev *Event) {
+	id, ok := r.addrs.del(addr)
+	if !ok {
+		r.stats.UnknownFrees++
+		id = r.nextID
+		r.nextID++
+	}
+	*ev = Event{Op: Free, ID: id, Thread: r.tid}
+}
+
+// realloc records that the object at old moved to addr (or stayed) with
+// size bytes, and fills ev with the Realloc, or with an Alloc when old is
+// not live.
+func (r *Reader) realloc(old, addr, size uint64, ev *Event) error {
+	id, ok := r.addrs.del(old)
+	if !ok {
+		r.stats.UnknownReallocs++
+		e, err := r.alloc(addr, ev)
+		if err != nil {
+			return err
+		}
+		e.Op, e.Size = Alloc, size
+		return nil
+	}
+	*ev = Event{Op: Realloc, ID: id, Size: size, Thread: r.tid}
+	if other, replaced := r.addrs.put(addr, id); replaced {
+		// addr held another live object: the recorder missed its free.
+		r.stats.MissedFrees++
+		r.pend = *ev
+		r.npend = true
+		*ev = Event{Op: Free, ID: other, Thread: r.tid}
+	}
+	return nil
+}
+
+// quote returns s in double quotes, for Error.Want.
+func quote(s string) string { return `"` + s + `"` }
