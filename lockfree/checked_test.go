@@ -1,0 +1,192 @@
+//go:build carvecheck
+
+package lockfree_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/carvelab/carve/lockfree"
+)
+
+// The tests of checked builds (-tags carvecheck): double frees are refused
+// whichever path frees, freed chunks are poisoned and a chunk written after
+// free is quarantined when it would be handed out again, and a cache used
+// by two goroutines at once is caught.
+
+func TestDoubleFree(t *testing.T) {
+	type path struct {
+		name string
+		free func(p *lockfree.Pool, c *lockfree.Cache, b []byte) error
+	}
+	shared := path{"pool", func(p *lockfree.Pool, _ *lockfree.Cache, b []byte) error { return p.Free(b) }}
+	cached := path{"cache", func(_ *lockfree.Pool, c *lockfree.Cache, b []byte) error { return c.Free(b) }}
+	flushed := path{"cache, flushed", func(_ *lockfree.Pool, c *lockfree.Cache, b []byte) error {
+		if err := c.Free(b); err != nil {
+			return err
+		}
+		return c.Flush()
+	}}
+	for _, first := range []path{shared, cached, flushed} {
+		for _, second := range []path{shared, cached} {
+			t.Run(first.name+" then "+second.name, func(t *testing.T) {
+				p := mustOver(t, make([]byte, 64*64), 64)
+				c := p.NewCache()
+				var bs [][]byte
+				for range 5 {
+					bs = append(bs, mustAlloc(t, p))
+				}
+				if err := first.free(p, c, bs[2]); err != nil {
+					t.Fatalf("Free() = %v, want nil", err)
+				}
+				before, n := p.Stats(), c.Len()
+				if err := second.free(p, c, bs[2]); !errors.Is(err, lockfree.ErrDoubleFree) {
+					t.Fatalf("Free() again = %v, want %v", err, lockfree.ErrDoubleFree)
+				}
+				if after := p.Stats(); after != before || c.Len() != n {
+					t.Fatalf("a refused double free changed the pool or the cache")
+				}
+				mustCheckCaches(t, p, "double free", c)
+			})
+		}
+	}
+}
+
+// TestDoubleFreeRace frees one chunk from two goroutines at once: exactly
+// one Free succeeds.
+func TestDoubleFreeRace(t *testing.T) {
+	p := mustOver(t, make([]byte, 64*64), 64)
+	for range 200 {
+		b := mustAlloc(t, p)
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 2 {
+			wg.Go(func() {
+				<-start
+				if err := p.Free(b); err == nil {
+					ok.Add(1)
+				} else if !errors.Is(err, lockfree.ErrDoubleFree) {
+					t.Errorf("Free() = %v, want nil or %v", err, lockfree.ErrDoubleFree)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if ok.Load() != 1 {
+			t.Fatalf("%d of two racing Frees of one chunk succeeded, want 1", ok.Load())
+		}
+	}
+	mustCheck(t, p, "racing frees")
+}
+
+func TestWriteAfterFree(t *testing.T) {
+	for _, viaCache := range []bool{false, true} {
+		name := map[bool]string{false: "pool", true: "cache"}[viaCache]
+		t.Run(name, func(t *testing.T) {
+			p := mustOver(t, make([]byte, 64*64), 64)
+			c := p.NewCache()
+			alloc := p.Alloc
+			free := p.Free
+			if viaCache {
+				alloc, free = c.Alloc, c.Free
+			}
+			a, err := alloc()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := alloc()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := free(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := free(a); err != nil {
+				t.Fatal(err)
+			}
+			if a[5] != 0xdb {
+				t.Fatalf("freed chunk byte 5 = %#x, want the poison 0xdb", a[5])
+			}
+			a[5] = 1 // the bug: a write after free
+			if got, err := alloc(); got != nil || !errors.Is(err, lockfree.ErrCorrupt) {
+				t.Fatalf("Alloc() of the chunk written after free = %v, want %v", err, lockfree.ErrCorrupt)
+			}
+			got, err := alloc()
+			if err != nil || addr(got) != addr(b) {
+				t.Fatalf("Alloc() after the quarantine = %#x, %v, want the next free chunk %#x", addr(got), err, addr(b))
+			}
+			mustCheckCaches(t, p, "quarantine", c)
+			if err := free(a); !errors.Is(err, lockfree.ErrDoubleFree) {
+				t.Fatalf("Free(quarantined chunk) = %v, want %v", err, lockfree.ErrDoubleFree)
+			}
+			if err := c.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 1 {
+				t.Fatalf("Stats() = %+v, want 1 quarantined, 1 in use", st)
+			}
+		})
+	}
+}
+
+// TestCacheBusy stalls a goroutine inside a cache (in its refill, with the
+// pop hook) and uses the cache from another: every call is refused and
+// changes nothing.
+func TestCacheBusy(t *testing.T) {
+	p := mustOver(t, make([]byte, 64*64), 64)
+	var bs [][]byte
+	for range 4 {
+		bs = append(bs, mustAlloc(t, p))
+	}
+	for _, b := range bs[1:] {
+		mustFree(t, p, b)
+	}
+	hook, stalled, resume := stall()
+	p.SetPopHook(hook)
+	c := p.NewCache()
+	done := make(chan error)
+	go func() {
+		_, err := c.Alloc()
+		done <- err
+	}()
+	<-stalled
+	if _, err := c.Alloc(); !errors.Is(err, lockfree.ErrBusy) {
+		t.Errorf("Alloc() while another goroutine is in the cache = %v, want %v", err, lockfree.ErrBusy)
+	}
+	if err := c.Free(bs[0]); !errors.Is(err, lockfree.ErrBusy) {
+		t.Errorf("Free() while another goroutine is in the cache = %v, want %v", err, lockfree.ErrBusy)
+	}
+	if err := c.Flush(); !errors.Is(err, lockfree.ErrBusy) {
+		t.Errorf("Flush() while another goroutine is in the cache = %v, want %v", err, lockfree.ErrBusy)
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatalf("the stalled Alloc() = %v, want nil", err)
+	}
+	mustCheckCaches(t, p, "busy", c)
+	if err := c.Free(bs[0]); err != nil {
+		t.Fatalf("Free() after = %v, want nil", err)
+	}
+}
+
+func TestCacheAfterClose(t *testing.T) {
+	p, err := lockfree.Over(make([]byte, 64*64), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCache()
+	b, err := c.Alloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := c.Alloc(); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("Alloc() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+	if err := c.Free(b); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("Free() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+}
