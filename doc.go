@@ -62,8 +62,9 @@
 // arena (package arena) hands out blocks of any size that live until the
 // whole arena is reset.
 //
-//	Alloc: 1. round the cursor up to the alignment; if the block has room,
-//	          bump the cursor past the request;
+//	Alloc: 1. if the cursor is aligned and the block has room, bump the
+//	          cursor past the request (a run of values of one Go type stays
+//	          aligned); otherwise pad to the alignment on the slow path;
 //	       2. otherwise chain a new block (a larger one for a large request);
 //	       3. past the limit: an error wrapping arena.ErrExhausted.
 //	Reset: every block is reused from the start; Release gives them all back.
@@ -72,6 +73,39 @@
 // and refusing types that hold Go pointers: the GC does not look inside
 // carve memory, so an object referenced only from there could be freed
 // under it.
+//
+// lockfree (package lockfree) is a pool that goroutines share: its head
+// packs the index of the first free chunk with a version counter in one
+// word swapped by compare-and-swap, so a pop that stalled while others
+// popped and pushed the same chunk (the ABA hazard) fails and retries.
+// Per-worker caches (Pool.NewCache) keep a few dozen chunks locally and
+// trade batches with a central depot, so the common path touches no
+// shared cache line.
+//
+// The general-purpose heaps serve any size, for the lab to compare designs
+// on one trace:
+//
+//	fit        one region, an 8-byte boundary-tag header per block (16-byte
+//	           granule, 32-byte minimum: two 16-byte requests land 32 bytes
+//	           apart with 24 usable, as glibc's), free neighbours coalesced,
+//	           a free top given back; placement by first fit, next fit, best
+//	           fit (exact bins and a tree: O(log n)) or address-ordered first
+//	           fit (a max-tree over pages).
+//	buddy      power-of-two blocks split and merged with their buddies; the
+//	           "header" mode puts a 16-byte header before every block, the
+//	           paper's modified buddy, so an exact 2^k request takes 2^(k+1).
+//	sizeclass  requests rounded up to one of 80 generated classes (8 B to
+//	           32 KiB), each served by a pool; larger ones get a mapping of
+//	           their own, returned to the OS when freed.
+//
+// # The lab
+//
+// Package trace reads and writes allocation traces (carve's native format,
+// CS:APP .rep, valgrind --trace-malloc, heaptrack, glibc mtrace, AOSP
+// memory_replay; gzip and zstd) as streams of events on object ids, and
+// generates the seeds' scenarios and synthetic workloads. The replayer,
+// which runs one trace through many allocators and compares how far each
+// heap grows beyond live memory, builds on it.
 //
 // # Which allocator for which job
 //
@@ -87,10 +121,10 @@
 //
 // # Cost model
 //
-// pool: Alloc and Free are O(1) and make no system call except to commit
-// a slab; a chunk in use costs its stride and nothing else; the pool keeps
-// one reservation, a few words, and (in checked builds only) one bit per
-// chunk. arena: Alloc is O(1), a compare and an add on the fast path; it
+// pool: Alloc and Free are O(1), inline into the caller, and make no
+// system call except to commit a slab; a chunk in use costs its stride and
+// nothing else; the pool keeps one reservation, a few words, and (in
+// checked builds only) one bit per chunk. Stats walks the free list. arena: Alloc is O(1), a compare and an add on the fast path; it
 // loses at most align-1 bytes to alignment per request and the unused tail
 // of each full block. Neither is safe for concurrent use: give each
 // goroutine its own, or guard one with a mutex.
