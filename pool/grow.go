@@ -45,7 +45,10 @@ func (p *Pool) allocSlow() (unsafe.Pointer, error) {
 		if invariants.Enabled {
 			return p.allocChecked()
 		}
-		return p.alloc()
+		// Pop the first chunk revive put on the list.
+		c := unsafe.Add(p.base, p.head)
+		p.head = *(*offset)(c)
+		return c, nil
 	}
 	if int64(p.nslabs+1)*int64(p.slabSize) > p.limit {
 		return nil, fmt.Errorf("%w: %d bytes committed, the limit", ErrExhausted, p.limit)

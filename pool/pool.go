@@ -305,17 +305,6 @@ func allocSlowBytes(p *Pool) ([]byte, error) {
 	return unsafe.Slice((*byte)(c), p.size), nil
 }
 
-// alloc is what the typed handle and the slow paths pop with.
-func (p *Pool) alloc() (unsafe.Pointer, error) {
-	off := p.head
-	if off == none || invariants.Enabled {
-		return p.allocSlow()
-	}
-	c := unsafe.Add(p.base, off)
-	p.head = *(*offset)(c)
-	return c, nil
-}
-
 // Free gives a chunk back. A slice that does not start at a chunk the
 // pool handed out is refused with an error wrapping ErrForeign, and the
 // pool is unchanged. The check is two compares and a multiply, and Free
