@@ -1,0 +1,262 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/pool"
+	"github.com/carvelab/carve/sizeclass"
+)
+
+// Allocator is what the replayer needs of a heap. The lab defines it; each
+// of carve's heaps satisfies it through a thin adapter (see New), and a
+// test or a user can bring their own.
+//
+// Alloc returns size bytes (len == size) aligned to align, a power of
+// two, or to the heap's default alignment when align is 0. Free takes a
+// block Alloc or Realloc returned, whole. Realloc resizes a live block,
+// keeping its first min(old, new) bytes, and may move it.
+//
+// Footprint must be cheap: the replayer calls it after every event to
+// keep the peak footprint. It may return the value of the last Stats
+// call when the heap has no cheaper way to know (carve's heaps today:
+// see New). Stats returns the full figures and is called at samples only.
+type Allocator interface {
+	Alloc(size, align int) ([]byte, error)
+	Free(b []byte) error
+	Realloc(b []byte, size int) ([]byte, error)
+	Footprint() int64
+	Stats() carve.Stats
+	Close() error
+}
+
+// Names returns the allocators New knows, in a fixed order.
+func Names() []string {
+	return []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "buddy", "buddy-header", "sizeclass", "go"}
+}
+
+// ErrUnknown is wrapped by New for a name it does not know.
+var ErrUnknown = errors.New("replay: unknown allocator")
+
+// New returns the allocator called name, one of Names(): carve's heaps
+// with their default options, or "go", the Go heap.
+//
+// carve's heaps keep their committed bytes in a private counter that only
+// their Stats reports, and Stats also costs a mincore call (and for first
+// fit, next fit and sizeclass a walk of free lists): far too slow per
+// event. Their adapters' Footprint therefore returns the footprint seen at
+// the last Stats call, so that the replayer's peaks of footprint are peaks
+// over its samples (see Options.SampleEvery).
+//
+// "go" allocates with make. Its Stats reads runtime.ReadMemStats (a
+// stop-the-world, so at samples only): Footprint = HeapSys - HeapReleased,
+// Used = HeapAlloc, Resident = Footprint, each less its value when New
+// was called, and Live is the adapter's own sum of requested sizes. The
+// replayer's own bookkeeping lives on the same Go heap and is counted in
+// Used and Footprint; Free only drops the reference (the GC decides when
+// the memory is reused).
+func New(name string) (Allocator, error) {
+	switch name {
+	case "go":
+		return newGoHeap(), nil
+	case "buddy", "buddy-header":
+		m, err := buddy.ParseMode(name)
+		if err != nil {
+			return nil, err
+		}
+		h, err := buddy.New(m)
+		if err != nil {
+			return nil, err
+		}
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+	case "sizeclass":
+		h, err := sizeclass.New()
+		if err != nil {
+			return nil, err
+		}
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+	}
+	p, err := fit.ParsePolicy(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknown, name, Names())
+	}
+	h, err := fit.New(p)
+	if err != nil {
+		return nil, err
+	}
+	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+}
+
+// rawHeap is what carve's heaps have in common.
+type rawHeap interface {
+	Alloc(size, align int) ([]byte, error)
+	Free(b []byte) error
+	Realloc(b []byte, size int) ([]byte, error)
+	Close() error
+}
+
+// heap adapts one of carve's heaps: Footprint is the one Stats last saw.
+type heap struct {
+	h     rawHeap
+	stats func() carve.Stats
+	fp    int64
+}
+
+func (a *heap) Alloc(size, align int) ([]byte, error) {
+	if align == 0 {
+		align = 1 // the heap's own granule is its default alignment
+	}
+	return a.h.Alloc(size, align)
+}
+func (a *heap) Free(b []byte) error                        { return a.h.Free(b) }
+func (a *heap) Realloc(b []byte, size int) ([]byte, error) { return a.h.Realloc(b, size) }
+func (a *heap) Footprint() int64                           { return a.fp }
+func (a *heap) Close() error                               { return a.h.Close() }
+func (a *heap) Stats() carve.Stats {
+	s := a.stats()
+	a.fp = s.Footprint
+	return s
+}
+
+// goHeap allocates on the Go heap.
+type goHeap struct {
+	base runtime.MemStats
+	live int64
+	fp   int64
+}
+
+func newGoHeap() *goHeap {
+	g := &goHeap{}
+	runtime.ReadMemStats(&g.base)
+	return g
+}
+
+func (g *goHeap) Alloc(size, align int) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("replay: go: negative size %d", size)
+	}
+	if align&(align-1) != 0 || align < 0 {
+		return nil, fmt.Errorf("replay: go: alignment %d is not a power of two", align)
+	}
+	g.live += int64(size)
+	if align <= 8 {
+		return make([]byte, size), nil
+	}
+	b := make([]byte, size+align-1)
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b)))) & (align - 1)
+	return b[off : off+size : off+size], nil
+}
+
+func (g *goHeap) Free(b []byte) error {
+	g.live -= int64(len(b))
+	return nil
+}
+
+func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("replay: go: negative size %d", size)
+	}
+	n := make([]byte, size)
+	copy(n, b)
+	g.live += int64(size) - int64(len(b))
+	return n, nil
+}
+
+func (g *goHeap) Footprint() int64 { return g.fp }
+func (g *goHeap) Close() error     { return nil }
+
+func (g *goHeap) Stats() carve.Stats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fp := int64(m.HeapSys-m.HeapReleased) - int64(g.base.HeapSys-g.base.HeapReleased)
+	g.fp = max(fp, 0)
+	return carve.Stats{
+		Live:      g.live,
+		Used:      max(int64(m.HeapAlloc)-int64(g.base.HeapAlloc), 0),
+		Footprint: g.fp,
+		Resident:  g.fp,
+	}
+}
+
+// WithPool returns an allocator that sends the requests of exactly size
+// bytes (with an alignment of at most 8) to a dedicated pool.Pool of
+// chunks of that size, and every other request to a: the seeds' question
+// "would a pool for these objects have helped?". A Realloc moves a block
+// between the two when its new size calls for it. Stats and Footprint are
+// the sums of both; Close closes both.
+func WithPool(size int, a Allocator) (Allocator, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("replay: pool size %d is not positive", size)
+	}
+	p, err := pool.New(size)
+	if err != nil {
+		return nil, err
+	}
+	return &pooled{p: p, a: a, size: size}, nil
+}
+
+type pooled struct {
+	p    *pool.Pool
+	a    Allocator
+	size int
+	fp   int64 // the pool's footprint at the last Stats
+}
+
+func (w *pooled) Alloc(size, align int) ([]byte, error) {
+	if size == w.size && align <= 8 {
+		b, err := w.p.Alloc()
+		if err != nil {
+			return nil, err
+		}
+		return b[:size:size], nil
+	}
+	return w.a.Alloc(size, align)
+}
+
+func (w *pooled) Free(b []byte) error {
+	if w.p.Owns(b) {
+		return w.p.Free(b)
+	}
+	return w.a.Free(b)
+}
+
+func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
+	inPool := w.p.Owns(b)
+	if inPool && size == w.size {
+		return b[:size:size], nil
+	}
+	if !inPool && size != w.size {
+		return w.a.Realloc(b, size)
+	}
+	n, err := w.Alloc(size, 0)
+	if err != nil {
+		return nil, err
+	}
+	copy(n, b)
+	if err := w.Free(b); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (w *pooled) Footprint() int64 { return w.fp + w.a.Footprint() }
+
+func (w *pooled) Stats() carve.Stats {
+	ps := w.p.Stats().Stats
+	w.fp = ps.Footprint
+	s := w.a.Stats()
+	s.Live += ps.Live
+	s.Used += ps.Used
+	s.Footprint += ps.Footprint
+	s.Resident += ps.Resident
+	return s
+}
+
+func (w *pooled) Close() error {
+	return errors.Join(w.p.Close(), w.a.Close())
+}

@@ -1,0 +1,501 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"time"
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/trace"
+)
+
+// Source gives events in batches, as *trace.Reader does.
+type Source interface {
+	Read(dst []trace.Event) (n int, err error)
+}
+
+// Events returns a Source that gives evs.
+func Events(evs []trace.Event) Source { return &sliceSource{evs: evs} }
+
+type sliceSource struct{ evs []trace.Event }
+
+func (s *sliceSource) Read(dst []trace.Event) (int, error) {
+	if len(s.evs) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(dst, s.evs)
+	s.evs = s.evs[n:]
+	return n, nil
+}
+
+// Options tune a replay. The zero value checks every block, counts trace
+// errors and samples every 4096 events.
+type Options struct {
+	// Strict makes the first trace error fatal: Run returns a *TraceError.
+	Strict bool
+	// NoCheck turns off the correctness checks (alignment, length,
+	// overlap, the pattern written into blocks).
+	NoCheck bool
+	// SampleEvery is the number of events between two calls of the
+	// allocator's Stats (0: 4096; 1: after every event, exact but slow).
+	SampleEvery int
+}
+
+// Result is what a replay measured. Live memory is the sum of the sizes
+// the trace asked for and has not freed, kept exactly after every event;
+// footprint is what the allocator's Footprint returns after every event
+// (for carve's heaps, its value at the last sample; see New). "Time" is
+// counted in events.
+type Result struct {
+	// Events is the number of events read; Ops the allocator calls made
+	// (Alloc, Free, Realloc); Nanos the time spent inside them, and
+	// NsPerOp = Nanos / Ops.
+	Events, Ops, Nanos int64
+	NsPerOp            float64
+	// TraceErrors counts the events skipped because they named a dead or
+	// unknown object, reused a live one's ID, or asked for an impossible
+	// size; FirstTraceError is the first of them.
+	TraceErrors     int64
+	FirstTraceError *TraceError
+	// Samples counts the calls of the allocator's Stats.
+	Samples int64
+
+	// PeakLive is the largest live memory; FootprintAtPeakLive the
+	// footprint when live memory first reached it (refreshed by a sample
+	// taken while live memory still stood at the peak).
+	PeakLive, FootprintAtPeakLive int64
+	// PeakFootprint is the largest footprint seen; LiveAtPeakFootprint the
+	// live memory when it was first seen.
+	PeakFootprint, LiveAtPeakFootprint int64
+	// PeakResident is the largest Resident of the samples.
+	PeakResident int64
+
+	// Johnstone and Wilson's four measures (ISMM 1998), as ratios of heap
+	// to live memory (1 is no fragmentation); 0 when the denominator is.
+	//   AvgRatio             #1: sum over events of footprint / sum of live
+	//   RatioAtPeakLive      #2: FootprintAtPeakLive / PeakLive
+	//   RatioAtPeakFootprint #3: PeakFootprint / LiveAtPeakFootprint
+	//   PeakRatio            #4: PeakFootprint / PeakLive
+	AvgRatio, RatioAtPeakLive, RatioAtPeakFootprint, PeakRatio float64
+
+	// Live is the live memory at the end of the trace, End the allocator's
+	// Stats there.
+	Live int64
+	End  carve.Stats
+	// Fragmentation is the paper's 100 × (End.Footprint / Live - 1) at the
+	// end, NaN when Live is 0 (a balanced trace).
+	Fragmentation float64
+	// Internal = End.Used - End.Live and External = End.Footprint -
+	// End.Used: the end's fragmentation split.
+	Internal, External int64
+}
+
+// TraceError is an event that does not fit the objects alive at its
+// point of the trace.
+type TraceError struct {
+	Event  int64 // the event's number, counting from 1
+	Ev     trace.Event
+	Reason string
+}
+
+func (e *TraceError) Error() string {
+	return fmt.Sprintf("replay: trace error at event %d (%v): %s", e.Event, e.Ev, e.Reason)
+}
+
+// Violation is an allocator found wrong by the checks: a block of the
+// wrong length or alignment, overlapping another live block, or whose
+// bytes changed while the replayer held it.
+type Violation struct {
+	Event  int64 // the event's number, counting from 1
+	Ev     trace.Event
+	ID     uint64  // the object at fault
+	Addr   uintptr // its block's address
+	Other  uint64  // the object it overlaps, or 0
+	OAddr  uintptr // that block's address
+	Reason string
+}
+
+func (v *Violation) Error() string {
+	s := fmt.Sprintf("replay: violation at event %d (%v): object %d at %#x: %s", v.Event, v.Ev, v.ID, v.Addr, v.Reason)
+	if v.Other != 0 || v.OAddr != 0 {
+		s += fmt.Sprintf(" (object %d at %#x)", v.Other, v.OAddr)
+	}
+	return s
+}
+
+const (
+	stNone uint8 = iota
+	stLive
+	stDead
+	denseIDs = 1 << 22 // IDs below this are kept in a slice, others in a map
+)
+
+type object struct {
+	b     []byte
+	state uint8
+}
+
+type replayer struct {
+	a      Allocator
+	opt    Options
+	dense  []object
+	sparse map[uint64]*object
+	set    blockSet
+	res    Result
+	live   int64
+	n      int64 // current event number
+	ev     trace.Event
+	clock  time.Duration // measured cost of one time.Now/time.Since pair
+
+	sinceSample   int
+	peakSampled   int64
+	sumFP, sumLiv float64
+}
+
+// Run replays src through a, event by event in order, on one locked OS
+// thread (a multi-threaded recording is replayed in its recorded order),
+// and returns what it measured. It stops at the first error of the
+// source, of the allocator (an error wrapping it), of the checks (a
+// *Violation) or, with opt.Strict, of the trace (a *TraceError); the
+// Result then holds what was measured so far. Run does not close a.
+//
+// Timing: each allocator call is timed on its own with the monotonic
+// clock, and the clock's own cost, measured when Run starts, is taken
+// off; Calloc's zeroing counts as part of its call. The checks and the
+// bookkeeping are not timed.
+//
+// The checks cost, per allocation, a lookup and an insertion in a treap
+// of live blocks by address (O(log n)) and writing up to 64 bytes; per
+// free, the same reads and a deletion.
+func Run(src Source, a Allocator, opt Options) (Result, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if opt.SampleEvery <= 0 {
+		opt.SampleEvery = 4096
+	}
+	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost()}
+	err := r.run(src)
+	r.sample()
+	r.finish()
+	return r.res, err
+}
+
+func (r *replayer) run(src Source) error {
+	buf := make([]trace.Event, 4096)
+	for {
+		n, err := src.Read(buf)
+		for i := range n {
+			r.n++
+			r.res.Events++
+			r.ev = buf[i]
+			if err := r.event(buf[i]); err != nil {
+				return err
+			}
+			fp := r.a.Footprint()
+			r.note(fp)
+			r.sumFP += float64(fp)
+			r.sumLiv += float64(r.live)
+			if r.sinceSample++; r.sinceSample >= r.opt.SampleEvery {
+				r.sample()
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("replay: reading the trace after event %d: %w", r.n, err)
+		}
+	}
+}
+
+// note keeps the peak of footprint fp at the current live memory.
+func (r *replayer) note(fp int64) {
+	if fp > r.res.PeakFootprint {
+		r.res.PeakFootprint, r.res.LiveAtPeakFootprint = fp, r.live
+	}
+}
+
+// sample calls Stats and records what only it tells.
+func (r *replayer) sample() {
+	st := r.a.Stats()
+	r.res.Samples++
+	r.sinceSample = 0
+	r.note(st.Footprint)
+	if r.live == r.res.PeakLive {
+		r.res.FootprintAtPeakLive = st.Footprint
+		r.peakSampled = r.live
+	}
+	r.res.PeakResident = max(r.res.PeakResident, st.Resident)
+	r.res.End = st
+}
+
+// grow records that live memory grew by d.
+func (r *replayer) grow(d int64) {
+	r.live += d
+	if r.live > r.res.PeakLive {
+		r.res.PeakLive = r.live
+		r.res.FootprintAtPeakLive = r.a.Footprint()
+	}
+}
+
+// shrinking is called before an event lowers live memory: if live memory
+// stands at a peak well above the last one sampled, sample it first, so
+// that the footprint at the peak of live memory comes from Stats. "Well
+// above" is 1/128 more, which bounds the samples to a few thousand.
+func (r *replayer) shrinking() {
+	if r.live == r.res.PeakLive && r.live > r.peakSampled+r.peakSampled>>7 {
+		r.sample()
+	}
+}
+
+func (r *replayer) finish() {
+	res := &r.res
+	res.Live = r.live
+	if res.Ops > 0 {
+		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	res.AvgRatio = ratio(r.sumFP, r.sumLiv)
+	res.RatioAtPeakLive = ratio(float64(res.FootprintAtPeakLive), float64(res.PeakLive))
+	res.RatioAtPeakFootprint = ratio(float64(res.PeakFootprint), float64(res.LiveAtPeakFootprint))
+	res.PeakRatio = ratio(float64(res.PeakFootprint), float64(res.PeakLive))
+	res.Fragmentation = math.NaN()
+	if r.live > 0 {
+		res.Fragmentation = 100 * (float64(res.End.Footprint)/float64(r.live) - 1)
+	}
+	res.Internal = res.End.Used - res.End.Live
+	res.External = res.End.Footprint - res.End.Used
+}
+
+func (r *replayer) object(id uint64) *object {
+	if id < denseIDs {
+		if id >= uint64(len(r.dense)) {
+			n := max(2*len(r.dense), int(id)+1, 1024)
+			r.dense = append(r.dense, make([]object, min(n, denseIDs)-len(r.dense))...)
+		}
+		return &r.dense[id]
+	}
+	o := r.sparse[id]
+	if o == nil {
+		o = &object{}
+		r.sparse[id] = o
+	}
+	return o
+}
+
+func (r *replayer) traceError(reason string) error {
+	r.res.TraceErrors++
+	e := &TraceError{Event: r.n, Ev: r.ev, Reason: reason}
+	if r.res.FirstTraceError == nil {
+		r.res.FirstTraceError = e
+	}
+	if r.opt.Strict {
+		return e
+	}
+	return nil
+}
+
+func (r *replayer) allocError(err error) error {
+	return fmt.Errorf("replay: event %d (%v): %w", r.n, r.ev, err)
+}
+
+func (r *replayer) event(e trace.Event) error {
+	if e.Op != trace.Free && e.Size > math.MaxInt {
+		return r.traceError(fmt.Sprintf("size %d is too large", e.Size))
+	}
+	size := int(e.Size)
+	o := r.object(e.ID)
+	switch e.Op {
+	case trace.Alloc, trace.Calloc, trace.Memalign:
+		if o.state == stLive {
+			return r.traceError(fmt.Sprintf("object %d is already live", e.ID))
+		}
+		align := int(e.Align)
+		if e.Op == trace.Calloc {
+			align = 0
+		}
+		t := time.Now()
+		b, err := r.a.Alloc(size, align)
+		if err == nil && e.Op == trace.Calloc {
+			clear(b)
+		}
+		r.timed(t)
+		if err != nil {
+			return r.allocError(err)
+		}
+		if err := r.admit(e.ID, b, size, align); err != nil {
+			return err
+		}
+		o = r.object(e.ID)
+		o.b, o.state = b, stLive
+		r.grow(int64(size))
+	case trace.Free:
+		switch o.state {
+		case stNone:
+			return r.traceError(fmt.Sprintf("free of object %d, never allocated", e.ID))
+		case stDead:
+			return r.traceError(fmt.Sprintf("double free of object %d", e.ID))
+		}
+		b := o.b
+		if err := r.release(e.ID, b); err != nil {
+			return err
+		}
+		r.shrinking()
+		t := time.Now()
+		err := r.a.Free(b)
+		r.timed(t)
+		if err != nil {
+			return r.allocError(err)
+		}
+		o = r.object(e.ID)
+		o.b, o.state = nil, stDead
+		r.live -= int64(len(b))
+	case trace.Realloc:
+		if o.state != stLive {
+			return r.traceError(fmt.Sprintf("realloc of object %d, not live", e.ID))
+		}
+		old := o.b
+		if err := r.release(e.ID, old); err != nil {
+			return err
+		}
+		if size < len(old) {
+			r.shrinking()
+		}
+		t := time.Now()
+		b, err := r.a.Realloc(old, size)
+		r.timed(t)
+		if err != nil {
+			return r.allocError(err)
+		}
+		if !r.opt.NoCheck {
+			if i := checkPattern(b, e.ID, len(old)); i >= 0 {
+				return r.violation(e.ID, b, fmt.Sprintf("byte %d not kept by realloc from %d to %d bytes", i, len(old), size))
+			}
+		}
+		if err := r.admit(e.ID, b, size, 0); err != nil {
+			return err
+		}
+		o = r.object(e.ID)
+		o.b = b
+		r.live -= int64(len(old))
+		r.grow(int64(size))
+	default:
+		return r.traceError(fmt.Sprintf("invalid op %v", e.Op))
+	}
+	return nil
+}
+
+// timed adds the time since t, less the clock's cost, to the allocator's.
+func (r *replayer) timed(t time.Time) {
+	r.res.Ops++
+	r.res.Nanos += max(int64(time.Since(t)-r.clock), 0)
+}
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func (r *replayer) violation(id uint64, b []byte, reason string) *Violation {
+	return &Violation{Event: r.n, Ev: r.ev, ID: id, Addr: addr(b), Reason: reason}
+}
+
+// admit checks a block the allocator just returned for object id and
+// writes the object's pattern into it.
+func (r *replayer) admit(id uint64, b []byte, size, align int) error {
+	if r.opt.NoCheck {
+		return nil
+	}
+	if len(b) != size {
+		return r.violation(id, b, fmt.Sprintf("length %d, asked for %d", len(b), size))
+	}
+	if cap(b) != len(b) {
+		return r.violation(id, b, fmt.Sprintf("capacity %d beyond length %d", cap(b), len(b)))
+	}
+	a := addr(b)
+	if align > 0 && a&uintptr(align-1) != 0 {
+		return r.violation(id, b, fmt.Sprintf("not aligned to %d", align))
+	}
+	if size == 0 {
+		return nil // takes no bytes: neither overlaps nor holds a pattern
+	}
+	if n := r.set.overlap(a, a+uintptr(size)); n != nil {
+		v := r.violation(id, b, fmt.Sprintf("%d bytes overlap a live block of %d bytes", size, n.end-n.addr))
+		v.Other, v.OAddr = n.id, n.addr
+		return v
+	}
+	r.set.insert(a, a+uintptr(size), id)
+	writePattern(b, id)
+	return nil
+}
+
+// release checks object id's block before it leaves the replayer's hands
+// and forgets its address.
+func (r *replayer) release(id uint64, b []byte) error {
+	if r.opt.NoCheck || len(b) == 0 {
+		return nil
+	}
+	if i := checkPattern(b, id, len(b)); i >= 0 {
+		return r.violation(id, b, fmt.Sprintf("byte %d changed while the block was live", i))
+	}
+	r.set.remove(addr(b))
+	return nil
+}
+
+// The pattern: every byte of a block of up to patternAll bytes, else its
+// first and last 8, derived from the object's ID and the byte's index.
+const patternAll = 64
+
+func patternByte(id uint64, i int) byte {
+	x := (id + 1) * 0x9E3779B97F4A7C15
+	return byte(x>>(uint(i&7)*8)) ^ byte(i>>3) ^ 0x5A
+}
+
+func writePattern(b []byte, id uint64) {
+	n := len(b)
+	if n <= patternAll {
+		for i := range b {
+			b[i] = patternByte(id, i)
+		}
+		return
+	}
+	for i := range 8 {
+		b[i] = patternByte(id, i)
+		b[n-8+i] = patternByte(id, n-8+i)
+	}
+}
+
+// checkPattern verifies the pattern written into a block of n bytes, at
+// the indexes below len(b); it returns the first wrong index, or -1.
+func checkPattern(b []byte, id uint64, n int) int {
+	if n <= patternAll {
+		for i := range min(n, len(b)) {
+			if b[i] != patternByte(id, i) {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, i := range [...]int{0, 1, 2, 3, 4, 5, 6, 7, n - 8, n - 7, n - 6, n - 5, n - 4, n - 3, n - 2, n - 1} {
+		if i < len(b) && b[i] != patternByte(id, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// clockCost measures what timing one call adds by itself.
+func clockCost() time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range 64 {
+		t := time.Now()
+		d := time.Since(t)
+		best = min(best, d)
+	}
+	return best
+}
