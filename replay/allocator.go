@@ -24,8 +24,8 @@ import (
 //
 // Footprint must be cheap: the replayer calls it after every event to
 // keep the peak footprint. It may return the value of the last Stats
-// call when the heap has no cheaper way to know (carve's heaps today:
-// see New). Stats returns the full figures and is called at samples only.
+// call when the heap has no cheaper way to know (the Go heap: see New).
+// Stats returns the full figures and is called at samples only.
 type Allocator interface {
 	Alloc(size, align int) ([]byte, error)
 	Free(b []byte) error
@@ -46,12 +46,11 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // New returns the allocator called name, one of Names(): carve's heaps
 // with their default options, or "go", the Go heap.
 //
-// carve's heaps keep their committed bytes in a private counter that only
-// their Stats reports, and Stats also costs a mincore call (and for first
-// fit, next fit and sizeclass a walk of free lists): far too slow per
-// event. Their adapters' Footprint therefore returns the footprint seen at
-// the last Stats call, so that the replayer's peaks of footprint are peaks
-// over its samples (see Options.SampleEvery).
+// carve's heaps report their committed bytes in O(1) (their Footprint
+// methods), so the replayer reads their footprint after every event and
+// its peaks are exact; their Stats, which costs a mincore call (and for
+// first fit, next fit and sizeclass a walk of free lists), runs at
+// samples only (see Options.SampleEvery).
 //
 // "go" allocates with make. Its Stats reads runtime.ReadMemStats (a
 // stop-the-world, so at samples only): Footprint = HeapSys - HeapReleased,
@@ -73,13 +72,13 @@ func New(name string) (Allocator, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 	case "sizeclass":
 		h, err := sizeclass.New()
 		if err != nil {
 			return nil, err
 		}
-		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 	}
 	p, err := fit.ParsePolicy(name)
 	if err != nil {
@@ -89,7 +88,7 @@ func New(name string) (Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }}, nil
+	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 }
 
 // rawHeap is what carve's heaps have in common.
@@ -100,11 +99,13 @@ type rawHeap interface {
 	Close() error
 }
 
-// heap adapts one of carve's heaps: Footprint is the one Stats last saw.
+// heap adapts one of carve's heaps. Their Footprint methods are O(1), so
+// the replay reads the footprint after every event and its peaks are
+// exact.
 type heap struct {
 	h     rawHeap
 	stats func() carve.Stats
-	fp    int64
+	fp    func() int64
 }
 
 func (a *heap) Alloc(size, align int) ([]byte, error) {
@@ -115,13 +116,9 @@ func (a *heap) Alloc(size, align int) ([]byte, error) {
 }
 func (a *heap) Free(b []byte) error                        { return a.h.Free(b) }
 func (a *heap) Realloc(b []byte, size int) ([]byte, error) { return a.h.Realloc(b, size) }
-func (a *heap) Footprint() int64                           { return a.fp }
+func (a *heap) Footprint() int64                           { return a.fp() }
 func (a *heap) Close() error                               { return a.h.Close() }
-func (a *heap) Stats() carve.Stats {
-	s := a.stats()
-	a.fp = s.Footprint
-	return s
-}
+func (a *heap) Stats() carve.Stats                         { return a.stats() }
 
 // goHeap allocates on the Go heap.
 type goHeap struct {
@@ -204,7 +201,6 @@ type pooled struct {
 	p    *pool.Pool
 	a    Allocator
 	size int
-	fp   int64 // the pool's footprint at the last Stats
 }
 
 func (w *pooled) Alloc(size, align int) ([]byte, error) {
@@ -244,11 +240,10 @@ func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
 	return n, nil
 }
 
-func (w *pooled) Footprint() int64 { return w.fp + w.a.Footprint() }
+func (w *pooled) Footprint() int64 { return w.p.Footprint() + w.a.Footprint() }
 
 func (w *pooled) Stats() carve.Stats {
 	ps := w.p.Stats().Stats
-	w.fp = ps.Footprint
 	s := w.a.Stats()
 	s.Live += ps.Live
 	s.Used += ps.Used
