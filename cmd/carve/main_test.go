@@ -51,3 +51,39 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+func TestLabCommands(t *testing.T) {
+	dir := t.TempDir()
+	gen := dir + "/conn.txt"
+	conv := dir + "/conv.txt"
+	var stdout, stderr bytes.Buffer
+	steps := []struct {
+		name string
+		args []string
+		code int
+		out  string // a part of standard output, or of standard error when code != 0
+	}{
+		{"gen", []string{"gen", "connection", "next=4096", "n=500", "-o", gen}, 0, ""},
+		{"gen unknown", []string{"gen", "nosuch"}, 2, `unknown generator "nosuch"`},
+		{"gen bad parameter", []string{"gen", "connection", "bogus=1"}, 2, `no parameter "bogus"`},
+		{"convert", []string{"convert", "-o", conv, gen}, 0, ""},
+		{"convert missing file", []string{"convert", dir + "/nosuch"}, 2, "no such file"},
+		{"stats", []string{"stats", conv}, 0, "peak live: 2080000 B in 1000 objects"},
+		{"replay", []string{"replay", "--alloc", "first-fit,buddy-header,sizeclass", gen}, 0, "buddy-header"},
+		{"replay with a pool", []string{"replay", "--alloc", "first-fit", "--pool", "1024", gen}, 0, "first-fit+pool(1024)"},
+		{"replay unknown allocator", []string{"replay", "--alloc", "nosuch", gen}, 2, "unknown allocator"},
+		{"replay no trace", []string{"replay"}, 2, "want at least one TRACE"},
+	}
+	for _, s := range steps {
+		stdout.Reset()
+		stderr.Reset()
+		code := run(s.args, &stdout, &stderr)
+		got := stdout.String()
+		if s.code != 0 {
+			got = stderr.String()
+		}
+		if code != s.code || !strings.Contains(got, s.out) {
+			t.Fatalf("%s: run(%q) = %d, printed %q; want %d and %q", s.name, s.args, code, got, s.code, s.out)
+		}
+	}
+}
