@@ -198,8 +198,18 @@ func cmdReplay(args []string, stdout io.Writer) error {
 	if fs.NArg() == 0 {
 		return badUsage("carve replay: want at least one TRACE")
 	}
-	names := replay.Names()
-	if *alloc != "all" {
+	var names []string
+	if *alloc == "all" {
+		// The Go heap's figures come from runtime.ReadMemStats of this
+		// process, which the other replays' bookkeeping shares: it is
+		// replayed only when named, until rows run in processes of their
+		// own.
+		for _, n := range replay.Names() {
+			if n != "go" {
+				names = append(names, n)
+			}
+		}
+	} else {
 		names = strings.Split(*alloc, ",")
 	}
 	for _, path := range fs.Args() {

@@ -29,9 +29,11 @@ Usage:
                    pools, the bump benchmark) and print what they measure
   carve demo       the same
   carve replay [--alloc LIST|all] [--pool SIZE] [--strict] TRACE...
-                   replay each trace through the allocators (first-fit,
+                   replay each trace through the allocators (all: first-fit,
                    next-fit, best-fit, ao-first-fit, buddy, buddy-header,
-                   sizeclass, go) and print one table per trace
+                   sizeclass; go, the Go heap, only when named: its figures
+                   are sampled from this process's runtime statistics)
+                   and print one table per trace
   carve gen NAME [-o FILE] [param=value...]
                    write a generated trace (connection, carving, bump,
                    zipf, phases) in carve's native format
