@@ -103,14 +103,13 @@ func TestTraceErrors(t *testing.T) {
 
 // broken is a heap over one Go buffer that misbehaves as told.
 type broken struct {
-	buf       []byte
-	next      int
-	overlap   bool // every block starts at the same place
-	misalign  bool // blocks are 8 bytes past an aligned address
-	scribble  bool // Free's caller finds its bytes changed: Alloc clobbers the last block
-	shortLen  bool // blocks one byte short
-	last      []byte
-	footprint int64
+	buf      []byte
+	next     int
+	overlap  bool // every block starts at the same place
+	misalign bool // blocks are 8 bytes past an aligned address
+	scribble bool // Free's caller finds its bytes changed: Alloc clobbers the last block
+	shortLen bool // blocks one byte short
+	last     []byte
 }
 
 func (h *broken) Alloc(size, align int) ([]byte, error) {
