@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -192,8 +194,14 @@ func cmdReplay(args []string, stdout io.Writer) error {
 	alloc := fs.String("alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(replay.Names(), ", "))
 	poolSize := fs.Int("pool", 0, "put requests of exactly `SIZE` bytes in a dedicated pool in front of each allocator")
 	strict := fs.Bool("strict", false, "stop at the first trace error")
+	format := fs.String("format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+replaySchema+")")
 	if err := fs.Parse(args); err != nil {
 		return badUsage("carve replay: %v", err)
+	}
+	switch *format {
+	case "text", "markdown", "csv", "json":
+	default:
+		return badUsage("carve replay: --format %q: want text, markdown, csv or json", *format)
 	}
 	if fs.NArg() == 0 {
 		return badUsage("carve replay: want at least one TRACE")
@@ -212,34 +220,79 @@ func cmdReplay(args []string, stdout io.Writer) error {
 	} else {
 		names = strings.Split(*alloc, ",")
 	}
+	var all []row
 	for _, path := range fs.Args() {
-		if err := replayOne(path, names, *poolSize, *strict, stdout); err != nil {
+		rows, err := replayOne(path, names, *poolSize, *strict)
+		if err != nil {
 			return err
 		}
+		if *format == "json" {
+			all = append(all, rows...)
+			continue
+		}
+		if err := printRows(stdout, *format, rows); err != nil {
+			return err
+		}
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Schema string `json:"schema"`
+			Rows   []row  `json:"rows"`
+		}{replaySchema, all})
 	}
 	return nil
 }
 
-func replayOne(path string, names []string, poolSize int, strict bool, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "%s\n", path)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "allocator\tpeak live\tpeak footprint\tpeak fp/live\tavg fp/live\tfrag. at end\tpeak RSS\tns/op\ttrace errors\t")
+// row is one allocator's replay of one trace, as every format prints it.
+// The JSON field names are part of the versioned schema (replaySchema):
+// fields are added, never renamed.
+type row struct {
+	Trace     string `json:"trace"`
+	Allocator string `json:"allocator"`
+	Error     string `json:"error,omitempty"`
+
+	Events              int64    `json:"events"`
+	Ops                 int64    `json:"ops"`
+	NsPerOp             float64  `json:"ns_per_op"`
+	TraceErrors         int64    `json:"trace_errors"`
+	PeakLive            int64    `json:"peak_live"`
+	PeakFootprint       int64    `json:"peak_footprint"`
+	PeakResident        int64    `json:"peak_resident"`
+	FootprintAtPeakLive int64    `json:"footprint_at_peak_live"`
+	LiveAtPeakFootprint int64    `json:"live_at_peak_footprint"`
+	AvgRatio            float64  `json:"jw1_avg_footprint_over_live"`
+	RatioAtPeakLive     float64  `json:"jw2_footprint_over_live_at_peak_live"`
+	RatioAtPeakFP       float64  `json:"jw3_footprint_over_live_at_peak_footprint"`
+	PeakRatio           float64  `json:"jw4_peak_footprint_over_peak_live"`
+	Fragmentation       *float64 `json:"fragmentation_percent_at_end"` // null when live at the end is 0
+	Live                int64    `json:"live_at_end"`
+	Internal            int64    `json:"internal_at_end"`
+	External            int64    `json:"external_at_end"`
+}
+
+// replaySchema names the version of the JSON that carve replay prints.
+const replaySchema = "carve.replay/v1"
+
+func replayOne(path string, names []string, poolSize int, strict bool) ([]row, error) {
+	var rows []row
 	for _, name := range names {
 		a, err := replay.New(name)
 		if err != nil {
-			return badUsage("carve replay: %v", err)
+			return nil, badUsage("carve replay: %v", err)
 		}
 		label := name
 		if poolSize > 0 {
 			if a, err = replay.WithPool(poolSize, a); err != nil {
-				return badUsage("carve replay: --pool %d: %v", poolSize, err)
+				return nil, badUsage("carve replay: --pool %d: %v", poolSize, err)
 			}
 			label = fmt.Sprintf("%s+pool(%d)", name, poolSize)
 		}
 		r, err := trace.Open(path)
 		if err != nil {
 			a.Close()
-			return inputError{err}
+			return nil, inputError{err}
 		}
 		res, err := replay.Run(r, a, replay.Options{Strict: strict})
 		r.Close()
@@ -247,22 +300,77 @@ func replayOne(path string, names []string, poolSize int, strict bool, stdout io
 		var te *replay.TraceError
 		var v *replay.Violation
 		switch {
-		case errors.As(err, &v):
-			return checkFailed{fmt.Errorf("%s on %s: %w", name, path, err)}
-		case errors.As(err, &te):
-			return checkFailed{fmt.Errorf("%s on %s: %w", name, path, err)}
+		case errors.As(err, &v), errors.As(err, &te):
+			return nil, checkFailed{fmt.Errorf("%s on %s: %w", name, path, err)}
 		case err != nil:
-			fmt.Fprintf(tw, "%s\t%v\t\t\t\t\t\t\t\t\n", label, err)
+			rows = append(rows, row{Trace: path, Allocator: label, Error: err.Error()})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%.1f\t%d\t\n", label,
-			mb(res.PeakLive), mb(res.PeakFootprint), res.PeakRatio, res.AvgRatio,
-			percent(res.Fragmentation), mb(res.PeakResident), res.NsPerOp, res.TraceErrors)
+		rw := row{
+			Trace: path, Allocator: label,
+			Events: res.Events, Ops: res.Ops, NsPerOp: res.NsPerOp, TraceErrors: res.TraceErrors,
+			PeakLive: res.PeakLive, PeakFootprint: res.PeakFootprint, PeakResident: res.PeakResident,
+			FootprintAtPeakLive: res.FootprintAtPeakLive, LiveAtPeakFootprint: res.LiveAtPeakFootprint,
+			AvgRatio: res.AvgRatio, RatioAtPeakLive: res.RatioAtPeakLive,
+			RatioAtPeakFP: res.RatioAtPeakFootprint, PeakRatio: res.PeakRatio,
+			Live: res.Live, Internal: res.Internal, External: res.External,
+		}
+		if !math.IsNaN(res.Fragmentation) {
+			f := res.Fragmentation
+			rw.Fragmentation = &f
+		}
+		rows = append(rows, rw)
+	}
+	return rows, nil
+}
+
+// printRows prints the rows of one trace in format: text, markdown or csv.
+func printRows(w io.Writer, format string, rows []row) error {
+	head := []string{"allocator", "peak live", "peak footprint", "peak fp/live", "avg fp/live", "frag. at end", "peak RSS", "ns/op", "trace errors"}
+	cells := func(r row) []string {
+		if r.Error != "" {
+			return []string{r.Allocator, r.Error, "", "", "", "", "", "", ""}
+		}
+		frag := "-"
+		if r.Fragmentation != nil {
+			frag = strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
+		}
+		return []string{r.Allocator, mb(r.PeakLive), mb(r.PeakFootprint),
+			strconv.FormatFloat(r.PeakRatio, 'f', 3, 64), strconv.FormatFloat(r.AvgRatio, 'f', 3, 64),
+			frag, mb(r.PeakResident), strconv.FormatFloat(r.NsPerOp, 'f', 1, 64), strconv.FormatInt(r.TraceErrors, 10)}
+	}
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(append([]string{"trace"}, head...))
+		for _, r := range rows {
+			cw.Write(append([]string{r.Trace}, cells(r)...))
+		}
+		cw.Flush()
+		return cw.Error()
+	case "markdown":
+		if len(rows) > 0 {
+			fmt.Fprintf(w, "%s\n\n", rows[0].Trace)
+		}
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
+		}
+		fmt.Fprintln(w)
+		return nil
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(w, "%s\n", rows[0].Trace)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(cells(r), "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(w)
 	return nil
 }
 
@@ -274,10 +382,3 @@ func (e checkFailed) Error() string { return e.err.Error() }
 func (e checkFailed) Unwrap() error { return e.err }
 
 func mb(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + " MiB" }
-
-func percent(f float64) string {
-	if math.IsNaN(f) {
-		return "-"
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + "%"
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,10 @@ func TestLabCommands(t *testing.T) {
 		{"replay with a pool", []string{"replay", "--alloc", "first-fit", "--pool", "1024", gen}, 0, "first-fit+pool(1024)"},
 		{"replay unknown allocator", []string{"replay", "--alloc", "nosuch", gen}, 2, "unknown allocator"},
 		{"replay no trace", []string{"replay"}, 2, "want at least one TRACE"},
+		{"replay as json", []string{"replay", "--alloc", "best-fit", "--format", "json", gen}, 0, `"schema": "carve.replay/v1"`},
+		{"replay as markdown", []string{"replay", "--alloc", "best-fit", "--format", "markdown", gen}, 0, "| best-fit |"},
+		{"replay as csv", []string{"replay", "--alloc", "best-fit", "--format", "csv", gen}, 0, ",best-fit,"},
+		{"replay bad format", []string{"replay", "--format", "xml", gen}, 2, `--format "xml"`},
 	}
 	for _, s := range steps {
 		stdout.Reset()
@@ -84,6 +89,23 @@ func TestLabCommands(t *testing.T) {
 		}
 		if code != s.code || !strings.Contains(got, s.out) {
 			t.Fatalf("%s: run(%q) = %d, printed %q; want %d and %q", s.name, s.args, code, got, s.code, s.out)
+		}
+		if strings.Contains(strings.Join(s.args, " "), "json") && code == 0 {
+			var doc struct {
+				Schema string `json:"schema"`
+				Rows   []struct {
+					Allocator     string   `json:"allocator"`
+					PeakLive      int64    `json:"peak_live"`
+					PeakFootprint int64    `json:"peak_footprint"`
+					Fragmentation *float64 `json:"fragmentation_percent_at_end"`
+				} `json:"rows"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+				t.Fatalf("%s: output is not JSON: %v", s.name, err)
+			}
+			if len(doc.Rows) != 1 || doc.Rows[0].PeakLive != 2080000 || doc.Rows[0].PeakFootprint < doc.Rows[0].PeakLive || doc.Rows[0].Fragmentation == nil {
+				t.Errorf("%s: rows %+v, want one best-fit row with peak live 2080000 <= peak footprint and a fragmentation", s.name, doc.Rows)
+			}
 		}
 	}
 }
