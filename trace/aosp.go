@@ -52,16 +52,7 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 		if !ok || i != len(line) && !aospEnd(line, i, 2) {
 			return false, r.syntaxError("malloc", aospMalloc, line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Size = Alloc, a
-		return true, nil
+		return r.born(p, ev, Event{Op: Alloc, Size: a})
 	case aospFreeOp:
 		if p, i, ok = xptrField(line, j); !ok || i != len(line) && !aospEnd(line, i, 2) {
 			return false, r.syntaxError("free", aospFree, line)
@@ -85,16 +76,7 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 		if !ok {
 			return false, r.syntaxError("calloc", "<nmemb> × <size> below 2^64", line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.N, e.Size = Calloc, c.N, c.Size
-		return true, nil
+		return r.born(p, ev, Event{Op: Calloc, N: c.N, Size: c.Size})
 	case aospMemalignOp:
 		if p, i, ok = xptrField(line, j); ok {
 			if a, i, ok = decField(line, i); ok {
@@ -108,16 +90,7 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 		if !ok {
 			return false, r.syntaxError("memalign", "an alignment up to 2^31", line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Align, e.Size = Memalign, align, b
-		return true, nil
+		return r.born(p, ev, Event{Op: Memalign, Align: align, Size: b})
 	case aospReallocOp:
 		var old uint64
 		if p, i, ok = xptrField(line, j); ok {

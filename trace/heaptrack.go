@@ -87,16 +87,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 			return false, r.syntaxError("alloc", `"+ <allocation info>", as the records before`, line)
 		}
 		h.kind = htRaw
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Size = Alloc, a
-		return true, nil
+		return r.born(p, ev, Event{Op: Alloc, Size: a})
 	case '-':
 		a, i, ok := hexField(line, 1)
 		if cut || !ok || !blank(line, i) {

@@ -40,16 +40,7 @@ func (r *Reader) parseMtrace(line []byte, cut bool, ev *Event) (bool, error) {
 	}
 	switch op {
 	case '+':
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Size = Alloc, size
-		return true, nil
+		return r.born(p, ev, Event{Op: Alloc, Size: size})
 	case '-':
 		if p == 0 {
 			r.stats.NullFrees++

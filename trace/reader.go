@@ -374,6 +374,22 @@ func (r *Reader) alloc(addr uint64, ev *Event) (*Event, error) {
 	return ev, nil
 }
 
+// born records an allocation that returned addr and fills ev with it, as
+// like says (Op, N, Size, Align); a call that returned NULL is counted in
+// Failed and yields no event.
+func (r *Reader) born(addr uint64, ev *Event, like Event) (bool, error) {
+	if addr == 0 {
+		r.stats.Failed++
+		return false, nil
+	}
+	e, err := r.alloc(addr, ev)
+	if err != nil {
+		return false, err
+	}
+	e.Op, e.N, e.Size, e.Align = like.Op, like.N, like.Size, like.Align
+	return true, nil
+}
+
 // free records that addr was freed and fills ev with the Free.
 func (r *Reader) free(addr uint64, ev *Event) {
 	id, ok := r.addrs.del(addr)

@@ -124,23 +124,13 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 			}
 			return false, r.syntaxError(string(name), want, line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Size = Alloc, size
-		if align != 0 {
-			a, ok := roundAlign(align)
-			if !ok {
+		var a uint32
+		if align != 0 && p != 0 {
+			if a, ok = roundAlign(align); !ok {
 				return false, r.syntaxError(string(name), "an alignment up to 2^31", line)
 			}
-			e.Align = a
 		}
-		return true, nil
+		return r.born(p, ev, Event{Op: Alloc, Size: size, Align: a})
 	case vgCallocK:
 		n, j, ok := dec(line, i)
 		var size, p uint64
@@ -161,16 +151,7 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 		if !ok {
 			return false, r.syntaxError("calloc", "<n> × <size> below 2^64", line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.N, e.Size = Calloc, c.N, c.Size
-		return true, nil
+		return r.born(p, ev, Event{Op: Calloc, N: c.N, Size: c.Size})
 	case vgReallocK:
 		return r.vgRealloc(line, i, ev)
 	case vgMemalignK, vgNoResult:
@@ -211,16 +192,7 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 		if !ok {
 			return false, r.syntaxError(string(name), "an alignment up to 2^31", line)
 		}
-		if p == 0 {
-			r.stats.Failed++
-			return false, nil
-		}
-		e, err := r.alloc(p, ev)
-		if err != nil {
-			return false, err
-		}
-		e.Op, e.Align, e.Size = Memalign, a, size
-		return true, nil
+		return r.born(p, ev, Event{Op: Memalign, Align: a, Size: size})
 	default: // vgFreeK
 		p, j, ok := ptr(line, i)
 		if !ok || !hasAt(line, j, ")") || !blank(line, j+1) {
