@@ -59,6 +59,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/slabs"
 	"github.com/carvelab/carve/internal/typecheck"
 	"github.com/carvelab/carve/mem"
 )
@@ -92,13 +93,7 @@ const MaxChunks = 1<<32 - 5
 const LinkBytes = 4
 
 const (
-	defaultAlign    = 8
-	defaultSlabSize = 64 << 10
-	defaultLimit    = 1 << 30
-	minChunksInSlab = 8
-	maxChunk        = 1 << 30
-	maxLimit        = 1 << 40
-	limitUnset      = -1 << 63
+	maxChunk = 1 << 30
 )
 
 // index is a chunk's number: chunk i starts i*stride bytes after the base.
@@ -200,32 +195,25 @@ type Pool struct {
 }
 
 // Option configures a pool made by [New] or [Over].
-type Option func(*config)
-
-type config struct {
-	align    int
-	minAlign int // the least alignment a typed handle needs
-	slabSize int
-	limit    int64
-}
+type Option func(*slabs.Config)
 
 // Align sets the alignment of every chunk: a power of two from 1 up to the
 // page size (default 8). A chunk size that is not a multiple of it is
 // rounded up to one, so that every chunk stays aligned; Stats reports the
 // alignment in force. The free list lives beside the chunks, so Align(1)
 // packs chunks of any size without gaps.
-func Align(n int) Option { return func(c *config) { c.align = n } }
+func Align(n int) Option { return func(c *slabs.Config) { c.Align = n } }
 
 // SlabSize sets how many bytes the pool commits at a time when it grows
 // (default 64 KiB): a power of two, at least a page. The pool raises it to
 // hold at least 8 chunks. It has no effect on a pool made by Over.
-func SlabSize(n int) Option { return func(c *config) { c.slabSize = n } }
+func SlabSize(n int) Option { return func(c *slabs.Config) { c.SlabSize = n } }
 
 // Limit sets the most bytes of chunks a pool made by New may commit
 // (default 1 GiB, or one slab if that is larger); the side table comes on
 // top, LinkBytes per chunk. The pool reserves that much address space up
 // front, which costs no memory. It has no effect on a pool made by Over.
-func Limit(n int64) Option { return func(c *config) { c.limit = n } }
+func Limit(n int64) Option { return func(c *slabs.Config) { c.Limit = n } }
 
 // New returns a pool of chunks of chunkSize bytes over memory it reserves
 // from the OS. It commits nothing until the first Alloc.
@@ -234,23 +222,14 @@ func New(chunkSize int, opts ...Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.slabSize < mem.PageSize() || c.slabSize&(c.slabSize-1) != 0 || c.slabSize > 1<<30 {
-		return nil, fmt.Errorf("%w: slab size %d: want a power of two from the page size %d to 1 GiB", ErrOption, c.slabSize, mem.PageSize())
+	slabSize, limit, problem := c.Geometry(p.stride)
+	if problem != "" {
+		return nil, fmt.Errorf("%w: %s", ErrOption, problem)
 	}
-	slabSize := uintptr(c.slabSize)
-	for slabSize/p.stride < minChunksInSlab {
-		slabSize <<= 1
-	}
-	if c.limit == limitUnset {
-		c.limit = max(defaultLimit, int64(slabSize))
-	}
-	if c.limit < int64(slabSize) || c.limit > maxLimit {
-		return nil, fmt.Errorf("%w: limit %d bytes: want %d (one slab) to %d", ErrOption, c.limit, slabSize, int64(maxLimit))
-	}
-	size := c.limit / int64(slabSize) * int64(slabSize)
+	size := limit / int64(slabSize) * int64(slabSize)
 	chunks := uint64(size) / uint64(p.stride)
 	if chunks > MaxChunks {
-		return nil, fmt.Errorf("%w: limit %d bytes holds %d chunks of %d bytes: a pool indexes at most %d", ErrOption, c.limit, chunks, p.stride, int64(MaxChunks))
+		return nil, fmt.Errorf("%w: limit %d bytes holds %d chunks of %d bytes: a pool indexes at most %d", ErrOption, limit, chunks, p.stride, int64(MaxChunks))
 	}
 	r, err := mem.Reserve(int(size))
 	if err != nil {
@@ -302,18 +281,18 @@ func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
 
 // configure checks what New and Over share and returns a pool with the
 // chunk geometry set.
-func configure(chunkSize int, opts []Option) (config, *Pool, error) {
-	c := config{align: defaultAlign, slabSize: defaultSlabSize, limit: limitUnset}
+func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
+	c := slabs.Defaults()
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.align <= 0 || c.align&(c.align-1) != 0 || c.align > mem.PageSize() {
-		return c, nil, fmt.Errorf("%w: %d: want a power of two from 1 to the page size %d", ErrAlign, c.align, mem.PageSize())
+	if problem := c.AlignProblem(); problem != "" {
+		return c, nil, fmt.Errorf("%w: %s", ErrAlign, problem)
 	}
 	if chunkSize < 1 || chunkSize > maxChunk {
 		return c, nil, fmt.Errorf("%w: %d bytes: want 1 to %d", ErrChunkSize, chunkSize, maxChunk)
 	}
-	align := uintptr(max(c.align, c.minAlign))
+	align := uintptr(max(c.Align, c.MinAlign))
 	stride := (uintptr(chunkSize) + align - 1) &^ (align - 1)
 	shift := bits.TrailingZeros64(uint64(stride))
 	p := &Pool{

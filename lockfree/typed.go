@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/slabs"
 	"github.com/carvelab/carve/internal/typecheck"
 )
 
@@ -36,7 +37,7 @@ func NewOf[T any](opts ...Option) (*Of[T], error) {
 	}
 	size := max(int(t.Size()), 1)
 	// Chunks must be aligned for T whatever opts ask for.
-	opts = append(opts[:len(opts):len(opts)], func(c *config) { c.minAlign = t.Align() })
+	opts = append(opts[:len(opts):len(opts)], func(c *slabs.Config) { c.MinAlign = t.Align() })
 	p, err := New(size, opts...)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/slabs"
 	"github.com/carvelab/carve/internal/typecheck"
 	"github.com/carvelab/carve/mem"
 )
@@ -51,13 +52,7 @@ var (
 const LinkSize = int(unsafe.Sizeof(offset(0)))
 
 const (
-	defaultAlign    = 8
-	defaultSlabSize = 64 << 10
-	defaultLimit    = 1 << 30
-	minChunksInSlab = 8
-	maxChunk        = 1 << 30
-	maxLimit        = 1 << 40
-	limitUnset      = -1 << 63
+	maxChunk = 1 << 30
 	// overShift makes every offset of a pool over one region fall in slab 0.
 	overShift = 63
 )
@@ -140,14 +135,7 @@ type Pool struct {
 }
 
 // Option configures a pool made by [New] or [Over].
-type Option func(*config)
-
-type config struct {
-	align    int
-	minAlign int // the least alignment a typed handle needs
-	slabSize int
-	limit    int64
-}
+type Option func(*slabs.Config)
 
 // Align sets the alignment of every chunk: a power of two from 1 up to the
 // page size (default 8). A chunk size that is not a multiple of it is
@@ -155,18 +143,18 @@ type config struct {
 // at least 8-byte aligned, since a free chunk holds a machine-word link:
 // Align(1), Align(2) and Align(4) give 8, and Stats reports the alignment
 // in force.
-func Align(n int) Option { return func(c *config) { c.align = n } }
+func Align(n int) Option { return func(c *slabs.Config) { c.Align = n } }
 
 // SlabSize sets how many bytes the pool commits at a time when it grows
 // (default 64 KiB): a power of two, at least a page. The pool raises it to
 // hold at least 8 chunks. It has no effect on a pool made by Over.
-func SlabSize(n int) Option { return func(c *config) { c.slabSize = n } }
+func SlabSize(n int) Option { return func(c *slabs.Config) { c.SlabSize = n } }
 
 // Limit sets the most bytes a pool made by New may commit (default 1 GiB,
 // or one slab if that is larger).
 // The pool reserves that much address space up front, which costs no
 // memory. It has no effect on a pool made by Over.
-func Limit(n int64) Option { return func(c *config) { c.limit = n } }
+func Limit(n int64) Option { return func(c *slabs.Config) { c.Limit = n } }
 
 // New returns a pool of chunks of chunkSize bytes over memory it reserves
 // from the OS. It commits nothing until the first Alloc.
@@ -175,20 +163,11 @@ func New(chunkSize int, opts ...Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.slabSize < mem.PageSize() || c.slabSize&(c.slabSize-1) != 0 || c.slabSize > 1<<30 {
-		return nil, fmt.Errorf("%w: slab size %d: want a power of two from the page size %d to 1 GiB", ErrOption, c.slabSize, mem.PageSize())
+	slabSize, limit, problem := c.Geometry(p.stride)
+	if problem != "" {
+		return nil, fmt.Errorf("%w: %s", ErrOption, problem)
 	}
-	slabSize := uintptr(c.slabSize)
-	for slabSize/p.stride < minChunksInSlab {
-		slabSize <<= 1
-	}
-	if c.limit == limitUnset {
-		c.limit = max(defaultLimit, int64(slabSize))
-	}
-	if c.limit < int64(slabSize) || c.limit > maxLimit {
-		return nil, fmt.Errorf("%w: limit %d bytes: want %d (one slab) to %d", ErrOption, c.limit, slabSize, int64(maxLimit))
-	}
-	nslabs := c.limit / int64(slabSize)
+	nslabs := limit / int64(slabSize)
 	r, err := mem.Reserve(int(nslabs * int64(slabSize)))
 	if err != nil {
 		return nil, fmt.Errorf("pool: %w", err)
@@ -240,13 +219,13 @@ func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
 
 // configure checks what New and Over share and returns a pool with the
 // chunk geometry set.
-func configure(chunkSize int, opts []Option) (config, *Pool, error) {
-	c := config{align: defaultAlign, slabSize: defaultSlabSize, limit: limitUnset}
+func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
+	c := slabs.Defaults()
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.align <= 0 || c.align&(c.align-1) != 0 || c.align > mem.PageSize() {
-		return c, nil, fmt.Errorf("%w: %d: want a power of two from 1 to the page size %d", ErrAlign, c.align, mem.PageSize())
+	if problem := c.AlignProblem(); problem != "" {
+		return c, nil, fmt.Errorf("%w: %s", ErrAlign, problem)
 	}
 	if chunkSize < LinkSize {
 		return c, nil, fmt.Errorf("%w: %d bytes: a free chunk must hold the %d-byte link to the next", ErrChunkSize, chunkSize, LinkSize)
@@ -255,7 +234,7 @@ func configure(chunkSize int, opts []Option) (config, *Pool, error) {
 		return c, nil, fmt.Errorf("%w: %d bytes: want at most %d", ErrChunkSize, chunkSize, maxChunk)
 	}
 	// Links are read and written as whole words: keep them aligned.
-	align := uintptr(max(c.align, c.minAlign, int(unsafe.Alignof(offset(0)))))
+	align := uintptr(max(c.Align, c.MinAlign, int(unsafe.Alignof(offset(0)))))
 	stride := (uintptr(chunkSize) + align - 1) &^ (align - 1)
 	return c, &Pool{
 		head:   none,

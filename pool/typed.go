@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/slabs"
 	"github.com/carvelab/carve/internal/typecheck"
 )
 
@@ -35,7 +36,7 @@ func NewOf[T any](opts ...Option) (*Of[T], error) {
 	}
 	size := max(int(t.Size()), LinkSize)
 	// Chunks must be aligned for T whatever opts ask for.
-	opts = append(opts[:len(opts):len(opts)], func(c *config) { c.minAlign = t.Align() })
+	opts = append(opts[:len(opts):len(opts)], func(c *slabs.Config) { c.MinAlign = t.Align() })
 	p, err := New(size, opts...)
 	if err != nil {
 		return nil, err
