@@ -414,22 +414,23 @@ func (r *replayer) admit(id uint64, b []byte, size, align int) error {
 	if len(b) != size {
 		return r.violation(id, b, fmt.Sprintf("length %d, asked for %d", len(b), size))
 	}
-	if cap(b) != len(b) {
-		return r.violation(id, b, fmt.Sprintf("capacity %d beyond length %d", cap(b), len(b)))
-	}
 	a := addr(b)
 	if align > 0 && a&uintptr(align-1) != 0 {
 		return r.violation(id, b, fmt.Sprintf("not aligned to %d", align))
 	}
-	if size == 0 {
+	// The capacity is the caller's to write, as much as the length: an
+	// allocator that reports a usable size beyond the request (sizeclass's
+	// class size) must not let it reach another block.
+	span := cap(b)
+	if span == 0 {
 		return nil // takes no bytes: neither overlaps nor holds a pattern
 	}
-	if n := r.set.overlap(a, a+uintptr(size)); n != nil {
-		v := r.violation(id, b, fmt.Sprintf("%d bytes overlap a live block of %d bytes", size, n.end-n.addr))
+	if n := r.set.overlap(a, a+uintptr(span)); n != nil {
+		v := r.violation(id, b, fmt.Sprintf("%d bytes (capacity) overlap a live block of %d bytes", span, n.end-n.addr))
 		v.Other, v.OAddr = n.id, n.addr
 		return v
 	}
-	r.set.insert(a, a+uintptr(size), id)
+	r.set.insert(a, a+uintptr(span), id)
 	writePattern(b, id)
 	return nil
 }
@@ -437,7 +438,7 @@ func (r *replayer) admit(id uint64, b []byte, size, align int) error {
 // release checks object id's block before it leaves the replayer's hands
 // and forgets its address.
 func (r *replayer) release(id uint64, b []byte) error {
-	if r.opt.NoCheck || len(b) == 0 {
+	if r.opt.NoCheck || cap(b) == 0 {
 		return nil
 	}
 	if i := checkPattern(b, id, len(b)); i >= 0 {

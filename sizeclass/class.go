@@ -36,16 +36,20 @@ type class struct {
 // MaxClassSize) aligned to align (a power of two up to MaxAlign), or 0 if
 // no class is aligned enough.
 func classFor(size, align int) uint8 {
-	var c uint8
-	if size <= smallSizeMax {
-		c = sizeToClass8[(size+smallSizeDiv-1)/smallSizeDiv]
-	} else {
-		c = sizeToClass128[(size-smallSizeMax+largeSizeDiv-1)/largeSizeDiv]
-	}
+	c := sizeClass(size)
 	if align > minAlign {
 		c = alignedClass[bits.TrailingZeros(uint(align))][c]
 	}
 	return c
+}
+
+// sizeClass returns the smallest class that holds size bytes, from 0 to
+// MaxClassSize.
+func sizeClass(size int) uint8 {
+	if size <= smallSizeMax {
+		return sizeToClass8[(size+smallSizeDiv-1)/smallSizeDiv]
+	}
+	return sizeToClass128[(size-smallSizeMax+largeSizeDiv-1)/largeSizeDiv]
 }
 
 // classAlign returns the alignment of the chunks of class c: the largest

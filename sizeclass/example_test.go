@@ -43,7 +43,7 @@ func Example() {
 	released, _ := h.Trim()
 	fmt.Printf("Trim released %d KiB; footprint now %d\n", released>>10, h.Stats().Footprint)
 	// Output:
-	// Alloc(100): len 100, cap 100, class 104
+	// Alloc(100): len 100, cap 104, class 104
 	// Realloc(104) in place: true; Realloc(200) moved: true, class 208
 	// Live 100200; Used 208 in classes; 1 large object, in whole pages: true
 	// <nil> <nil>

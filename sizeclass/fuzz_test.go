@@ -230,11 +230,13 @@ func (m *model) verifyAll() {
 // the heap, aligned, overlapping no other live block.
 func (m *model) place(o object, skip int) {
 	b := o.b
-	if len(b) != cap(b) || addr(b)%uintptr(o.align) != 0 || !m.h.Contains(b) {
-		m.t.Fatalf("block %d at %#x: len %d cap %d, inside the heap %v, want len == cap, aligned to %d, inside",
-			o.id, addr(b), len(b), cap(b), m.h.Contains(b), o.align)
+	n, err := m.h.UsableSize(b)
+	if err != nil || cap(b) != n || addr(b)%uintptr(o.align) != 0 || !m.h.Contains(b[:cap(b)]) {
+		m.t.Fatalf("block %d at %#x: len %d cap %d, UsableSize %d (%v), inside the heap %v, want cap == UsableSize, aligned to %d, inside",
+			o.id, addr(b), len(b), cap(b), n, err, m.h.Contains(b[:cap(b)]), o.align)
 	}
-	lo, hi := addr(b), addr(b)+uintptr(max(len(b), 1))
+	// The capacity is the caller's to write: it must not reach another block.
+	lo, hi := addr(b), addr(b)+uintptr(cap(b))
 	for i, other := range m.live {
 		if i == skip {
 			continue

@@ -54,7 +54,7 @@ func (h *Heap) allocLarge(size int) ([]byte, error) {
 	if invariants.Enabled {
 		h.mustCheck()
 	}
-	return r.Bytes()[:size:size], nil
+	return r.Bytes()[:size], nil
 }
 
 // freeLarge releases the large object b starts, which lies in no class.

@@ -99,7 +99,9 @@ var (
 // page-rounded, and released to the OS when freed.
 //
 // Contract:
-//   - Alloc returns size bytes (len == cap == size), aligned to align. They
+//   - Alloc returns size bytes (len == size), aligned to align, with the
+//     block's usable size as capacity (cap == UsableSize: the class size,
+//     or a large object's page-rounded size); Realloc likewise. They
 //     are not zeroed: fresh memory reads as zero, a reused chunk holds
 //     its previous contents except the first 8 bytes, which the free list
 //     overwrote (checked builds fill freed chunks with poison instead).
@@ -109,7 +111,10 @@ var (
 //   - Free, Realloc and UsableSize take a slice as Alloc or Realloc
 //     returned it: what identifies the block is its first byte, and Free
 //     subtracts len(b) from Live (clamped to the block's size), so a
-//     slice resliced shorter leaves Live too high. They return an error
+//     slice resliced shorter leaves Live too high. Free finds the class
+//     from the capacity when it is the class size (one table lookup),
+//     from the address otherwise (the span table's probe), so a slice
+//     whose capacity was cut is freed as well, a little slower. They return an error
 //     and change nothing for a slice the heap did not hand out
 //     (ErrForeign) or one already freed (ErrDoubleFree), in every build.
 //     The check costs one bit per chunk, set by Alloc and cleared by
@@ -126,8 +131,9 @@ var (
 //
 // Costs: Alloc and Free are O(1): for a class, two table lookups, the
 // pool's pop or push, and one bit of a bitmap set or cleared (the
-// double-free check); Free finds the class from the address with one
-// probe of a small hash table, mostly. The first chunk of a class reserves
+// double-free check); Free finds the class from the slice's capacity, or
+// from the address with one probe of a small hash table when the capacity
+// is not a class size. The first chunk of a class reserves
 // the class's address space (one mmap); a class that runs out of free
 // chunks commits a slab (one mprotect). A large object costs an mmap and
 // an mprotect to allocate and an munmap to free. Realloc in place costs a
@@ -238,7 +244,7 @@ func (h *Heap) Alloc(size, align int) ([]byte, error) {
 				cl.avail--
 				cl.mark(c)
 				h.live += int64(size)
-				return c[:size:size], nil
+				return c[:size:cl.size], nil
 			}
 			return nil, h.takeFailed(cl, err)
 		}
@@ -255,7 +261,7 @@ func (h *Heap) take(cl *class, size int) ([]byte, error) {
 	cl.avail--
 	cl.mark(c)
 	h.live += int64(size)
-	return c[:size:size], nil
+	return c[:size:cl.size], nil
 }
 
 // allocSlow serves what Alloc's fast path does not: bad arguments,
@@ -293,7 +299,7 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 	if invariants.Enabled {
 		h.mustCheck()
 	}
-	return b[:size:size], nil
+	return b[:size:cl.size], nil
 }
 
 // Free gives a block back: a chunk to its class's pool, a large object's
@@ -301,6 +307,30 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 // that does not start at a block of the heap, ErrDoubleFree for a block
 // already freed, and ErrClosed after Close; the heap is then unchanged.
 func (h *Heap) Free(b []byte) error {
+	// A slice as Alloc returned it has its class size as capacity: that
+	// names the class without the span table's lookup, which would wait on
+	// the address. The address must then lie in that class's reservation
+	// (reservations are disjoint), so a wrong guess, from a slice whose
+	// capacity was cut or a foreign one, only sends Free the long way.
+	a := addr(b)
+	if n := cap(b); n <= maxSmallSize {
+		cl := &h.classes[sizeClass(n)]
+		i := cl.index(a)
+		w, bit := i/64, uint64(1)<<(i%64)
+		if a-cl.base < uintptr(h.reserve) && uintptr(n) == cl.size &&
+			w < uintptr(len(cl.live)) && cl.live[w]&bit != 0 && cl.pool.Free(b) == nil {
+			cl.live[w] &^= bit
+			cl.avail++
+			h.live -= int64(min(uintptr(len(b)), cl.size))
+			return nil
+		}
+	}
+	return h.freeSlow(b)
+}
+
+// freeSlow is Free for a block its capacity does not name: a large object,
+// a slice resliced to a smaller capacity, a foreign or freed one.
+func (h *Heap) freeSlow(b []byte) error {
 	a := addr(b)
 	c := h.spans.lookup(a)
 	if c == 0 {
@@ -387,13 +417,13 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		if size <= maxSmallSize && classFor(size, 1) == c {
 			h.live += int64(size) - int64(min(uintptr(len(b)), cl.size))
 			// The chunk holds cl.size >= size bytes from b's first byte.
-			return unsafe.Slice(unsafe.SliceData(b), size), nil
+			return unsafe.Slice(unsafe.SliceData(b), cl.size)[:size], nil
 		}
 		align = min(align, classAlign(c))
 	} else if r := h.large.regions[addr(b)]; size > maxSmallSize && roundPage(size) == int64(r.Committed()) {
 		h.live += int64(size) - min(int64(len(b)), int64(r.Committed()))
 		// The mapping holds roundPage(size) >= size bytes from its base.
-		return unsafe.Slice(unsafe.SliceData(b), size), nil
+		return unsafe.Slice(unsafe.SliceData(b), r.Committed())[:size], nil
 	}
 	nb, err := h.Alloc(size, align)
 	if err != nil {

@@ -51,8 +51,8 @@ func mustAlloc(t testing.TB, h *sizeclass.Heap, size, align int) []byte {
 	if err != nil {
 		t.Fatalf("Alloc(%d, %d) = %v, want nil (stats %+v)", size, align, err, h.Stats().Stats)
 	}
-	if b == nil || len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d, want non-nil, len == cap == %d, aligned", size, align, addr(b), len(b), cap(b), size)
+	if n, _ := h.UsableSize(b); b == nil || len(b) != size || cap(b) != n || addr(b)%uintptr(align) != 0 {
+		t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d, want non-nil, len %d, cap %d (UsableSize), aligned", size, align, addr(b), len(b), cap(b), size, n)
 	}
 	mustCheck(t, h, "Alloc")
 	return b
@@ -245,9 +245,9 @@ func TestOps(t *testing.T) {
 				case "alloc":
 					var b []byte
 					if b, err = h.Alloc(o.size, o.align); err == nil {
-						if len(b) != o.size || cap(b) != o.size || addr(b)%uintptr(o.align) != 0 {
-							t.Fatalf("step %d: Alloc(%d, %d) = %#x len %d cap %d, want len == cap == size, aligned",
-								i, o.size, o.align, addr(b), len(b), cap(b))
+						if n, _ := h.UsableSize(b); len(b) != o.size || cap(b) != n || addr(b)%uintptr(o.align) != 0 {
+							t.Fatalf("step %d: Alloc(%d, %d) = %#x len %d cap %d, want len == size, cap == UsableSize %d, aligned",
+								i, o.size, o.align, addr(b), len(b), cap(b), n)
 						}
 						blocks[o.id] = b
 					}
@@ -267,8 +267,8 @@ func TestOps(t *testing.T) {
 					}
 					var nb []byte
 					if nb, err = h.Realloc(b, o.size); err == nil {
-						if len(nb) != o.size || cap(nb) != o.size {
-							t.Fatalf("step %d: Realloc(%d) = len %d cap %d", i, o.size, len(nb), cap(nb))
+						if n, _ := h.UsableSize(nb); len(nb) != o.size || cap(nb) != n {
+							t.Fatalf("step %d: Realloc(%d) = len %d cap %d, want cap == UsableSize %d", i, o.size, len(nb), cap(nb), n)
 						}
 						if moved := addr(nb) != addr(b); moved != o.moved {
 							t.Fatalf("step %d: Realloc(%s, %d) moved = %v, want %v", i, o.id, o.size, moved, o.moved)
@@ -326,6 +326,38 @@ func sameStats(a, b sizeclass.Stats) bool {
 		slices.Equal(a.Classes, b.Classes)
 }
 
+// TestFreeByCapacity frees blocks whose capacity no longer names their
+// class (cut by reslicing, or naming another class): Free finds the class
+// from the address instead, and still tells a double free. (The length is
+// kept: Free subtracts it from Live.)
+func TestFreeByCapacity(t *testing.T) {
+	h := mustNew(t)
+	for _, tt := range []struct {
+		name        string
+		size, align int
+		slice       func([]byte) []byte
+	}{
+		{"as returned", 100, 8, func(b []byte) []byte { return b }},
+		{"capacity cut to the length", 100, 8, func(b []byte) []byte { return b[:100:100] }},
+		{"capacity naming another class", 40, 64, func(b []byte) []byte { return b[:40:48] }},
+		{"large object, capacity cut", 40000, 8, func(b []byte) []byte { return b[:40000:40000] }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.slice(mustAlloc(t, h, tt.size, tt.align))
+			if err := h.Free(b); err != nil {
+				t.Fatalf("Free = %v, want nil", err)
+			}
+			mustCheck(t, h, "Free")
+			if err := h.Free(b); !errors.Is(err, sizeclass.ErrDoubleFree) {
+				t.Fatalf("second Free = %v, want ErrDoubleFree", err)
+			}
+			if st := h.Stats(); st.Live != 0 {
+				t.Fatalf("Live = %d after freeing everything, want 0", st.Live)
+			}
+		})
+	}
+}
+
 // TestForeign frees, reallocates and sizes slices the heap did not hand
 // out: each is refused with ErrForeign, and the heap is unchanged.
 func TestForeign(t *testing.T) {
@@ -338,6 +370,7 @@ func TestForeign(t *testing.T) {
 	cases := map[string][]byte{
 		"nil":                         nil,
 		"Go memory":                   goMem,
+		"Go memory, cap of a class":   make([]byte, 10, 104),
 		"inside a chunk":              sizeclass.At(small, 8, 8),
 		"in the tail of a slab":       sizeclass.At(small, 630*104, 8),
 		"past the reservation":        sizeclass.At(small, int(h.Reserve()), 8),
