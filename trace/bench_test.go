@@ -23,7 +23,7 @@ import (
 // "x-floor-cpu"; impl=native parses the same events converted to the
 // native format.
 func BenchmarkParse(b *testing.B) {
-	text, err := readFileGz("testdata/aosp-systemui.txt.gz", 0)
+	text, err := readFileGz("../traces/aosp-systemui.txt.gz", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func toNative(b testing.TB, text []byte) []byte {
 
 // BenchmarkWrite measures writing the systemui events as native text.
 func BenchmarkWrite(b *testing.B) {
-	text, err := readFileGz("testdata/aosp-systemui.txt.gz", 0)
+	text, err := readFileGz("../traces/aosp-systemui.txt.gz", 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -264,7 +264,7 @@ func TestLongLine(t *testing.T) {
 // TestNextAndRead checks that Next and Read return the same events, with
 // batches of every size.
 func TestNextAndRead(t *testing.T) {
-	in, err := readFileGz("testdata/aosp-systemui.txt.gz", 200000)
+	in, err := readFileGz("../traces/aosp-systemui.txt.gz", 200000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestSystemUI(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the whole trace: read without the race detector (TestNextAndRead reads its first 200 KB)")
 	}
-	r, err := Open("testdata/aosp-systemui.txt.gz")
+	r, err := Open("../traces/aosp-systemui.txt.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
