@@ -42,6 +42,13 @@ type Options struct {
 	// SampleEvery is the number of events between two calls of the
 	// allocator's Stats (0: 4096; 1: after every event, exact but slow).
 	SampleEvery int
+	// TimeEvery times the first 1024 allocator calls, then one call in
+	// TimeEvery, drawn at random (0: 16; 1: every call). Reading the
+	// clock twice costs about as much as a fast allocator's call: timing
+	// a sample keeps the replay near the allocator's own speed, and each
+	// sampled call's time, counted TimeEvery times, estimates the time of
+	// all of them.
+	TimeEvery int
 }
 
 // Result is what a replay measured. Live memory is the sum of the sizes
@@ -51,10 +58,11 @@ type Options struct {
 // counted in events.
 type Result struct {
 	// Events is the number of events read; Ops the allocator calls made
-	// (Alloc, Free, Realloc); Nanos the time spent inside them, and
-	// NsPerOp = Nanos / Ops.
-	Events, Ops, Nanos int64
-	NsPerOp            float64
+	// (Alloc, Free, Realloc); TimedOps those of them timed (see
+	// Options.TimeEvery); Nanos the time spent inside all calls, estimated
+	// from the timed ones, and NsPerOp = Nanos / Ops.
+	Events, Ops, TimedOps, Nanos int64
+	NsPerOp                      float64
 	// TraceErrors counts the events skipped because they named a dead or
 	// unknown object, reused a live one's ID, or asked for an impossible
 	// size; FirstTraceError is the first of them.
@@ -130,7 +138,9 @@ const (
 	stNone uint8 = iota
 	stLive
 	stDead
-	denseIDs = 1 << 22 // IDs below this are kept in a slice, others in a map
+	denseIDs  = 1 << 24 // IDs below this are kept in pages, others in a map
+	pageShift = 12      // objects per page: 4096
+	timeAll   = 1024    // allocator calls timed before sampling starts
 )
 
 type object struct {
@@ -141,7 +151,7 @@ type object struct {
 type replayer struct {
 	a      Allocator
 	opt    Options
-	dense  []object
+	dense  [][]object // page i holds IDs i<<pageShift to (i+1)<<pageShift - 1; nil until used
 	sparse map[uint64]*object
 	set    blockSet
 	res    Result
@@ -149,6 +159,8 @@ type replayer struct {
 	n      int64 // current event number
 	ev     trace.Event
 	clock  time.Duration // measured cost of one time.Now/time.Since pair
+	rng    uint64        // xorshift state: which calls are timed
+	weight int64         // calls the call being timed stands for
 
 	sinceSample   int
 	peakSampled   int64
@@ -162,9 +174,10 @@ type replayer struct {
 // *Violation) or, with opt.Strict, of the trace (a *TraceError); the
 // Result then holds what was measured so far. Run does not close a.
 //
-// Timing: each allocator call is timed on its own with the monotonic
-// clock, and the clock's own cost, measured when Run starts, is taken
-// off; Calloc's zeroing counts as part of its call. The checks and the
+// Timing: one allocator call in Options.TimeEvery (drawn at random) is
+// timed on its own with the monotonic clock, and the clock's own cost,
+// measured when Run starts, is taken off; Calloc's zeroing counts as part
+// of its call. The checks and the
 // bookkeeping are not timed.
 //
 // The checks cost, per allocation, a lookup and an insertion in a treap
@@ -176,7 +189,10 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 	if opt.SampleEvery <= 0 {
 		opt.SampleEvery = 4096
 	}
-	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost()}
+	if opt.TimeEvery <= 0 {
+		opt.TimeEvery = 16
+	}
+	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost(), rng: 0x9E3779B97F4A7C15}
 	err := r.run(src)
 	r.sample()
 	r.finish()
@@ -277,11 +293,16 @@ func (r *replayer) finish() {
 
 func (r *replayer) object(id uint64) *object {
 	if id < denseIDs {
-		if id >= uint64(len(r.dense)) {
-			n := max(2*len(r.dense), int(id)+1, 1024)
-			r.dense = append(r.dense, make([]object, min(n, denseIDs)-len(r.dense))...)
+		// Pages, not one slice grown by doubling: no object is copied as
+		// the IDs grow, and a page is made only when an ID in it is used.
+		p := int(id >> pageShift)
+		if p >= len(r.dense) {
+			r.dense = append(r.dense, make([][]object, p+1-len(r.dense))...)
 		}
-		return &r.dense[id]
+		if r.dense[p] == nil {
+			r.dense[p] = make([]object, 1<<pageShift)
+		}
+		return &r.dense[p][id&(1<<pageShift-1)]
 	}
 	o := r.sparse[id]
 	if o == nil {
@@ -322,7 +343,7 @@ func (r *replayer) event(e trace.Event) error {
 		if e.Op == trace.Calloc {
 			align = 0
 		}
-		t := time.Now()
+		t := r.start()
 		b, err := r.a.Alloc(size, align)
 		if err == nil && e.Op == trace.Calloc {
 			clear(b)
@@ -349,7 +370,7 @@ func (r *replayer) event(e trace.Event) error {
 			return err
 		}
 		r.shrinking()
-		t := time.Now()
+		t := r.start()
 		err := r.a.Free(b)
 		r.timed(t)
 		if err != nil {
@@ -369,7 +390,7 @@ func (r *replayer) event(e trace.Event) error {
 		if size < len(old) {
 			r.shrinking()
 		}
-		t := time.Now()
+		t := r.start()
 		b, err := r.a.Realloc(old, size)
 		r.timed(t)
 		if err != nil {
@@ -393,10 +414,31 @@ func (r *replayer) event(e trace.Event) error {
 	return nil
 }
 
-// timed adds the time since t, less the clock's cost, to the allocator's.
-func (r *replayer) timed(t time.Time) {
+// start counts an allocator call about to be made and returns the time it
+// starts if it is one of those timed, or the zero Time.
+func (r *replayer) start() time.Time {
 	r.res.Ops++
-	r.res.Nanos += max(int64(time.Since(t)-r.clock), 0)
+	r.weight = 1
+	if r.opt.TimeEvery > 1 && r.res.Ops > timeAll {
+		r.weight = int64(r.opt.TimeEvery)
+		r.rng ^= r.rng << 13
+		r.rng ^= r.rng >> 7
+		r.rng ^= r.rng << 17
+		if r.rng%uint64(r.opt.TimeEvery) != 0 {
+			return time.Time{}
+		}
+	}
+	return time.Now()
+}
+
+// timed adds the time since t, less the clock's cost, to the allocator's,
+// if start timed the call.
+func (r *replayer) timed(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	r.res.TimedOps++
+	r.res.Nanos += max(int64(time.Since(t)-r.clock), 0) * r.weight
 }
 
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
