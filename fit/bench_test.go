@@ -73,7 +73,7 @@ func BenchmarkPairs(b *testing.B) {
 	})
 }
 
-// BenchmarkScaling is the check that best fit and address-ordered
+// BenchmarkScaling checks that best fit and address-ordered
 // first fit search in O(log n), not O(n): the cost of an alloc+free pair
 // with 1,000,000 free blocks in the heap must be at most 4 times the cost
 // with 1,000.

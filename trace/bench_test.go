@@ -19,7 +19,7 @@ import (
 //
 // impl=ratio runs the floor and the AOSP parse one after the other in
 // each iteration and reports parse time / floor time as "x-floor", the
-// figure the issue bounds at 5, and the same in CPU time as
+// figure carve keeps at 5 or under, and the same in CPU time as
 // "x-floor-cpu"; impl=native parses the same events converted to the
 // native format.
 func BenchmarkParse(b *testing.B) {

@@ -110,7 +110,8 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestErrorMessage pins the message of the issue's example.
+// TestErrorMessage pins a malformed line's message: file, line, what was
+// expected and what was found.
 func TestErrorMessage(t *testing.T) {
 	_, _, err := readString("systemui.txt", "202: malloc 0xb4827400 1024\n202: malloc 0xb4827400\n", AOSP)
 	want := `systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>]", got "202: malloc 0xb4827400"`
