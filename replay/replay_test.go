@@ -214,3 +214,25 @@ func TestBlockSet(t *testing.T) {
 		t.Error("set not empty")
 	}
 }
+
+// TestMarks checks the samples taken at marks: live memory and the
+// allocator's footprint after exactly those events, and bad marks refused.
+func TestMarks(t *testing.T) {
+	evs := []trace.Event{alloc(1, 100), alloc(2, 200), free(1), alloc(3, 50)}
+	a := newAlloc(t, "first-fit")
+	res, err := Run(Events(evs), a, Options{Marks: []int64{2, 3, 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Marks) != 2 || res.Marks[0].Event != 2 || res.Marks[0].Live != 300 || res.Marks[1].Live != 200 {
+		t.Fatalf("Marks = %+v, want events 2 and 3 with live 300 and 200", res.Marks)
+	}
+	if st := res.Marks[0].Stats; st.Live != 300 || st.Footprint < 300 {
+		t.Errorf("stats at mark 2 = %+v", st)
+	}
+	for _, bad := range [][]int64{{0}, {3, 3}, {4, 2}} {
+		if _, err := Run(Events(evs), newAlloc(t, "first-fit"), Options{Marks: bad}); err == nil {
+			t.Errorf("Marks %v accepted", bad)
+		}
+	}
+}

@@ -49,6 +49,11 @@ type Options struct {
 	// sampled call's time, counted TimeEvery times, estimates the time of
 	// all of them.
 	TimeEvery int
+	// Marks are event numbers (counting from 1, increasing) after which
+	// the replay takes a sample and keeps it in Result.Marks: the ends of
+	// a trace's phases (trace.Generator.Phases), to tell how much the heap
+	// grew in each.
+	Marks []int64
 }
 
 // Result is what a replay measured. Live memory is the sum of the sizes
@@ -89,6 +94,10 @@ type Result struct {
 	//   PeakRatio            #4: PeakFootprint / PeakLive
 	AvgRatio, RatioAtPeakLive, RatioAtPeakFootprint, PeakRatio float64
 
+	// Marks are the allocator's Stats after each of Options.Marks that the
+	// trace reached, with the live memory there.
+	Marks []Mark
+
 	// Live is the live memory at the end of the trace, End the allocator's
 	// Stats there.
 	Live int64
@@ -99,6 +108,13 @@ type Result struct {
 	// Internal = End.Used - End.Live and External = End.Footprint -
 	// End.Used: the end's fragmentation split.
 	Internal, External int64
+}
+
+// Mark is the state of a replay after one event.
+type Mark struct {
+	Event int64 // the event's number, counting from 1
+	Live  int64 // the live memory the trace asked for
+	Stats carve.Stats
 }
 
 // TraceError is an event that does not fit the objects alive at its
@@ -161,6 +177,7 @@ type replayer struct {
 	clock  time.Duration // measured cost of one time.Now/time.Since pair
 	rng    uint64        // xorshift state: which calls are timed
 	weight int64         // calls the call being timed stands for
+	marks  []int64       // Options.Marks not reached yet
 
 	sinceSample   int
 	peakSampled   int64
@@ -192,7 +209,12 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 	if opt.TimeEvery <= 0 {
 		opt.TimeEvery = 16
 	}
-	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost(), rng: 0x9E3779B97F4A7C15}
+	for i, m := range opt.Marks {
+		if m < 1 || i > 0 && m <= opt.Marks[i-1] {
+			return Result{}, fmt.Errorf("replay: Marks %v: want increasing event numbers from 1", opt.Marks)
+		}
+	}
+	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost(), rng: 0x9E3779B97F4A7C15, marks: opt.Marks}
 	err := r.run(src)
 	r.sample()
 	r.finish()
@@ -216,6 +238,11 @@ func (r *replayer) run(src Source) error {
 			r.sumLiv += float64(r.live)
 			if r.sinceSample++; r.sinceSample >= r.opt.SampleEvery {
 				r.sample()
+			}
+			if len(r.marks) > 0 && r.n == r.marks[0] {
+				r.sample()
+				r.res.Marks = append(r.res.Marks, Mark{Event: r.n, Live: r.live, Stats: r.res.End})
+				r.marks = r.marks[1:]
 			}
 		}
 		if err == io.EOF {

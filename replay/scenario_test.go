@@ -3,6 +3,7 @@ package replay
 import (
 	"testing"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/trace"
 )
 
@@ -10,7 +11,7 @@ type collect []trace.Event
 
 func (c *collect) Write(e trace.Event) error { *c = append(*c, e); return nil }
 
-func generate(t *testing.T, name string, args trace.Args) []trace.Event {
+func generate(t testing.TB, name string, args trace.Args) []trace.Event {
 	t.Helper()
 	g, ok := trace.Lookup(name)
 	if !ok {
@@ -23,68 +24,102 @@ func generate(t *testing.T, name string, args trace.Args) []trace.Event {
 	return c
 }
 
-// The seed's lesson: after the setup frees every scratch buffer, 1 KiB
-// buffers fit in the holes and the heap does not grow; 4 KiB ones do not,
-// and the heap grows by about n × 4 KiB; a pool for the scratch buffers
-// leaves no holes between the sessions in the first place.
+// phases replays a generated scenario through the named allocator, behind
+// a pool of chunks of poolSize bytes when poolSize > 0, and returns the
+// footprint at the end of each phase (pool included), the result, and the
+// named allocator's own Stats at the end (without the pool's).
+func phases(t *testing.T, alloc string, poolSize int, gen string, args trace.Args) (map[string]int64, Result, carve.Stats) {
+	t.Helper()
+	g, _ := trace.Lookup(gen)
+	ps, err := g.Phases(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []int64
+	for _, p := range ps {
+		marks = append(marks, p.End)
+	}
+	inner := newAlloc(t, alloc)
+	a := inner
+	if poolSize > 0 {
+		if a, err = WithPool(poolSize, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Run(Events(generate(t, gen, args)), a, Options{Marks: marks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := map[string]int64{}
+	for i, m := range res.Marks {
+		fp[ps[i].Name] = m.Stats.Footprint
+	}
+	return fp, res, inner.Stats()
+}
+
+// The seed's connection scenario, at n connections: after the setup frees
+// every scratch buffer, 1 KiB buffers fit in the holes and the heap does
+// not grow; 4 KiB ones do not, and the heap grows by about n × 4 KiB; a
+// pool for the scratch buffers leaves no holes between the sessions.
 func TestConnection(t *testing.T) {
+	const n = 5000
+	for _, alloc := range []string{"first-fit", "next-fit", "best-fit", "ao-first-fit"} {
+		t.Run(alloc, func(t *testing.T) {
+			fp, _, _ := phases(t, alloc, 0, "connection", trace.Args{"n": n, "next": 1024})
+			if grew := fp["next buffers"] - fp["scratch freed"]; grew > n*1024/20 {
+				t.Errorf("next=1024: the heap grew by %d B, want the buffers in the holes", grew)
+			}
+			fp, res, _ := phases(t, alloc, 0, "connection", trace.Args{"n": n, "next": 4096})
+			grew := fp["next buffers"] - fp["scratch freed"]
+			if grew < n*4096*95/100 || grew > n*4096*110/100 {
+				t.Errorf("next=4096: the heap grew by %d B, want about n × 4 KiB = %d", grew, n*4096)
+			}
+			if res.End.External() < n*1024 {
+				t.Errorf("next=4096: %d B free in the heap at the end, want the %d of the scratch holes", res.End.External(), n*1024)
+			}
+			t.Logf("next=4096: grew %d B (%.2f × n × 4 KiB); %d B of holes at the end", grew, float64(grew)/(n*4096), res.End.External())
+
+			// The scratch buffers in a pool: the sessions lie back to back,
+			// and no holes are left in the heap.
+			_, _, heap := phases(t, alloc, 1024, "connection", trace.Args{"n": n, "next": 4096})
+			if ext := heap.External(); ext > n*1024/10 {
+				t.Errorf("pooled, next=4096: %d B free in the heap at the end, want almost none", ext)
+			}
+		})
+	}
+}
+
+// The seed's carving scenario, at n connections: with no small objects the
+// second wave of 1 KiB buffers reuses the holes; 200-byte small objects
+// settle in the holes first (five to a hole of 1040 bytes) and the second
+// wave grows the heap by about n × 208 B (the seed's 19 MB for 100,000 on
+// glibc); with the scratch buffers in a pool the second wave costs
+// nothing, and the small objects grow the heap instead.
+func TestCarving(t *testing.T) {
 	const n = 10000
-	setupEnd := 3 * n // n × (scratch, session), then n frees
-	// run replays the connection trace through first-fit, behind a pool
-	// of 1 KiB chunks when pooled, and returns the footprint after the
-	// setup (replayed apart on a fresh heap), the result, and the heap's
-	// own figures at the end (without the pool's).
-	run := func(next float64, pooled bool) (setupFP int64, res Result, heap Result) {
-		evs := generate(t, "connection", trace.Args{"n": n, "next": next})
-		var err error
-		a := newAlloc(t, "first-fit")
-		if pooled {
-			if a, err = WithPool(1024, a); err != nil {
-				t.Fatal(err)
+	for _, alloc := range []string{"first-fit", "best-fit", "ao-first-fit"} {
+		t.Run(alloc, func(t *testing.T) {
+			fp, _, _ := phases(t, alloc, 0, "carving", trace.Args{"n": n, "smalls": 0})
+			if grew := fp["second wave"] - fp["scratch freed"]; grew > n*1024/100 {
+				t.Errorf("malloc, smalls=0: the second wave grew the heap by %d B, want the holes reused", grew)
 			}
-		}
-		setup, err := Run(Events(evs[:setupEnd]), a, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inner := newAlloc(t, "first-fit")
-		b := inner
-		if pooled {
-			if b, err = WithPool(1024, inner); err != nil {
-				t.Fatal(err)
+			fp, _, _ = phases(t, alloc, 0, "carving", trace.Args{"n": n, "smalls": 1})
+			smalls := fp["small objects"] - fp["scratch freed"]
+			wave := fp["second wave"] - fp["small objects"]
+			if wave < n*180 || wave > n*260 {
+				t.Errorf("malloc, smalls=1: the second wave grew the heap by %d B, want about n × 208 = %d", wave, n*208)
 			}
-		}
-		if res, err = Run(Events(evs), b, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		heap.End = inner.Stats()
-		return setup.End.Footprint, res, heap
-	}
-
-	fp, small, _ := run(1024, false)
-	if grew := small.PeakFootprint - fp; grew > n*1024/10 {
-		t.Errorf("next=1024: peak footprint grew by %d past the setup's %d", grew, fp)
-	}
-	fp, big, bigHeap := run(4096, false)
-	grew := big.PeakFootprint - fp
-	if grew < n*4096*9/10 || grew > n*4096*12/10 {
-		t.Errorf("next=4096: peak footprint grew by %d past the setup's %d, want about %d", grew, fp, n*4096)
-	}
-	t.Logf("first-fit: setup %d B; next 1024: peak %d B; next 4096: grew %d B, %.0f%% fragmentation, %d B free in the heap",
-		fp, small.PeakFootprint, grew, big.Fragmentation, bigHeap.End.External())
-	if bigHeap.End.External() < n*1024 {
-		t.Errorf("next=4096: %d bytes free in the heap, want the %d of the scratch holes", bigHeap.End.External(), n*1024)
-	}
-
-	// With the scratch buffers in a pool, the sessions lie back to back
-	// in the heap: no holes left between them.
-	_, pooled, pooledHeap := run(4096, true)
-	if ext := pooledHeap.End.External(); ext > n*1024/10 {
-		t.Errorf("pooled: %d bytes free in the heap, want almost none", ext)
-	}
-	t.Logf("pooled first-fit, next 4096: heap free %d B, total footprint %d B", pooledHeap.End.External(), pooled.End.Footprint)
-	_, pooledSmall, _ := run(1024, true)
-	if pooledSmall.PeakFootprint > small.PeakFootprint*11/10 {
-		t.Errorf("pooled, next 1024: peak footprint %d, unpooled %d", pooledSmall.PeakFootprint, small.PeakFootprint)
+			fp, _, _ = phases(t, alloc, 1024, "carving", trace.Args{"n": n, "smalls": 1})
+			poolSmalls := fp["small objects"] - fp["scratch freed"]
+			poolWave := fp["second wave"] - fp["small objects"]
+			if poolWave > 0 {
+				t.Errorf("pool, smalls=1: the second wave grew the heap by %d B, want 0", poolWave)
+			}
+			if poolSmalls < n*200 {
+				t.Errorf("pool, smalls=1: the small objects grew the heap by %d B, want at least n × 200 = %d", poolSmalls, n*200)
+			}
+			t.Logf("malloc smalls=1: smalls +%d B, second wave +%d B; pool smalls=1: smalls +%d B, second wave +%d B",
+				smalls, wave, poolSmalls, poolWave)
+		})
 	}
 }

@@ -42,7 +42,34 @@ type Generator struct {
 	// Params are the parameters, with their defaults and bounds.
 	Params []Param
 
-	gen func(w EventWriter, a Args) error
+	gen    func(w EventWriter, a Args) error
+	phases func(a Args) []Phase // nil: the trace has no phases worth naming
+}
+
+// Phase is a named stretch of a generated trace: the events after the
+// previous phase's End, up to and including event End (counting from 1).
+type Phase struct {
+	Name string
+	End  int64
+}
+
+// Phases returns the phases of the trace Generate writes for args, in
+// order (the last one ends at the trace's last event), or nil for a
+// generator whose trace has no phases worth naming. The seeds' scenarios
+// have them: the lesson is in how much the heap grows in the last.
+func (g Generator) Phases(args Args) ([]Phase, error) {
+	full, err := g.resolve(args)
+	if err != nil || g.phases == nil {
+		return nil, err
+	}
+	var ps []Phase
+	for _, p := range g.phases(full) {
+		if len(ps) > 0 && p.End == ps[len(ps)-1].End {
+			continue // an empty phase (a parameter of 0)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 // Generators returns every generator, sorted by name.

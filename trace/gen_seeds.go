@@ -29,6 +29,10 @@ var connectionGen = Generator{
 		e.allocN(n, uint64(a["next"]))
 		return e.err
 	},
+	phases: func(a Args) []Phase {
+		n := int64(a["n"])
+		return []Phase{{"setup", 2 * n}, {"scratch freed", 3 * n}, {"next buffers", 4 * n}}
+	},
 }
 
 // setup allocates n scratch buffers and sessions back to back (scratch
@@ -76,6 +80,10 @@ var carvingGen = Generator{
 		e.allocN(n, uint64(a["scratch"]))
 		return e.err
 	},
+	phases: func(a Args) []Phase {
+		n, smalls := int64(a["n"]), int64(a["smalls"])
+		return []Phase{{"setup", 2 * n}, {"scratch freed", 3 * n}, {"small objects", (3 + smalls) * n}, {"second wave", (4 + smalls) * n}}
+	},
 }
 
 var bumpGen = Generator{
@@ -98,5 +106,9 @@ var bumpGen = Generator{
 			}
 		}
 		return e.err
+	},
+	phases: func(a Args) []Phase {
+		n := int64(a["n"])
+		return []Phase{{"allocate", n}, {"free", n * (1 + int64(a["free"]))}}
 	},
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -234,4 +235,56 @@ func (l *limitWriter) Write(Event) error {
 	}
 	l.left--
 	return nil
+}
+
+// phaseWriter records the ops of every event in order.
+type phaseWriter struct{ ops []Op }
+
+func (w *phaseWriter) Write(e Event) error { w.ops = append(w.ops, e.Op); return nil }
+
+// TestGeneratorPhases checks each generator's phases against the trace it
+// writes: the last phase ends at the last event, and every phase holds
+// only the ops its name promises.
+func TestGeneratorPhases(t *testing.T) {
+	tests := []struct {
+		gen  string
+		args Args
+		want []Phase
+		ops  []Op // the one op of each phase
+	}{
+		{"connection", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"next buffers", 20}}, []Op{Alloc, Free, Alloc}},
+		{"carving", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"small objects", 20}, {"second wave", 25}}, []Op{Alloc, Free, Alloc, Alloc}},
+		{"carving", Args{"n": 5, "smalls": 0}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"second wave", 20}}, []Op{Alloc, Free, Alloc}},
+		{"bump", Args{"n": 7}, []Phase{{"allocate", 7}, {"free", 14}}, []Op{Alloc, Free}},
+		{"bump", Args{"n": 7, "free": 0}, []Phase{{"allocate", 7}}, []Op{Alloc}},
+		{"zipf", Args{"n": 7}, nil, nil},
+	}
+	for _, tt := range tests {
+		g, _ := Lookup(tt.gen)
+		got, err := g.Phases(tt.args)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s %v: Phases = %v, %v; want %v", tt.gen, tt.args, got, err, tt.want)
+			continue
+		}
+		var w phaseWriter
+		if err := g.Generate(&w, tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > 0 && got[len(got)-1].End != int64(len(w.ops)) {
+			t.Errorf("%s %v: last phase ends at %d, the trace at %d", tt.gen, tt.args, got[len(got)-1].End, len(w.ops))
+		}
+		start := int64(0)
+		for i, p := range got {
+			for j := start; j < p.End; j++ {
+				if w.ops[j] != tt.ops[i] {
+					t.Errorf("%s %v: event %d in phase %q is %v, want %v", tt.gen, tt.args, j+1, p.Name, w.ops[j], tt.ops[i])
+					break
+				}
+			}
+			start = p.End
+		}
+	}
+	if _, err := connectionGen.Phases(Args{"n": -1}); err == nil {
+		t.Error("Phases(n=-1) = nil error")
+	}
 }
