@@ -1,10 +1,12 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -54,6 +56,10 @@ type Options struct {
 	// a trace's phases (trace.Generator.Phases), to tell how much the heap
 	// grew in each.
 	Marks []int64
+	// Progress, when not nil, has the events replayed added to it after
+	// each batch (4096 events), for a progress display in another
+	// goroutine.
+	Progress *atomic.Int64
 }
 
 // Result is what a replay measured. Live memory is the sum of the sizes
@@ -109,6 +115,10 @@ type Result struct {
 	// End.Used: the end's fragmentation split.
 	Internal, External int64
 }
+
+// ErrSource is wrapped, with the source's own error, by Run's error for a
+// trace that could not be read: malformed, truncated, unreadable.
+var ErrSource = errors.New("replay: reading the trace")
 
 // Mark is the state of a replay after one event.
 type Mark struct {
@@ -245,11 +255,14 @@ func (r *replayer) run(src Source) error {
 				r.marks = r.marks[1:]
 			}
 		}
+		if r.opt.Progress != nil {
+			r.opt.Progress.Add(int64(n))
+		}
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("replay: reading the trace after event %d: %w", r.n, err)
+			return fmt.Errorf("%w after event %d: %w", ErrSource, r.n, err)
 		}
 	}
 }

@@ -1,17 +1,19 @@
-// Command carve runs carve's allocators on the seeds' experiments and
-// prints what they measure.
+// Command carve is carve's fragmentation lab: it replays allocation traces
+// through carve's allocators and prints how far each heap grows beyond
+// live memory.
 //
 // Usage:
 //
-//	carve                          the demonstrations on their embedded defaults
-//	carve demo                     the same
-//	carve replay [--alloc LIST|all] [--pool SIZE] [--strict] TRACE...
+//	carve                          the lab on its embedded defaults
+//	carve lab [--n N] [flags]      the same, the scenarios at N connections
+//	carve demo                     the pool and arena demonstrations
+//	carve replay [flags] TRACE...
 //	carve gen NAME [-o FILE] [param=value...]
 //	carve convert [-o FILE] TRACE
 //	carve stats TRACE
 //	carve help                     this text
 //
-// Exit codes: 0 ok, 1 a check failed, 2 bad usage.
+// Exit codes: 0 ok, 1 a check failed, 2 bad usage or unreadable input.
 package main
 
 import (
@@ -21,19 +23,30 @@ import (
 	"os"
 )
 
-const usage = `carve: memory allocators outside the Go heap, and what they cost
+const usage = `carve: memory allocators outside the Go heap, and a lab for heap fragmentation
 
 Usage:
-  carve            run the demonstrations (the seeds' pool and arena checks,
-                   the stride lesson, the connection scenario on carve's
-                   pools, the bump benchmark) and print what they measure
-  carve demo       the same
-  carve replay [--alloc LIST|all] [--pool SIZE] [--strict] TRACE...
-                   replay each trace through the allocators (all: first-fit,
-                   next-fit, best-fit, ao-first-fit, buddy, buddy-header,
-                   sizeclass; go, the Go heap, only when named: its figures
-                   are sampled from this process's runtime statistics)
-                   and print one table per trace
+  carve            the lab on its embedded defaults: the shipped trace and
+                   the seeds' scenarios through every allocator
+  carve lab [--n N] [replay flags]
+                   the same, the scenarios with N connections (10000)
+  carve demo       the seeds' pool and arena checks, the stride lesson, the
+                   connection scenario on carve's pools, the bump benchmark
+  carve replay [flags] TRACE...
+                   replay each trace through the allocators, one table per
+                   trace. A TRACE is a file, a shipped trace (aosp-systemui)
+                   or gen:NAME[:param=value,...]. Flags:
+                   --alloc LIST|all  first-fit, next-fit, best-fit,
+                                     ao-first-fit, buddy, buddy-header,
+                                     sizeclass; go (the Go heap) only when
+                                     named
+                   --pool SIZE       requests of SIZE bytes in a pool in
+                                     front of each allocator (repeatable)
+                   --format F        text, markdown, csv or json
+                   --stable          leave out ns/op and peak RSS
+                   --strict          stop at a trace error (exit 1)
+                   --nocheck         skip the correctness checks
+                   --jobs N          replays at once (all cores)
   carve gen NAME [-o FILE] [param=value...]
                    write a generated trace (connection, carving, bump,
                    zipf, phases) in carve's native format
@@ -44,7 +57,7 @@ Usage:
                    sizes, lifetimes, peak live and Robson's bounds
   carve help       print this text
 
-Exit codes: 0 ok, 1 a check failed, 2 bad usage.
+Exit codes: 0 ok, 1 a check failed, 2 bad usage or unreadable input.
 `
 
 // exitCode prints err and maps it to the exit codes: 0 ok, 1 a check
@@ -75,7 +88,7 @@ func main() {
 
 // run is the command line, separated from main for tests.
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := "demo"
+	cmd := "lab"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
@@ -90,9 +103,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "replay", "gen", "convert", "stats":
+	case "lab", "replay":
+		return exitCode(map[string]func([]string, io.Writer, io.Writer) error{
+			"lab": cmdLab, "replay": cmdReplay,
+		}[cmd](args, stdout, stderr), stderr)
+	case "gen", "convert", "stats":
 		return exitCode(map[string]func([]string, io.Writer) error{
-			"replay": cmdReplay, "gen": cmdGen, "convert": cmdConvert, "stats": cmdStats,
+			"gen": cmdGen, "convert": cmdConvert, "stats": cmdStats,
 		}[cmd](args, stdout), stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

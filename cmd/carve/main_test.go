@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,6 +60,14 @@ func TestLabCommands(t *testing.T) {
 	dir := t.TempDir()
 	gen := dir + "/conn.txt"
 	conv := dir + "/conv.txt"
+	bad := dir + "/bad.trace"
+	dangling := dir + "/dangling.trace"
+	if err := os.WriteFile(bad, []byte("# carve trace v1\na 1 100\na 2 lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dangling, []byte("# carve trace v1\na 1 100\nf 7\nf 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var stdout, stderr bytes.Buffer
 	steps := []struct {
 		name string
@@ -78,6 +89,19 @@ func TestLabCommands(t *testing.T) {
 		{"replay as markdown", []string{"replay", "--alloc", "best-fit", "--format", "markdown", gen}, 0, "| best-fit |"},
 		{"replay as csv", []string{"replay", "--alloc", "best-fit", "--format", "csv", gen}, 0, ",best-fit,"},
 		{"replay bad format", []string{"replay", "--format", "xml", gen}, 2, `--format "xml"`},
+		{"replay flags after the trace", []string{"replay", gen, "--alloc", "buddy", "--stable"}, 0, "buddy"},
+		{"replay two pools", []string{"replay", "--alloc", "best-fit", "--pool", "64", "--pool", "1024", gen}, 0, "best-fit+pool(64,1024)"},
+		{"replay bad pool", []string{"replay", "--pool", "-3", gen}, 2, "want a positive size"},
+		{"replay no checks", []string{"replay", "--alloc", "ao-first-fit", "--nocheck", gen}, 0, "ao-first-fit"},
+		{"replay a shipped trace", []string{"replay", "--alloc", "sizeclass", "--jobs", "1", "aosp-systemui"}, 0, "aosp-systemui"},
+		{"replay a generated trace", []string{"replay", "--alloc", "best-fit", "gen:carving:n=300"}, 0, "grew in second wave"},
+		{"replay unknown generator", []string{"replay", "gen:nosuch"}, 2, `unknown generator "nosuch"`},
+		{"replay bad generator parameter", []string{"replay", "gen:bump:n=-1"}, 2, "n = -1"},
+		{"replay bad jobs", []string{"replay", "--jobs", "0", gen}, 2, "--jobs 0"},
+		{"replay no such trace", []string{"replay", dir + "/nosuch"}, 2, "no such file, and not a shipped trace"},
+		{"replay a malformed trace", []string{"replay", "--alloc", "first-fit", bad}, 2, "bad.trace:3:"},
+		{"replay a strict trace error", []string{"replay", "--alloc", "first-fit", "--strict", dangling}, 1, "free of object 7"},
+		{"replay a trace error, not strict", []string{"replay", "--alloc", "first-fit", dangling}, 0, "first-fit"},
 	}
 	for _, s := range steps {
 		stdout.Reset()
@@ -107,5 +131,75 @@ func TestLabCommands(t *testing.T) {
 				t.Errorf("%s: rows %+v, want one best-fit row with peak live 2080000 <= peak footprint and a fragmentation", s.name, doc.Rows)
 			}
 		}
+	}
+}
+
+// TestLab runs the lab as carve does with no arguments, at a small n:
+// a table for the shipped trace and one for each scenario, with the pool
+// rows and the growth in the last phase.
+func TestLab(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"lab", "--n", "400", "--stable"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve lab = %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"aosp-systemui\n",
+		"gen:connection:n=400,next=4096\n", "grew in next buffers",
+		"gen:carving:n=400,smalls=1\n", "grew in second wave",
+		"first-fit+pool(1024)", "sizeclass+pool(1024)", "buddy-header",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lab output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ns/op") {
+		t.Errorf("--stable output has the ns/op column:\n%s", out)
+	}
+	for _, bad := range [][]string{{"lab", "extra"}, {"lab", "--n", "0"}, {"lab", "--pool", "64"}} {
+		if code := run(bad, &stdout, &stderr); code != 2 {
+			t.Errorf("run(%q) = %d, want 2", bad, code)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden tables in testdata/golden")
+
+// TestGoldenTables replays the small trace of each format (the trace
+// package's golden inputs) through every allocator and compares the table,
+// without the columns that vary from run to run, with testdata/golden.
+func TestGoldenTables(t *testing.T) {
+	inputs, err := filepath.Glob("../../trace/testdata/golden/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, in := range inputs {
+		if strings.HasSuffix(in, ".golden") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"replay", "--stable", in}, &stdout, &stderr); code != 0 {
+				t.Fatalf("carve replay %s = %d: %s", in, code, stderr.String())
+			}
+			golden := filepath.Join("testdata", "golden", filepath.Base(in)+".table")
+			if *update {
+				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run GoldenTables -update writes it)", err)
+			}
+			if got := stdout.String(); got != string(want) {
+				t.Errorf("carve replay --stable %s:\n%s\nwant (%s):\n%s", in, got, golden, want)
+			}
+		})
+	}
+	if n < 7 {
+		t.Errorf("%d golden inputs, want one per format (7)", n)
 	}
 }

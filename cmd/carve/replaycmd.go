@@ -1,0 +1,421 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/carvelab/carve/replay"
+)
+
+// replayConfig is what carve replay and carve lab replay: every source
+// through every allocator, with the options of the command line.
+type replayConfig struct {
+	sources []source
+	allocs  []allocSpec
+	strict  bool
+	noCheck bool
+	jobs    int // replays run at once
+}
+
+// allocSpec is one row of each table: an allocator, with dedicated pools
+// in front of it for requests of the sizes in pools.
+type allocSpec struct {
+	name  string
+	pools []int
+}
+
+// label is the row's name: "first-fit", "first-fit+pool(64,1024)".
+func (s allocSpec) label() string {
+	if len(s.pools) == 0 {
+		return s.name
+	}
+	var sizes []string
+	for _, p := range s.pools {
+		sizes = append(sizes, strconv.Itoa(p))
+	}
+	return s.name + "+pool(" + strings.Join(sizes, ",") + ")"
+}
+
+// poolSizes is the repeatable --pool flag.
+type poolSizes []int
+
+func (p *poolSizes) String() string { return fmt.Sprint(*p) }
+
+func (p *poolSizes) Set(s string) error {
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive size in bytes, got %q", f)
+		}
+		*p = append(*p, n)
+	}
+	return nil
+}
+
+// replayFlags are the flags carve replay and carve lab share.
+type replayFlags struct {
+	alloc, format string
+	pools         poolSizes
+	strict        bool
+	noCheck       bool
+	stable        bool
+	jobs          int
+	progress      bool
+}
+
+func (f *replayFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(replay.Names(), ", ")+" (all leaves out go)")
+	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes in a dedicated pool in front of each allocator (repeat for more pools)")
+	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
+	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
+	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+replaySchema+")")
+	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run (ns/op, peak RSS), for diffs")
+	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
+	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
+}
+
+// config checks the flags and returns the replay they ask for.
+func (f *replayFlags) config(cmd string) (replayConfig, error) {
+	switch f.format {
+	case "text", "markdown", "csv", "json":
+	default:
+		return replayConfig{}, badUsage("carve %s: --format %q: want text, markdown, csv or json", cmd, f.format)
+	}
+	if f.jobs < 1 {
+		return replayConfig{}, badUsage("carve %s: --jobs %d: want 1 or more", cmd, f.jobs)
+	}
+	c := replayConfig{strict: f.strict, noCheck: f.noCheck, jobs: f.jobs}
+	names, err := allocNames(cmd, f.alloc)
+	if err != nil {
+		return replayConfig{}, err
+	}
+	for _, n := range names {
+		c.allocs = append(c.allocs, allocSpec{n, f.pools})
+	}
+	return c, nil
+}
+
+// allocNames reads an --alloc list.
+func allocNames(cmd, list string) ([]string, error) {
+	if list == "all" {
+		// The Go heap's figures come from runtime statistics of this
+		// process, which the other replays share: it is replayed only when
+		// named, and then alone.
+		var names []string
+		for _, n := range replay.Names() {
+			if n != "go" {
+				names = append(names, n)
+			}
+		}
+		return names, nil
+	}
+	names := strings.Split(list, ",")
+	for _, n := range names {
+		a, err := replay.New(n)
+		if err != nil {
+			return nil, badUsage("carve %s: %v (want one of %s)", cmd, err, strings.Join(replay.Names(), ", "))
+		}
+		a.Close()
+	}
+	return names, nil
+}
+
+// cmdReplay runs traces through allocators and prints one table per trace:
+// carve replay [flags] TRACE...
+func cmdReplay(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f replayFlags
+	f.register(fs)
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return badUsage("carve replay: %v", err)
+	}
+	c, err := f.config("replay")
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return badUsage("carve replay: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", shippedNames())
+	}
+	for _, arg := range paths {
+		s, err := parseSource(arg)
+		if err != nil {
+			return inputError{err}
+		}
+		c.sources = append(c.sources, s)
+	}
+	return runReplays(c, &f, stdout, stderr)
+}
+
+// runReplays replays, prints the tables and returns the error the exit
+// code comes from: a violation or a strict trace error (1), an unreadable
+// trace (2).
+func runReplays(c replayConfig, f *replayFlags, stdout, stderr io.Writer) error {
+	var prog *progress
+	if f.progress {
+		prog = startProgress(stderr, c.replays())
+	}
+	tables := c.run(prog)
+	prog.stop()
+	return report(tables, f, stdout)
+}
+
+// replays returns how many replays c makes.
+func (c replayConfig) replays() int { return len(c.sources) * len(c.allocs) }
+
+// report prints the tables as f asks and returns the error the exit code
+// comes from.
+func report(tables []table, f *replayFlags, stdout io.Writer) error {
+	if f.format == "json" {
+		var all []row
+		for _, t := range tables {
+			all = append(all, t.rows...)
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Schema string `json:"schema"`
+			Rows   []row  `json:"rows"`
+		}{replaySchema, all}); err != nil {
+			return err
+		}
+	} else {
+		for _, t := range tables {
+			if err := printTable(stdout, f.format, f.stable, t); err != nil {
+				return err
+			}
+		}
+	}
+	var input, check error
+	for _, t := range tables {
+		for _, r := range t.rows {
+			switch {
+			case r.fail == nil:
+			case errors.Is(r.fail, replay.ErrSource) && input == nil:
+				input = inputError{fmt.Errorf("carve: %s: %w", t.src.label, r.fail)}
+			case isCheckFailure(r.fail) && check == nil:
+				check = checkFailed{fmt.Errorf("carve: %s on %s: %w", r.Allocator, t.src.label, r.fail)}
+			}
+		}
+	}
+	if input != nil {
+		return input
+	}
+	return check
+}
+
+func isCheckFailure(err error) bool {
+	var te *replay.TraceError
+	var v *replay.Violation
+	return errors.As(err, &v) || errors.As(err, &te)
+}
+
+// table is the replays of one source.
+type table struct {
+	src  source
+	rows []row
+}
+
+// run replays every (source, allocator) pair, c.jobs at a time, and
+// returns the rows in the order of the sources and allocators. The go
+// allocator, whose figures are process-wide, runs after the others, alone.
+func (c replayConfig) run(prog *progress) []table {
+	tables := make([]table, len(c.sources))
+	type job struct{ t, a int }
+	var parallel, alone []job
+	for t, s := range c.sources {
+		tables[t] = table{src: s, rows: make([]row, len(c.allocs))}
+		for a, spec := range c.allocs {
+			if spec.name == "go" {
+				alone = append(alone, job{t, a})
+			} else {
+				parallel = append(parallel, job{t, a})
+			}
+		}
+	}
+	do := func(j job) {
+		tables[j.t].rows[j.a] = c.replayOne(c.sources[j.t], c.allocs[j.a], prog)
+		prog.done()
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range min(c.jobs, len(parallel)) {
+		wg.Go(func() {
+			for j := range jobs {
+				do(j)
+			}
+		})
+	}
+	for _, j := range parallel {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	for _, j := range alone {
+		do(j)
+	}
+	return tables
+}
+
+// replayOne replays one source through one allocator.
+func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
+	label := spec.label()
+	rw := row{Trace: s.label, Allocator: label}
+	fail := func(err error) row {
+		rw.Error, rw.fail = err.Error(), err
+		return rw
+	}
+	a, err := replay.New(spec.name)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { a.Close() }()
+	for _, p := range spec.pools {
+		if a, err = replay.WithPool(p, a); err != nil {
+			return fail(fmt.Errorf("--pool %d: %w", p, err))
+		}
+	}
+	src, closer, err := s.open()
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", replay.ErrSource, err))
+	}
+	defer closer.Close()
+	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck}
+	if prog != nil {
+		opt.Progress = &prog.events
+	}
+	for _, p := range s.phases {
+		opt.Marks = append(opt.Marks, p.End)
+	}
+	res, err := replay.Run(src, a, opt)
+	if err != nil {
+		return fail(err)
+	}
+	rw = row{
+		Trace: s.label, Allocator: label,
+		Events: res.Events, Ops: res.Ops, NsPerOp: res.NsPerOp, TraceErrors: res.TraceErrors,
+		PeakLive: res.PeakLive, PeakFootprint: res.PeakFootprint, PeakResident: res.PeakResident,
+		FootprintAtPeakLive: res.FootprintAtPeakLive, LiveAtPeakFootprint: res.LiveAtPeakFootprint,
+		AvgRatio: res.AvgRatio, RatioAtPeakLive: res.RatioAtPeakLive,
+		RatioAtPeakFP: res.RatioAtPeakFootprint, PeakRatio: res.PeakRatio,
+		Live: res.Live, Internal: res.Internal, External: res.External,
+	}
+	if !math.IsNaN(res.Fragmentation) {
+		f := res.Fragmentation
+		rw.Fragmentation = &f
+	}
+	if res.FirstTraceError != nil {
+		rw.FirstTraceError = res.FirstTraceError.Error()
+	}
+	for i, m := range res.Marks {
+		rw.Phases = append(rw.Phases, phaseRow{Name: s.phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
+	}
+	return rw
+}
+
+// row is one allocator's replay of one trace, as every format prints it.
+// The JSON field names are part of the versioned schema (replaySchema):
+// fields are added, never renamed.
+type row struct {
+	Trace     string `json:"trace"`
+	Allocator string `json:"allocator"`
+	Error     string `json:"error,omitempty"`
+
+	Events              int64      `json:"events"`
+	Ops                 int64      `json:"ops"`
+	NsPerOp             float64    `json:"ns_per_op"`
+	TraceErrors         int64      `json:"trace_errors"`
+	FirstTraceError     string     `json:"first_trace_error,omitempty"`
+	PeakLive            int64      `json:"peak_live"`
+	PeakFootprint       int64      `json:"peak_footprint"`
+	PeakResident        int64      `json:"peak_resident"`
+	FootprintAtPeakLive int64      `json:"footprint_at_peak_live"`
+	LiveAtPeakFootprint int64      `json:"live_at_peak_footprint"`
+	AvgRatio            float64    `json:"jw1_avg_footprint_over_live"`
+	RatioAtPeakLive     float64    `json:"jw2_footprint_over_live_at_peak_live"`
+	RatioAtPeakFP       float64    `json:"jw3_footprint_over_live_at_peak_footprint"`
+	PeakRatio           float64    `json:"jw4_peak_footprint_over_peak_live"`
+	Fragmentation       *float64   `json:"fragmentation_percent_at_end"` // null when live at the end is 0
+	Live                int64      `json:"live_at_end"`
+	Internal            int64      `json:"internal_at_end"`
+	External            int64      `json:"external_at_end"`
+	Phases              []phaseRow `json:"phases,omitempty"`
+
+	fail error // why the replay stopped, if it did
+}
+
+// phaseRow is the state at the end of one phase of a generated trace.
+type phaseRow struct {
+	Name      string `json:"name"`
+	EndEvent  int64  `json:"end_event"`
+	Live      int64  `json:"live"`
+	Footprint int64  `json:"footprint"`
+	Resident  int64  `json:"resident"`
+}
+
+// replaySchema names the version of the JSON that carve replay prints.
+const replaySchema = "carve.replay/v1"
+
+// growth returns how much the footprint grew in the last phase, and the
+// phase's name, or ok false when the row has fewer than two phases.
+func (r row) growth() (name string, grew int64, ok bool) {
+	n := len(r.Phases)
+	if n < 2 {
+		return "", 0, false
+	}
+	return r.Phases[n-1].Name, r.Phases[n-1].Footprint - r.Phases[n-2].Footprint, true
+}
+
+// progress shows, on a terminal, how far the replays have come, once they
+// have run for a second. A nil *progress shows nothing.
+type progress struct {
+	events   atomic.Int64
+	finished atomic.Int64
+	total    int
+	quit     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func (p *progress) done() {
+	if p != nil {
+		p.finished.Add(1)
+	}
+}
+
+func (p *progress) stop() {
+	if p != nil {
+		close(p.quit)
+		p.wg.Wait()
+	}
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments
+// (carve replay TRACE --alloc buddy as well as carve replay --alloc buddy
+// TRACE) and returns the other arguments in order. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}

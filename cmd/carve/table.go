@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// printTable prints the rows of one source in format: text, markdown or
+// csv. A source with phases gets a column for the growth of the footprint
+// in its last phase, where the seeds' lessons are; stable leaves out the
+// columns that vary from run to run.
+func printTable(w io.Writer, format string, stable bool, t table) error {
+	head := []string{"allocator", "peak live", "peak footprint", "peak fp/live", "avg fp/live", "frag. at end"}
+	var phase string
+	for _, r := range t.rows {
+		if name, _, ok := r.growth(); ok {
+			phase = name
+			break
+		}
+	}
+	if phase != "" {
+		head = append(head, "grew in "+phase)
+	}
+	if !stable {
+		head = append(head, "peak RSS", "ns/op")
+	}
+	head = append(head, "trace errors")
+	cells := func(r row) []string {
+		if r.Error != "" {
+			c := make([]string, len(head))
+			c[0], c[1] = r.Allocator, "failed: "+r.Error
+			return c
+		}
+		frag := "-"
+		if r.Fragmentation != nil {
+			frag = strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
+		}
+		c := []string{r.Allocator, mb(r.PeakLive), mb(r.PeakFootprint),
+			strconv.FormatFloat(r.PeakRatio, 'f', 3, 64), strconv.FormatFloat(r.AvgRatio, 'f', 3, 64), frag}
+		if phase != "" {
+			_, grew, _ := r.growth()
+			c = append(c, mb(grew))
+		}
+		if !stable {
+			c = append(c, mb(r.PeakResident), strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
+		}
+		return append(c, strconv.FormatInt(r.TraceErrors, 10))
+	}
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(append([]string{"trace"}, head...))
+		for _, r := range t.rows {
+			cw.Write(append([]string{r.Trace}, cells(r)...))
+		}
+		cw.Flush()
+		return cw.Error()
+	case "markdown":
+		fmt.Fprintf(w, "%s\n\n| %s |\n|%s\n", t.src.label, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, r := range t.rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
+		}
+		_, err := fmt.Fprintln(w)
+		return err
+	}
+	fmt.Fprintf(w, "%s\n", t.src.label)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	var errs []string
+	for _, r := range t.rows {
+		c := cells(r)
+		if r.Error != "" {
+			// A failure's message would stretch its column: it goes
+			// under the table instead.
+			errs = append(errs, fmt.Sprintf("  %s: %s", r.Allocator, r.Error))
+			c[1] = "failed (below)"
+		}
+		fmt.Fprintln(tw, strings.Join(c, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range errs {
+		fmt.Fprintln(w, e)
+	}
+	for _, r := range t.rows {
+		if r.FirstTraceError != "" {
+			// The trace's errors are the trace's: every row meets the same.
+			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects; the first: %s\n", r.FirstTraceError)
+			break
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// mb writes a byte count in the unit that suits it: B below 1 KiB, KiB
+// below 1 MiB, MiB below 1 GiB, then GiB.
+func mb(n int64) string {
+	abs := max(n, -n)
+	switch {
+	case abs < 1<<10:
+		return strconv.FormatInt(n, 10) + " B"
+	case abs < 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	case abs < 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
+}
+
+// startProgress shows progress on w if it is a terminal (a character
+// device), or returns nil.
+func startProgress(w io.Writer, total int) *progress {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	p := &progress{total: total, quit: make(chan struct{})}
+	p.wg.Go(func() {
+		start := time.Now()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		shown := false
+		for {
+			select {
+			case <-p.quit:
+				if shown {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case <-tick.C:
+				if el := time.Since(start); el >= time.Second {
+					fmt.Fprint(w, "\r\033[K"+p.line(el))
+					shown = true
+				}
+			}
+		}
+	})
+	return p
+}
+
+// line is the progress display: a bar of the replays finished, the
+// events replayed and the time taken.
+func (p *progress) line(elapsed time.Duration) string {
+	const width = 20
+	done := int(p.finished.Load())
+	n := done * width / max(p.total, 1)
+	return fmt.Sprintf("carve: [%s%s] %d/%d replays, %.1fM events, %s",
+		strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.total,
+		float64(p.events.Load())/1e6, elapsed.Round(time.Second))
+}
