@@ -536,3 +536,9 @@ func (h *Heap) takeError(err error, op string, size, align int, k uint) error {
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 func roundUp(n, to uint) uint { return (n + to - 1) / to * to }
+
+// Contains reports whether the bytes of b, up to its capacity, lie wholly
+// inside the heap's region: what a replay checks of every block it is
+// handed. It says nothing of whether b is a block. After Close nothing is
+// inside.
+func (h *Heap) Contains(b []byte) bool { return !h.closed && h.region.Contains(b) }

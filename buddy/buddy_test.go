@@ -686,3 +686,20 @@ func TestContentsAcrossRealloc(t *testing.T) {
 		})
 	}
 }
+
+// TestContains: a block is inside the heap, Go memory is not, and after
+// Close nothing is.
+func TestContains(t *testing.T) {
+	h, err := buddy.New(buddy.Plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustAlloc(t, h, 100, 16)
+	if !h.Contains(b) || h.Contains(make([]byte, 8)) {
+		t.Errorf("Contains(block) = %v, Contains(Go memory) = %v; want true, false", h.Contains(b), h.Contains(make([]byte, 8)))
+	}
+	h.Close()
+	if h.Contains(b) {
+		t.Error("Contains after Close = true")
+	}
+}

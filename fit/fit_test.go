@@ -544,3 +544,20 @@ func TestUsableSize(t *testing.T) {
 		}
 	})
 }
+
+// TestContains: a block is inside the heap, Go memory is not, and after
+// Close nothing is.
+func TestContains(t *testing.T) {
+	h, err := fit.New(fit.FirstFit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustAlloc(t, h, 100, 16)
+	if !h.Contains(b) || h.Contains(make([]byte, 8)) {
+		t.Errorf("Contains(block) = %v, Contains(Go memory) = %v; want true, false", h.Contains(b), h.Contains(make([]byte, 8)))
+	}
+	h.Close()
+	if h.Contains(b) {
+		t.Error("Contains after Close = true")
+	}
+}

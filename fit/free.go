@@ -210,3 +210,9 @@ func (h *Heap) notOwned(p offset, addr uintptr) error {
 			ErrDoubleFree, addr, p, q, hd.size())
 	}
 }
+
+// Contains reports whether the bytes of b, up to its capacity, lie wholly
+// inside the heap's region: what a replay checks of every block it is
+// handed. It says nothing of whether b is a block. After Close nothing is
+// inside.
+func (h *Heap) Contains(b []byte) bool { return !h.closed && h.region.Contains(b) }

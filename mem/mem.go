@@ -158,6 +158,17 @@ func (r *Region) Resident(off, n int) (int, error) {
 	return r.resident(lo, hi)
 }
 
+// Contains reports whether the bytes of b, up to its capacity, lie wholly
+// inside the region's address space. After Release nothing does.
+func (r *Region) Contains(b []byte) bool {
+	if r.base == nil {
+		return false
+	}
+	a := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	off := a - uintptr(r.base)
+	return a >= uintptr(r.base) && off <= uintptr(r.size) && uintptr(cap(b)) <= uintptr(r.size)-off
+}
+
 // Release unmaps the whole region. Every slice into it becomes invalid:
 // touching one afterwards is a fatal fault. Releasing twice is an error.
 func (r *Region) Release() error {

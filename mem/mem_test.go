@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/carvelab/carve/mem"
 )
@@ -216,5 +217,41 @@ func TestPeakRSS(t *testing.T) {
 	rss1, _ := mem.RSS()
 	if peak < rss0+8*mib || peak < rss1 {
 		t.Errorf("PeakRSS = %d, want above RSS before (%d) plus most of 16 MiB and above RSS after (%d)", peak, rss0, rss1)
+	}
+}
+
+func TestContains(t *testing.T) {
+	ps := mem.PageSize()
+	r, err := mem.Reserve(4 * ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := unsafe.Slice((*byte)(r.Base()), 4*ps)
+	other := make([]byte, 16)
+	tests := []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"the whole region", all, true},
+		{"its first byte", all[:1:1], true},
+		{"its last byte", all[4*ps-1:], true},
+		{"empty, at its end", all[4*ps:], true},
+		{"a middle page", all[ps : 2*ps : 2*ps], true},
+		{"length inside, capacity beyond", unsafe.Slice((*byte)(r.Base()), 4*ps+1)[:8], false},
+		{"one byte before", unsafe.Slice((*byte)(unsafe.Add(r.Base(), -1)), 2), false},
+		{"Go memory", other, false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := r.Contains(tt.b); got != tt.want {
+			t.Errorf("Contains(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if err := r.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Contains(all[:1]) {
+		t.Error("Contains after Release = true")
 	}
 }

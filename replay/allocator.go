@@ -35,6 +35,13 @@ type Allocator interface {
 	Close() error
 }
 
+// Container is implemented by allocators that can tell whether a slice
+// lies inside their memory (carve's heaps, through New). The replayer
+// then checks every block it is handed against it.
+type Container interface {
+	Contains(b []byte) bool
+}
+
 // Names returns the allocators New knows, in a fixed order.
 func Names() []string {
 	return []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "buddy", "buddy-header", "sizeclass", "go"}
@@ -97,6 +104,7 @@ type rawHeap interface {
 	Free(b []byte) error
 	Realloc(b []byte, size int) ([]byte, error)
 	Close() error
+	Contains(b []byte) bool
 }
 
 // heap adapts one of carve's heaps. Their Footprint methods are O(1), so
@@ -119,6 +127,7 @@ func (a *heap) Realloc(b []byte, size int) ([]byte, error) { return a.h.Realloc(
 func (a *heap) Footprint() int64                           { return a.fp() }
 func (a *heap) Close() error                               { return a.h.Close() }
 func (a *heap) Stats() carve.Stats                         { return a.stats() }
+func (a *heap) Contains(b []byte) bool                     { return a.h.Contains(b) }
 
 // goHeap allocates on the Go heap.
 type goHeap struct {
@@ -238,6 +247,17 @@ func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// Contains reports whether b is a chunk of the pool or, if the other
+// allocator is a Container, inside its memory; blocks of an allocator that
+// is not one go unchecked (true).
+func (w *pooled) Contains(b []byte) bool {
+	if w.p.Owns(b) {
+		return true
+	}
+	c, ok := w.a.(Container)
+	return !ok || c.Contains(b)
 }
 
 func (w *pooled) Footprint() int64 { return w.p.Footprint() + w.a.Footprint() }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"unsafe"
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/trace"
@@ -109,7 +110,13 @@ type broken struct {
 	misalign bool // blocks are 8 bytes past an aligned address
 	scribble bool // Free's caller finds its bytes changed: Alloc clobbers the last block
 	shortLen bool // blocks one byte short
+	outside  bool // Contains says no for blocks past the first 64 bytes
 	last     []byte
+}
+
+func (h *broken) Contains(b []byte) bool {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(h.buf)))
+	return !h.outside || off < 64
 }
 
 func (h *broken) Alloc(size, align int) ([]byte, error) {
@@ -158,6 +165,7 @@ func TestViolations(t *testing.T) {
 		{"misalign", &broken{misalign: true}, 2, 2, 0},
 		{"scribble", &broken{scribble: true}, 4, 1, 0},
 		{"short", &broken{shortLen: true}, 1, 1, 0},
+		{"outside", &broken{outside: true}, 2, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.buf = make([]byte, 1<<16)

@@ -188,6 +188,7 @@ type replayer struct {
 	rng    uint64        // xorshift state: which calls are timed
 	weight int64         // calls the call being timed stands for
 	marks  []int64       // Options.Marks not reached yet
+	inside Container     // a, if it can tell whether a block is inside its memory
 
 	sinceSample   int
 	peakSampled   int64
@@ -208,8 +209,9 @@ type replayer struct {
 // bookkeeping are not timed.
 //
 // The checks cost, per allocation, a lookup and an insertion in a treap
-// of live blocks by address (O(log n)) and writing up to 64 bytes; per
-// free, the same reads and a deletion.
+// of live blocks by address (O(log n)), the allocator's Contains (when it
+// is a Container) and writing up to 64 bytes; per free, the same reads and
+// a deletion.
 func Run(src Source, a Allocator, opt Options) (Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -225,6 +227,7 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 		}
 	}
 	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost(), rng: 0x9E3779B97F4A7C15, marks: opt.Marks}
+	r.inside, _ = a.(Container)
 	err := r.run(src)
 	r.sample()
 	r.finish()
@@ -497,6 +500,9 @@ func (r *replayer) admit(id uint64, b []byte, size, align int) error {
 		return r.violation(id, b, fmt.Sprintf("length %d, asked for %d", len(b), size))
 	}
 	a := addr(b)
+	if r.inside != nil && !r.inside.Contains(b) {
+		return r.violation(id, b, fmt.Sprintf("%d bytes (capacity %d) not inside the allocator's memory", len(b), cap(b)))
+	}
 	if align > 0 && a&uintptr(align-1) != 0 {
 		return r.violation(id, b, fmt.Sprintf("not aligned to %d", align))
 	}

@@ -14,23 +14,6 @@ func ClassOf(size, align int) int {
 	return int(classSize[classFor(size, align)])
 }
 
-// Contains reports whether b lies wholly inside memory the heap handed
-// out or reserved: one class's reservation, or one large object's
-// committed bytes.
-func (h *Heap) Contains(b []byte) bool {
-	a := addr(b)
-	end := a + uintptr(len(b))
-	if c := h.spans.lookup(a); c != 0 {
-		base := h.classes[c].base
-		return end <= base+uintptr(h.reserve)
-	}
-	for base, r := range h.large.regions {
-		if a >= base && end <= base+uintptr(r.Committed()) {
-			return true
-		}
-	}
-	return false
-}
 
 // Reserve returns the bytes of address space each class reserves.
 func (h *Heap) Reserve() int64 { return h.reserve }

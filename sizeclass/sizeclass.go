@@ -506,3 +506,27 @@ func (h *Heap) Close() error {
 // addr returns the address of b's first byte (of where it would be, for
 // an empty slice), as a number: what identifies a block.
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// Contains reports whether the bytes of b, up to its capacity, lie wholly
+// inside memory the heap reserved: one class's reservation, or one large
+// object's mapping. It says nothing of whether b is a block; a replay
+// checks it of every block it is handed. After Close nothing is inside.
+func (h *Heap) Contains(b []byte) bool {
+	a := addr(b)
+	end := a + uintptr(cap(b))
+	if end < a {
+		return false
+	}
+	if c := h.spans.lookup(a); c != 0 {
+		return end <= h.classes[c].base+uintptr(h.reserve)
+	}
+	if r := h.large.regions[a]; r != nil {
+		return r.Contains(b)
+	}
+	for _, r := range h.large.regions {
+		if r.Contains(b) {
+			return true
+		}
+	}
+	return false
+}
