@@ -14,7 +14,6 @@ func ClassOf(size, align int) int {
 	return int(classSize[classFor(size, align)])
 }
 
-
 // Reserve returns the bytes of address space each class reserves.
 func (h *Heap) Reserve() int64 { return h.reserve }
 
