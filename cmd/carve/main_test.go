@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDemo(t *testing.T) {
@@ -201,5 +202,59 @@ func TestGoldenTables(t *testing.T) {
 	}
 	if n < 7 {
 		t.Errorf("%d golden inputs, want one per format (7)", n)
+	}
+}
+
+// TestProgress checks the progress line and that it stays off when
+// standard error is not a terminal.
+func TestProgress(t *testing.T) {
+	if p := startProgress(&bytes.Buffer{}, 3); p != nil {
+		t.Error("startProgress on a buffer is not nil")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p := startProgress(f, 3); p != nil {
+		t.Error("startProgress on a regular file is not nil")
+	}
+	p := &progress{total: 4}
+	p.done()
+	p.done()
+	p.events.Add(2500000)
+	if got, want := p.line(3*time.Second), "carve: [##########..........] 2/4 replays, 2.5M events, 3s"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	var none *progress
+	none.done()
+	none.stop()
+}
+
+// TestReplayJSONPhases checks that a generated scenario's phases reach
+// the JSON, with the footprint at the end of each.
+func TestReplayJSONPhases(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"replay", "--alloc", "best-fit", "--format", "json", "gen:connection:n=1000,next=4096"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		Rows []struct {
+			Phases []struct {
+				Name      string `json:"name"`
+				EndEvent  int64  `json:"end_event"`
+				Footprint int64  `json:"footprint"`
+			} `json:"phases"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ps := doc.Rows[0].Phases
+	if len(ps) != 3 || ps[2].Name != "next buffers" || ps[2].EndEvent != 4000 {
+		t.Fatalf("phases = %+v, want setup, scratch freed, next buffers ending at 4000", ps)
+	}
+	if grew := ps[2].Footprint - ps[1].Footprint; grew < 1000*4096 {
+		t.Errorf("the next buffers grew the footprint by %d, want at least 1000 × 4096", grew)
 	}
 }
