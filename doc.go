@@ -103,9 +103,17 @@
 // Package trace reads and writes allocation traces (carve's native format,
 // CS:APP .rep, valgrind --trace-malloc, heaptrack, glibc mtrace, AOSP
 // memory_replay; gzip and zstd) as streams of events on object ids, and
-// generates the seeds' scenarios and synthetic workloads. The replayer,
-// which runs one trace through many allocators and compares how far each
-// heap grows beyond live memory, builds on it.
+// generates the seeds' scenarios and synthetic workloads; package traces
+// ships a real program's trace in the binary. Package replay drives one
+// allocator with one trace: it keeps live memory and the footprint after
+// every event, samples resident memory, computes the paper's
+// fragmentation and Johnstone and Wilson's four measures, times a sample
+// of the allocator's calls, and checks every block (inside the heap,
+// aligned, overlapping no other, its contents intact). The carve command
+// runs the lab: with no arguments, the shipped trace and the seeds'
+// scenarios through every heap, one table per trace; carve replay for any
+// trace, file or generated, with --pool rows that answer "would a pool for
+// these objects have helped?".
 //
 // # Which allocator for which job
 //
