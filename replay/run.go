@@ -174,11 +174,40 @@ type object struct {
 	state uint8
 }
 
+// table holds a T per object ID: IDs below denseIDs in pages, made when an
+// ID in them is first used and never copied as the IDs grow, others in a
+// map.
+type table[T any] struct {
+	dense  [][]T // page i holds IDs i<<pageShift to (i+1)<<pageShift - 1; nil until used
+	sparse map[uint64]*T
+}
+
+func (t *table[T]) get(id uint64) *T {
+	if id < denseIDs {
+		p := int(id >> pageShift)
+		if p >= len(t.dense) {
+			t.dense = append(t.dense, make([][]T, p+1-len(t.dense))...)
+		}
+		if t.dense[p] == nil {
+			t.dense[p] = make([]T, 1<<pageShift)
+		}
+		return &t.dense[p][id&(1<<pageShift-1)]
+	}
+	if t.sparse == nil {
+		t.sparse = map[uint64]*T{}
+	}
+	o := t.sparse[id]
+	if o == nil {
+		o = new(T)
+		t.sparse[id] = o
+	}
+	return o
+}
+
 type replayer struct {
 	a      Allocator
 	opt    Options
-	dense  [][]object // page i holds IDs i<<pageShift to (i+1)<<pageShift - 1; nil until used
-	sparse map[uint64]*object
+	objects table[object]
 	set    blockSet
 	res    Result
 	live   int64
@@ -226,7 +255,7 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 			return Result{}, fmt.Errorf("replay: Marks %v: want increasing event numbers from 1", opt.Marks)
 		}
 	}
-	r := &replayer{a: a, opt: opt, sparse: map[uint64]*object{}, clock: clockCost(), rng: 0x9E3779B97F4A7C15, marks: opt.Marks}
+	r := &replayer{a: a, opt: opt, clock: clockCost(), rng: 0x9E3779B97F4A7C15, marks: opt.Marks}
 	r.inside, _ = a.(Container)
 	err := r.run(src)
 	r.sample()
@@ -334,26 +363,7 @@ func (r *replayer) finish() {
 	res.External = res.End.Footprint - res.End.Used
 }
 
-func (r *replayer) object(id uint64) *object {
-	if id < denseIDs {
-		// Pages, not one slice grown by doubling: no object is copied as
-		// the IDs grow, and a page is made only when an ID in it is used.
-		p := int(id >> pageShift)
-		if p >= len(r.dense) {
-			r.dense = append(r.dense, make([][]object, p+1-len(r.dense))...)
-		}
-		if r.dense[p] == nil {
-			r.dense[p] = make([]object, 1<<pageShift)
-		}
-		return &r.dense[p][id&(1<<pageShift-1)]
-	}
-	o := r.sparse[id]
-	if o == nil {
-		o = &object{}
-		r.sparse[id] = o
-	}
-	return o
-}
+func (r *replayer) object(id uint64) *object { return r.objects.get(id) }
 
 func (r *replayer) traceError(reason string) error {
 	r.res.TraceErrors++
