@@ -5,6 +5,7 @@ package mem
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -89,6 +90,27 @@ func RSS() (int64, error) {
 		return 0, fmt.Errorf("mem: /proc/self/statm: resident field: %w", err)
 	}
 	return pages * int64(PageSize()), nil
+}
+
+// AnonRSS returns the process's anonymous resident memory in bytes: the
+// RSS less the pages backed by files (the program's text, shared
+// libraries) and shared memory, which an allocator does not own. It is
+// statm's resident less its shared field, RssAnon of /proc/self/status.
+func AnonRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return 0, fmt.Errorf("mem: /proc/self/statm: want at least 3 fields, got %q", b)
+	}
+	res, err1 := strconv.ParseInt(string(f[1]), 10, 64)
+	shared, err2 := strconv.ParseInt(string(f[2]), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("mem: /proc/self/statm: %w", err)
+	}
+	return (res - shared) * int64(PageSize()), nil
 }
 
 // PeakRSS returns the highest RSS of the process so far, or since the last

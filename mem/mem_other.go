@@ -50,6 +50,9 @@ func Resident(b []byte) (int, error) { return 0, ErrUnsupported }
 // RSS is not measurable on this platform.
 func RSS() (int64, error) { return 0, ErrUnsupported }
 
+// AnonRSS is not measurable on this platform.
+func AnonRSS() (int64, error) { return 0, ErrUnsupported }
+
 // PeakRSS is not measurable on this platform.
 func PeakRSS() (int64, error) { return 0, ErrUnsupported }
 

@@ -255,3 +255,35 @@ func TestContains(t *testing.T) {
 		t.Error("Contains after Release = true")
 	}
 }
+
+// TestAnonRSS: touching fresh anonymous memory raises the anonymous RSS
+// by about as much, and it never exceeds the RSS.
+func TestAnonRSS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RSS is measured on Linux only")
+	}
+	r, err := mem.Reserve(64 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	before, err := mem.AnonRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(0, 32*mib); err != nil {
+		t.Fatal(err)
+	}
+	b := r.Bytes()[:32*mib]
+	for i := 0; i < len(b); i += mem.PageSize() {
+		b[i] = 1
+	}
+	after, _ := mem.AnonRSS()
+	all, _ := mem.RSS()
+	if grew := after - before; grew < 30*mib || grew > 40*mib {
+		t.Errorf("touching 32 MiB raised the anonymous RSS by %d B", grew)
+	}
+	if after > all {
+		t.Errorf("anonymous RSS %d above the RSS %d", after, all)
+	}
+}

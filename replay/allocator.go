@@ -105,6 +105,7 @@ type rawHeap interface {
 	Realloc(b []byte, size int) ([]byte, error)
 	Close() error
 	Contains(b []byte) bool
+	UsableSize(b []byte) (int, error)
 }
 
 // heap adapts one of carve's heaps. Their Footprint methods are O(1), so
@@ -128,6 +129,9 @@ func (a *heap) Footprint() int64                           { return a.fp() }
 func (a *heap) Close() error                               { return a.h.Close() }
 func (a *heap) Stats() carve.Stats                         { return a.stats() }
 func (a *heap) Contains(b []byte) bool                     { return a.h.Contains(b) }
+
+// UsableSize returns the bytes the block b starts can hold.
+func (a *heap) UsableSize(b []byte) (int, error) { return a.h.UsableSize(b) }
 
 // goHeap allocates on the Go heap.
 type goHeap struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 
 	"github.com/carvelab/carve/trace"
 )
@@ -78,7 +79,8 @@ type batchReplayer struct {
 //   - Every call is timed, by the allocator, in one reading of the clock
 //     per batch: NsPerOp is the batch time over the calls.
 //
-// Trace errors are counted and skipped as Run does (Options.Strict makes
+// Like Run, RunBatch locks its goroutine to one OS thread. Trace errors
+// are counted and skipped as Run does (Options.Strict makes
 // the first fatal); Options.TimeEvery and SampleEvery do not apply.
 func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
 	for i, m := range opt.Marks {
@@ -86,6 +88,12 @@ func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
 			return Result{}, fmt.Errorf("replay: Marks %v: want increasing event numbers from 1", opt.Marks)
 		}
 	}
+	// One OS thread for the whole replay: a C allocator keeps per-thread
+	// state (glibc's arenas, jemalloc's and tcmalloc's caches, mimalloc's
+	// heaps), and a replay that wandered between threads would see blocks
+	// freed by one thread and reused by another, which the trace never did.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r := &batchReplayer{a: a, opt: opt, batch: make([]trace.Event, 0, batchSize), marks: opt.Marks}
 	err := r.run(src)
 	if err == nil {

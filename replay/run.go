@@ -56,6 +56,11 @@ type Options struct {
 	// a trace's phases (trace.Generator.Phases), to tell how much the heap
 	// grew in each.
 	Marks []int64
+	// Touch writes every byte of every block the allocator hands out (and
+	// of the part a realloc adds), untimed, as a program would: the pages
+	// become resident, and resident memory measures them. Without it only
+	// the checks' pattern is written (the first and last bytes).
+	Touch bool
 	// Progress, when not nil, has the events replayed added to it after
 	// each batch (4096 events), for a progress display in another
 	// goroutine.
@@ -205,19 +210,19 @@ func (t *table[T]) get(id uint64) *T {
 }
 
 type replayer struct {
-	a      Allocator
-	opt    Options
+	a       Allocator
+	opt     Options
 	objects table[object]
-	set    blockSet
-	res    Result
-	live   int64
-	n      int64 // current event number
-	ev     trace.Event
-	clock  time.Duration // measured cost of one time.Now/time.Since pair
-	rng    uint64        // xorshift state: which calls are timed
-	weight int64         // calls the call being timed stands for
-	marks  []int64       // Options.Marks not reached yet
-	inside Container     // a, if it can tell whether a block is inside its memory
+	set     blockSet
+	res     Result
+	live    int64
+	n       int64 // current event number
+	ev      trace.Event
+	clock   time.Duration // measured cost of one time.Now/time.Since pair
+	rng     uint64        // xorshift state: which calls are timed
+	weight  int64         // calls the call being timed stands for
+	marks   []int64       // Options.Marks not reached yet
+	inside  Container     // a, if it can tell whether a block is inside its memory
 
 	sinceSample   int
 	peakSampled   int64
@@ -405,6 +410,9 @@ func (r *replayer) event(e trace.Event) error {
 		if err != nil {
 			return r.allocError(err)
 		}
+		if r.opt.Touch {
+			clear(b)
+		}
 		if err := r.admit(e.ID, b, size, align); err != nil {
 			return err
 		}
@@ -453,6 +461,9 @@ func (r *replayer) event(e trace.Event) error {
 			if i := checkPattern(b, e.ID, len(old)); i >= 0 {
 				return r.violation(e.ID, b, fmt.Sprintf("byte %d not kept by realloc from %d to %d bytes", i, len(old), size))
 			}
+		}
+		if r.opt.Touch && size > len(old) {
+			clear(b[len(old):])
 		}
 		if err := r.admit(e.ID, b, size, 0); err != nil {
 			return err
