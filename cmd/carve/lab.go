@@ -77,7 +77,9 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 		scen.allocs = append(scen.allocs, allocSpec{name: a.name})
 	}
 	for _, a := range base.allocs {
-		scen.allocs = append(scen.allocs, allocSpec{name: a.name, pools: []int{labPool}})
+		if _, real := realMallocs[a.name]; !real {
+			scen.allocs = append(scen.allocs, allocSpec{name: a.name, pools: []int{labPool}})
+		}
 	}
 	for _, sc := range labScenarios(*n) {
 		s, err := parseSource(genLabel(sc.gen, sc.args))

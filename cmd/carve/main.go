@@ -103,9 +103,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "lab", "replay":
+	case "lab", "replay", "scenario", childCommand:
 		return exitCode(map[string]func([]string, io.Writer, io.Writer) error{
-			"lab": cmdLab, "replay": cmdReplay,
+			"lab": cmdLab, "replay": cmdReplay, "scenario": cmdScenario, childCommand: cmdChild,
 		}[cmd](args, stdout, stderr), stderr)
 	case "gen", "convert", "stats":
 		return exitCode(map[string]func([]string, io.Writer) error{

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,7 +183,10 @@ func TestGoldenTables(t *testing.T) {
 		n++
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run([]string{"replay", "--stable", in}, &stdout, &stderr); code != 0 {
+			// carve's heaps only: the real mallocs and the Go heap vary
+			// with the machine.
+			heaps := "first-fit,next-fit,best-fit,ao-first-fit,buddy,buddy-header,sizeclass"
+			if code := run([]string{"replay", "--stable", "--alloc", heaps, in}, &stdout, &stderr); code != 0 {
 				t.Fatalf("carve replay %s = %d: %s", in, code, stderr.String())
 			}
 			golden := filepath.Join("testdata", "golden", filepath.Base(in)+".table")
@@ -256,5 +260,146 @@ func TestReplayJSONPhases(t *testing.T) {
 	}
 	if grew := ps[2].Footprint - ps[1].Footprint; grew < 1000*4096 {
 		t.Errorf("the next buffers grew the footprint by %d, want at least 1000 × 4096", grew)
+	}
+}
+
+// TestMain lets the test binary serve as carve's child process, as the
+// carve binary does: replays of the real mallocs and of the Go heap start
+// os.Executable() again with the hidden child command.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childCommand {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// needReal reports a real malloc's row that is unavailable: a skip, but
+// a failure when CI=true (CI installs every library).
+func needReal(t *testing.T, name, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s unavailable on CI: %s", name, why)
+	}
+	t.Skipf("%s unavailable: %s", name, why)
+}
+
+// TestRealRows replays a small scenario through each real malloc and the
+// Go heap, each in its own child, and checks the figures are plausible:
+// the footprint at least the live memory, the resident bytes within the
+// footprint plus the noise of the baseline, the scenario's growth seen.
+func TestRealRows(t *testing.T) {
+	const n = 3000
+	for _, name := range append([]string{"go"}, realMallocNames...) {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"replay", "--alloc", name, "--format", "json", "gen:connection:n=3000,next=4096"}, &stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			var doc struct {
+				Rows []row `json:"rows"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			r := doc.Rows[0]
+			if r.ErrorKind == kindUnavailable {
+				needReal(t, name, r.Error)
+			}
+			if r.Error != "" || r.Measured != "child" {
+				t.Fatalf("row %s: error %q, measured %q", name, r.Error, r.Measured)
+			}
+			const noise = 4 << 20
+			if r.PeakFootprint < r.PeakLive || r.PeakResident < r.PeakLive/2 || r.PeakResident > r.PeakFootprint+noise {
+				t.Errorf("%s: peak live %d, footprint %d, resident %d: want live <= footprint, resident within footprint + %d",
+					name, r.PeakLive, r.PeakFootprint, r.PeakResident, noise)
+			}
+			grew := r.Phases[2].Resident - r.Phases[1].Resident
+			if grew < n*4096*7/10 {
+				t.Errorf("%s: RSS grew %d B for %d new 4 KiB buffers", name, grew, n)
+			}
+			t.Logf("%s: peak live %d, footprint %d, resident %d, grew %d, %.0f ns/op", name, r.PeakLive, r.PeakFootprint, r.PeakResident, grew, r.NsPerOp)
+		})
+	}
+}
+
+// TestScenarios runs the seeds' experiments as commands, on glibc (the
+// seed's malloc) and first fit, at a twentieth of their size where they
+// grow the heap, and checks the seeds' lessons in their lines.
+func TestScenarios(t *testing.T) {
+	line := func(out, prefix string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line starting %q in:\n%s", prefix, out)
+		return ""
+	}
+	scenario := func(args ...string) string {
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"scenario"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("carve scenario %q = %d: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := scenario("stride", "--alloc", "glibc,first-fit,sizeclass")
+	if l := line(out, "glibc:"); !strings.Contains(l, "32 bytes apart, 24 usable") && !strings.Contains(l, "unavailable") {
+		t.Errorf("stride on glibc: %q, want the seed's 32 bytes apart, 24 usable", l)
+	}
+	if l := line(out, "first-fit:"); !strings.Contains(l, "32 bytes apart, 24 usable") {
+		t.Errorf("stride on first fit: %q", l)
+	}
+	line(out, "pool: pool(16) twice: 16 bytes apart, 16 usable")
+	out = scenario("pool")
+	line(out, "pool: fifth is null: 1, distinct: 1")
+	line(out, "pool: freed chunk reused: 1")
+
+	// grewKB reads the number before " KB" after marker in a line.
+	grewKB := func(l, marker string) int64 {
+		i := strings.LastIndex(l, marker)
+		if i < 0 {
+			t.Fatalf("no %q in %q", marker, l)
+		}
+		f := strings.Fields(l[i+len(marker):])
+		v, err := strconv.ParseInt(strings.Trim(f[0], "(+"), 10, 64)
+		if err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		return v
+	}
+	const n = 5000
+	for _, alloc := range []string{"glibc", "first-fit"} {
+		out = scenario("connection", "--n", strconv.Itoa(n), "--next", "4096", "--alloc", alloc)
+		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
+			if g := grewKB(l, "(grew "); g < n*4*9/10 {
+				t.Errorf("%s, next 4096: %q, want growth of about %d KB", alloc, l, n*4)
+			}
+		}
+		out = scenario("connection", "--n", strconv.Itoa(n), "--next", "1024", "--alloc", alloc)
+		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
+			if g := grewKB(l, "(grew "); g > n/10 {
+				t.Errorf("%s, next 1024: %q, want no growth", alloc, l)
+			}
+		}
+		out = scenario("carving", "--n", strconv.Itoa(n), "--smalls", "1", "--alloc", alloc)
+		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
+			if g := grewKB(l, "2nd wave of 1 KB "); g < 0 {
+				t.Errorf("%s: %q", alloc, l)
+			}
+			if w := grewKB(l, "KB ("); w < n*150/1024 {
+				t.Errorf("%s, carving malloc 1: %q, want the second wave to grow by about n × 208 B", alloc, l)
+			}
+		}
+		out = scenario("carving", "--n", strconv.Itoa(n), "--smalls", "1", "--from", "pool", "--alloc", alloc)
+		if l := line(out, alloc+"+pool(1024):"); !strings.Contains(l, "unavailable") {
+			if w := grewKB(l, "KB ("); w > 256 {
+				t.Errorf("%s, carving pool 1: %q, want no growth in the second wave", alloc, l)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"scenario", "nosuch"}, &stdout, &stderr); code != 2 {
+		t.Errorf("unknown scenario: exit %d", code)
 	}
 }

@@ -21,6 +21,8 @@ import (
 type replayConfig struct {
 	sources []source
 	allocs  []allocSpec
+	isolate bool // every row in a child process of its own
+	touch   bool // write every byte of every block (the scenarios; children always do)
 	strict  bool
 	noCheck bool
 	jobs    int // replays run at once
@@ -67,17 +69,19 @@ type replayFlags struct {
 	pools         poolSizes
 	strict        bool
 	noCheck       bool
+	isolate       bool
 	stable        bool
 	jobs          int
 	progress      bool
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(replay.Names(), ", ")+" (all leaves out go)")
+	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(allNames(), ", "))
 	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes in a dedicated pool in front of each allocator (repeat for more pools)")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+replaySchema+")")
+	fs.BoolVar(&f.isolate, "isolate", false, "replay carve's heaps in child processes too, so every row's RSS is measured alike")
 	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run (ns/op, peak RSS), for diffs")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
@@ -93,7 +97,7 @@ func (f *replayFlags) config(cmd string) (replayConfig, error) {
 	if f.jobs < 1 {
 		return replayConfig{}, badUsage("carve %s: --jobs %d: want 1 or more", cmd, f.jobs)
 	}
-	c := replayConfig{strict: f.strict, noCheck: f.noCheck, jobs: f.jobs}
+	c := replayConfig{strict: f.strict, noCheck: f.noCheck, jobs: f.jobs, isolate: f.isolate}
 	names, err := allocNames(cmd, f.alloc)
 	if err != nil {
 		return replayConfig{}, err
@@ -104,25 +108,25 @@ func (f *replayFlags) config(cmd string) (replayConfig, error) {
 	return c, nil
 }
 
+// allNames are the rows of --alloc all: carve's heaps, the Go heap and the
+// real mallocs (a real malloc not installed gives a row that says so).
+func allNames() []string {
+	return append(replay.Names(), realMallocNames...)
+}
+
 // allocNames reads an --alloc list.
 func allocNames(cmd, list string) ([]string, error) {
 	if list == "all" {
-		// The Go heap's figures come from runtime statistics of this
-		// process, which the other replays share: it is replayed only when
-		// named, and then alone.
-		var names []string
-		for _, n := range replay.Names() {
-			if n != "go" {
-				names = append(names, n)
-			}
-		}
-		return names, nil
+		return allNames(), nil
 	}
 	names := strings.Split(list, ",")
 	for _, n := range names {
+		if _, real := realMallocs[n]; real {
+			continue
+		}
 		a, err := replay.New(n)
 		if err != nil {
-			return nil, badUsage("carve %s: %v (want one of %s)", cmd, err, strings.Join(replay.Names(), ", "))
+			return nil, badUsage("carve %s: %v (want one of %s)", cmd, err, strings.Join(allNames(), ", "))
 		}
 		a.Close()
 	}
@@ -200,11 +204,10 @@ func report(tables []table, f *replayFlags, stdout io.Writer) error {
 	for _, t := range tables {
 		for _, r := range t.rows {
 			switch {
-			case r.fail == nil:
-			case errors.Is(r.fail, replay.ErrSource) && input == nil:
-				input = inputError{fmt.Errorf("carve: %s: %w", t.src.label, r.fail)}
-			case isCheckFailure(r.fail) && check == nil:
-				check = checkFailed{fmt.Errorf("carve: %s on %s: %w", r.Allocator, t.src.label, r.fail)}
+			case r.ErrorKind == kindInput && input == nil:
+				input = inputError{fmt.Errorf("carve: %s: %s", t.src.label, r.Error)}
+			case r.ErrorKind == kindCheck && check == nil:
+				check = checkFailed{fmt.Errorf("carve: %s on %s: %s", r.Allocator, t.src.label, r.Error)}
 			}
 		}
 	}
@@ -214,10 +217,27 @@ func report(tables []table, f *replayFlags, stdout io.Writer) error {
 	return check
 }
 
-func isCheckFailure(err error) bool {
+// The kinds of a row's error, as the JSON's error_kind names them.
+const (
+	kindInput       = "input"       // the trace could not be read: exit 2
+	kindCheck       = "check"       // a violation, or a strict trace error: exit 1
+	kindAllocator   = "allocator"   // the allocator failed (exhausted, say): a result, not a failure of carve's
+	kindUnavailable = "unavailable" // the allocator is not on this machine
+)
+
+// errorKind classifies the error a replay stopped with.
+func errorKind(err error) string {
 	var te *replay.TraceError
 	var v *replay.Violation
-	return errors.As(err, &v) || errors.As(err, &te)
+	switch {
+	case errors.Is(err, replay.ErrSource):
+		return kindInput
+	case errors.As(err, &v), errors.As(err, &te):
+		return kindCheck
+	case errors.Is(err, errUnavailable):
+		return kindUnavailable
+	}
+	return kindAllocator
 }
 
 // table is the replays of one source.
@@ -226,90 +246,89 @@ type table struct {
 	rows []row
 }
 
-// run replays every (source, allocator) pair, c.jobs at a time, and
-// returns the rows in the order of the sources and allocators. The go
-// allocator, whose figures are process-wide, runs after the others, alone.
+// run replays every (source, allocator) pair, c.jobs at a time (each in
+// its own goroutine, or its own child process: see replayOne), and returns
+// the rows in the order of the sources and allocators.
 func (c replayConfig) run(prog *progress) []table {
 	tables := make([]table, len(c.sources))
 	type job struct{ t, a int }
-	var parallel, alone []job
+	var all []job
 	for t, s := range c.sources {
 		tables[t] = table{src: s, rows: make([]row, len(c.allocs))}
-		for a, spec := range c.allocs {
-			if spec.name == "go" {
-				alone = append(alone, job{t, a})
-			} else {
-				parallel = append(parallel, job{t, a})
-			}
+		for a := range c.allocs {
+			all = append(all, job{t, a})
 		}
-	}
-	do := func(j job) {
-		tables[j.t].rows[j.a] = c.replayOne(c.sources[j.t], c.allocs[j.a], prog)
-		prog.done()
 	}
 	jobs := make(chan job)
 	var wg sync.WaitGroup
-	for range min(c.jobs, len(parallel)) {
+	for range min(c.jobs, len(all)) {
 		wg.Go(func() {
 			for j := range jobs {
-				do(j)
+				tables[j.t].rows[j.a] = c.replayOne(c.sources[j.t], c.allocs[j.a], prog)
+				prog.done()
 			}
 		})
 	}
-	for _, j := range parallel {
+	for _, j := range all {
 		jobs <- j
 	}
 	close(jobs)
 	wg.Wait()
-	for _, j := range alone {
-		do(j)
-	}
 	return tables
 }
 
-// replayOne replays one source through one allocator.
+// replayOne replays one source through one allocator: in this process,
+// or in a child process of its own (see child.go) for the real mallocs,
+// the Go heap, and every allocator with --isolate.
 func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
-	label := spec.label()
-	rw := row{Trace: s.label, Allocator: label}
-	fail := func(err error) row {
-		rw.Error, rw.fail = err.Error(), err
-		return rw
+	if c.isolate || spec.inChild() {
+		return c.replayInChild(s, spec, prog)
 	}
-	a, err := replay.New(spec.name)
-	if err != nil {
-		return fail(err)
-	}
-	defer func() { a.Close() }()
-	for _, p := range spec.pools {
-		if a, err = replay.WithPool(p, a); err != nil {
-			return fail(fmt.Errorf("--pool %d: %w", p, err))
+	rw := row{Trace: s.label, Allocator: spec.label()}
+	res, err := func() (replay.Result, error) {
+		a, err := replay.New(spec.name)
+		if err != nil {
+			return replay.Result{}, err
 		}
-	}
-	src, closer, err := s.open()
-	if err != nil {
-		return fail(fmt.Errorf("%w: %w", replay.ErrSource, err))
-	}
-	defer closer.Close()
-	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck}
+		defer func() { a.Close() }()
+		for _, p := range spec.pools {
+			if a, err = replay.WithPool(p, a); err != nil {
+				return replay.Result{}, fmt.Errorf("--pool %d: %w", p, err)
+			}
+		}
+		src, closer, err := s.open()
+		if err != nil {
+			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
+		}
+		defer closer.Close()
+		return replay.Run(src, a, c.options(s, prog))
+	}()
+	return rw.fill(s, res, err)
+}
+
+// options are the replay options of c for source s.
+func (c replayConfig) options(s source, prog *progress) replay.Options {
+	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck, Touch: c.touch}
 	if prog != nil {
 		opt.Progress = &prog.events
 	}
 	for _, p := range s.phases {
 		opt.Marks = append(opt.Marks, p.End)
 	}
-	res, err := replay.Run(src, a, opt)
+	return opt
+}
+
+// fill completes a row from a replay's result, or its error.
+func (rw row) fill(s source, res replay.Result, err error) row {
 	if err != nil {
-		return fail(err)
+		rw.Error, rw.ErrorKind = err.Error(), errorKind(err)
+		return rw
 	}
-	rw = row{
-		Trace: s.label, Allocator: label,
-		Events: res.Events, Ops: res.Ops, NsPerOp: res.NsPerOp, TraceErrors: res.TraceErrors,
-		PeakLive: res.PeakLive, PeakFootprint: res.PeakFootprint, PeakResident: res.PeakResident,
-		FootprintAtPeakLive: res.FootprintAtPeakLive, LiveAtPeakFootprint: res.LiveAtPeakFootprint,
-		AvgRatio: res.AvgRatio, RatioAtPeakLive: res.RatioAtPeakLive,
-		RatioAtPeakFP: res.RatioAtPeakFootprint, PeakRatio: res.PeakRatio,
-		Live: res.Live, Internal: res.Internal, External: res.External,
-	}
+	rw.Events, rw.Ops, rw.NsPerOp, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TraceErrors
+	rw.PeakLive, rw.PeakFootprint, rw.PeakResident = res.PeakLive, res.PeakFootprint, res.PeakResident
+	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
+	rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = res.AvgRatio, res.RatioAtPeakLive, res.RatioAtPeakFootprint, res.PeakRatio
+	rw.Live, rw.Internal, rw.External = res.Live, res.Internal, res.External
 	if !math.IsNaN(res.Fragmentation) {
 		f := res.Fragmentation
 		rw.Fragmentation = &f
@@ -330,6 +349,11 @@ type row struct {
 	Trace     string `json:"trace"`
 	Allocator string `json:"allocator"`
 	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"` // input, check, allocator or unavailable
+	// Measured says how: "in process" (footprint from the allocator's
+	// statistics, resident from mincore of its memory) or "child" (its own
+	// process: resident is RSS above the child's baseline).
+	Measured string `json:"measured,omitempty"`
 
 	Events              int64      `json:"events"`
 	Ops                 int64      `json:"ops"`
@@ -350,8 +374,9 @@ type row struct {
 	Internal            int64      `json:"internal_at_end"`
 	External            int64      `json:"external_at_end"`
 	Phases              []phaseRow `json:"phases,omitempty"`
-
-	fail error // why the replay stopped, if it did
+	// PeakRSS is, for a row measured in a child, the peak RSS above the
+	// child's baseline (VmHWM, reset after the baseline was taken).
+	PeakRSS int64 `json:"peak_rss_above_baseline,omitempty"`
 }
 
 // phaseRow is the state at the end of one phase of a generated trace.

@@ -1,0 +1,99 @@
+// Package libc drives the process's C malloc, whichever it is, and reads
+// that malloc's own heap statistics: the real allocators of carve's lab.
+//
+// The lab replays a trace through glibc, jemalloc, tcmalloc and mimalloc
+// by running one child process per allocator with LD_PRELOAD naming the
+// library. The same binary serves all four: the package links against
+// none of them, and finds at run time, with dlsym(RTLD_DEFAULT, ...),
+// which malloc the dynamic linker bound and the entry points of its
+// statistics (mallinfo2, mallctl, MallocExtension_GetNumericProperty,
+// mi_process_info). [Active] says which one it is.
+//
+// The loader ignores an LD_PRELOAD library it cannot find, with only a
+// line on standard error, and the program runs on glibc. A caller that
+// asked for jemalloc must compare Active().Name with "jemalloc" and refuse
+// to report a row it did not measure.
+//
+// # Cost
+//
+// Every call into C costs a cgo transition, some tens of nanoseconds,
+// about what a malloc costs. [Malloc], [Free] and [UsableSize] pay one each
+// and serve small experiments. A replay goes through a [Loop] instead: the
+// caller decodes the trace into an array of [Op] and [Loop.Run] performs a
+// whole batch of them in one C call, so the transition is paid once per
+// batch (of 4096 ops, say) and the per-op cost is that of a plain C loop
+// (BenchmarkLoop compares the two). [Stats] costs one call plus the
+// allocator's own accounting; call it at samples, not after every op.
+//
+// # Threads
+//
+// glibc, jemalloc, tcmalloc and mimalloc keep per-thread caches or arenas,
+// and mimalloc's statistics of blocks in use are per thread. The Go
+// scheduler runs successive cgo calls of one goroutine on any thread: a
+// replay that should look like one thread of a C program locks its
+// goroutine to its thread (runtime.LockOSThread) before the first call.
+//
+// # Memory
+//
+// Blocks come from the C heap: the Go garbage collector neither scans nor
+// frees them, and cgo's rules forbid storing Go pointers in them. Their
+// bytes are reached through unsafe.Pointer.
+//
+// Without cgo, or on an OS other than Linux, the package builds with the
+// same API: [Available] reports false and every call fails with
+// [ErrUnavailable].
+//
+// See the carve package documentation for the vocabulary of the lab's
+// statistics (Footprint, Used) that [HeapStats] maps onto.
+package libc
+
+import "errors"
+
+var (
+	// ErrUnavailable reports a build without cgo, or for an OS other than
+	// Linux: there is no C allocator to call.
+	ErrUnavailable = errors.New("libc: C allocator not available (needs cgo on Linux)")
+	// ErrNoMemory reports a malloc, calloc, posix_memalign or realloc that
+	// returned no memory, or a slot table that could not grow.
+	ErrNoMemory = errors.New("libc: out of memory")
+	// ErrInvalid reports an operation the package does not send to the
+	// allocator: an unknown op kind, an alignment that is not a power of
+	// two, an allocation into a slot that holds a block, a negative size.
+	ErrInvalid = errors.New("libc: invalid operation")
+	// ErrNoStats reports an allocator whose statistics cannot be read.
+	ErrNoStats = errors.New("libc: no heap statistics")
+	// ErrClosed reports use of a Loop after Close.
+	ErrClosed = errors.New("libc: loop closed")
+)
+
+// Identity names the malloc that serves the process.
+type Identity struct {
+	// Name is "glibc", "jemalloc", "tcmalloc" or "mimalloc"; "unknown" for
+	// a malloc from any other library (Library names it); "" without cgo.
+	Name string
+	// Version is the allocator's version as it reports it: glibc's
+	// gnu_get_libc_version ("2.36"), jemalloc's mallctl("version")
+	// ("5.3.0-0-g54eaed1d..."), tcmalloc's tc_version ("2.10"), mimalloc's
+	// mi_version (209 becomes "2.0.9"); "" when it does not say.
+	Version string
+	// Library is the path of the shared object that defines the malloc
+	// the process calls, as the dynamic linker loaded it.
+	Library string
+}
+
+// HeapStats is what the active malloc says about its heap, in bytes. The
+// figures come from the allocator's own accounting, so they mean slightly
+// different things for each; Source names what was read.
+type HeapStats struct {
+	// Footprint is the memory the allocator holds from the OS: what it
+	// mapped and has not given back, free blocks and metadata included
+	// (carve's Footprint, as close as each allocator tells it).
+	Footprint int64
+	// Allocated is the bytes of the blocks in use, as the allocator counts
+	// them: with its rounding to size classes, so nearer carve's Used than
+	// its Live.
+	Allocated int64
+	// Source names the interface read: "mallinfo2", "mallctl",
+	// "MallocExtension" or "mi_process_info".
+	Source string
+}

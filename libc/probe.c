@@ -1,0 +1,211 @@
+//go:build cgo && linux
+
+// probe.c: which malloc serves this process, and that malloc's own
+// statistics.
+//
+// Nothing here links against jemalloc, tcmalloc or mimalloc: every entry
+// point is looked up with dlsym(RTLD_DEFAULT, ...) at run time, so one
+// binary serves whichever library LD_PRELOAD put in front of glibc. A
+// symbol counts only when it lives in the shared object that defines the
+// malloc the process calls (dladdr), so a library that is loaded but does
+// not serve malloc is not taken for the active one.
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carve_libc.h"
+
+// The entry points, with the signatures their libraries document.
+typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+typedef int (*tc_property_fn)(const char *property, size_t *value);
+typedef const char *(*tc_version_fn)(int *major, int *minor, const char **patch);
+typedef int (*mi_version_fn)(void);
+typedef void (*mi_process_info_fn)(size_t *elapsed_msecs, size_t *user_msecs, size_t *system_msecs,
+	size_t *current_rss, size_t *peak_rss, size_t *current_commit, size_t *peak_commit, size_t *page_faults);
+typedef const char *(*gnu_get_libc_version_fn)(void);
+
+// mi_area is the head of mimalloc's mi_heap_area_t, whose first five
+// fields have not changed since mimalloc 1.0. It is only read through the
+// pointer mimalloc passes, so later fields do not matter.
+struct mi_area {
+	void *blocks;
+	size_t reserved;
+	size_t committed;
+	size_t used; // blocks in use
+	size_t block_size;
+};
+typedef bool (*mi_visit_fn)(const void *heap, const struct mi_area *area, void *block, size_t block_size, void *arg);
+typedef bool (*mi_heap_visit_blocks_fn)(const void *heap, bool visit_all_blocks, mi_visit_fn visitor, void *arg);
+typedef void *(*mi_heap_get_default_fn)(void);
+
+// glibc's struct mallinfo2 (glibc 2.33 and later), spelled out so that
+// older headers build; the function is looked up like the others.
+struct glibc_mallinfo2 {
+	size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+typedef struct glibc_mallinfo2 (*mallinfo2_fn)(void);
+
+// probed is written once by carve_libc_probe and only read afterwards
+// (package libc orders the two with a sync.Once).
+static struct {
+	int kind;
+	mallctl_fn mallctl;
+	tc_property_fn tc_property;
+	mi_process_info_fn mi_process_info;
+	mi_heap_visit_blocks_fn mi_heap_visit_blocks;
+	mi_heap_get_default_fn mi_heap_get_default;
+	mallinfo2_fn mallinfo2;
+} probed;
+
+// lookup returns the address of sym if the object loaded at base defines
+// the definition the process would call, or NULL.
+static void *lookup(const char *sym, const void *base) {
+	void *s = dlsym(RTLD_DEFAULT, sym);
+	Dl_info di;
+	if (s == NULL || dladdr(s, &di) == 0 || di.dli_fbase != base) {
+		return NULL;
+	}
+	return s;
+}
+
+void carve_libc_probe(struct carve_libc_identity *id) {
+	memset(id, 0, sizeof *id);
+	Dl_info mi;
+	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	if (m == NULL || dladdr(m, &mi) == 0) {
+		return;
+	}
+	if (mi.dli_fname != NULL) {
+		snprintf(id->library, sizeof id->library, "%s", mi.dli_fname);
+	}
+	const void *base = mi.dli_fbase;
+
+	mi_version_fn mi_version;
+	gnu_get_libc_version_fn glibc_version;
+	if ((probed.mallctl = (mallctl_fn)lookup("mallctl", base)) != NULL) {
+		id->kind = CARVE_LIBC_JEMALLOC;
+		const char *v = NULL;
+		size_t len = sizeof v;
+		if (probed.mallctl("version", &v, &len, NULL, 0) == 0 && v != NULL) {
+			snprintf(id->version, sizeof id->version, "%s", v);
+		}
+	} else if ((probed.tc_property = (tc_property_fn)lookup("MallocExtension_GetNumericProperty", base)) != NULL) {
+		id->kind = CARVE_LIBC_TCMALLOC;
+		tc_version_fn tc_version = (tc_version_fn)lookup("tc_version", base);
+		if (tc_version != NULL) {
+			int major = 0, minor = 0;
+			const char *patch = NULL;
+			tc_version(&major, &minor, &patch);
+			snprintf(id->version, sizeof id->version, "%d.%d%s", major, minor, patch ? patch : "");
+		}
+	} else if ((mi_version = (mi_version_fn)lookup("mi_version", base)) != NULL) {
+		id->kind = CARVE_LIBC_MIMALLOC;
+		int v = mi_version(); // MI_MALLOC_VERSION: 209 is 2.0.9
+		snprintf(id->version, sizeof id->version, "%d.%d.%d", v / 100, v / 10 % 10, v % 10);
+		probed.mi_process_info = (mi_process_info_fn)lookup("mi_process_info", base);
+		probed.mi_heap_visit_blocks = (mi_heap_visit_blocks_fn)lookup("mi_heap_visit_blocks", base);
+		probed.mi_heap_get_default = (mi_heap_get_default_fn)lookup("mi_heap_get_default", base);
+	} else if ((glibc_version = (gnu_get_libc_version_fn)lookup("gnu_get_libc_version", base)) != NULL) {
+		id->kind = CARVE_LIBC_GLIBC;
+		snprintf(id->version, sizeof id->version, "%s", glibc_version());
+		probed.mallinfo2 = (mallinfo2_fn)lookup("mallinfo2", base);
+	}
+	probed.kind = id->kind;
+}
+
+void *carve_libc_malloc(size_t size) { return malloc(size); }
+
+static int fail(struct carve_libc_stats *out, const char *what) {
+	out->failed = what;
+	return -1;
+}
+
+static int glibc_stats(struct carve_libc_stats *out) {
+	if (probed.mallinfo2 == NULL) {
+		return fail(out, "mallinfo2 (glibc 2.33 or later) not found");
+	}
+	struct glibc_mallinfo2 mi = probed.mallinfo2();
+	out->footprint = (int64_t)(mi.arena + mi.hblkhd);
+	out->allocated = (int64_t)(mi.uordblks + mi.hblkhd);
+	return 0;
+}
+
+static int jemalloc_stats(struct carve_libc_stats *out) {
+	// Statistics are a snapshot taken when the epoch advances.
+	uint64_t epoch = 1;
+	size_t len = sizeof epoch;
+	if (probed.mallctl("epoch", &epoch, &len, &epoch, len) != 0) {
+		return fail(out, "mallctl(\"epoch\") failed");
+	}
+	size_t mapped = 0, allocated = 0;
+	len = sizeof mapped;
+	if (probed.mallctl("stats.mapped", &mapped, &len, NULL, 0) != 0) {
+		return fail(out, "mallctl(\"stats.mapped\") failed (jemalloc built without --enable-stats?)");
+	}
+	len = sizeof allocated;
+	if (probed.mallctl("stats.allocated", &allocated, &len, NULL, 0) != 0) {
+		return fail(out, "mallctl(\"stats.allocated\") failed");
+	}
+	out->footprint = (int64_t)mapped;
+	out->allocated = (int64_t)allocated;
+	return 0;
+}
+
+static int tcmalloc_stats(struct carve_libc_stats *out) {
+	size_t heap = 0, unmapped = 0, allocated = 0;
+	if (!probed.tc_property("generic.heap_size", &heap)) {
+		return fail(out, "MallocExtension_GetNumericProperty(\"generic.heap_size\") failed");
+	}
+	if (!probed.tc_property("tcmalloc.pageheap_unmapped_bytes", &unmapped)) {
+		return fail(out, "MallocExtension_GetNumericProperty(\"tcmalloc.pageheap_unmapped_bytes\") failed");
+	}
+	if (!probed.tc_property("generic.current_allocated_bytes", &allocated)) {
+		return fail(out, "MallocExtension_GetNumericProperty(\"generic.current_allocated_bytes\") failed");
+	}
+	out->footprint = (int64_t)(heap - unmapped);
+	out->allocated = (int64_t)allocated;
+	return 0;
+}
+
+// mi_add_area adds the bytes of an area's blocks in use to *(size_t *)arg.
+static bool mi_add_area(const void *heap, const struct mi_area *area, void *block, size_t block_size, void *arg) {
+	(void)heap, (void)block, (void)block_size;
+	*(size_t *)arg += area->used * area->block_size;
+	return true;
+}
+
+static int mimalloc_stats(struct carve_libc_stats *out) {
+	if (probed.mi_process_info == NULL || probed.mi_heap_visit_blocks == NULL || probed.mi_heap_get_default == NULL) {
+		return fail(out, "mi_process_info, mi_heap_visit_blocks or mi_heap_get_default not found");
+	}
+	size_t elapsed, user, sys, rss, peak_rss, commit = 0, peak_commit, faults;
+	probed.mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
+	// mi_heap_visit_blocks returns false for a heap without pages too (and
+	// mi_add_area never stops it): then no block is in use.
+	size_t used = 0;
+	probed.mi_heap_visit_blocks(probed.mi_heap_get_default(), false, mi_add_area, &used);
+	out->footprint = (int64_t)commit;
+	out->allocated = (int64_t)used;
+	return 0;
+}
+
+int carve_libc_heap_stats(struct carve_libc_stats *out) {
+	out->footprint = 0;
+	out->allocated = 0;
+	out->failed = NULL;
+	switch (probed.kind) {
+	case CARVE_LIBC_GLIBC:
+		return glibc_stats(out);
+	case CARVE_LIBC_JEMALLOC:
+		return jemalloc_stats(out);
+	case CARVE_LIBC_TCMALLOC:
+		return tcmalloc_stats(out);
+	case CARVE_LIBC_MIMALLOC:
+		return mimalloc_stats(out);
+	}
+	return fail(out, "no statistics interface known for this malloc");
+}
