@@ -8,6 +8,7 @@
 //	carve lab [--n N] [flags]      the same, the scenarios at N connections
 //	carve demo                     the pool and arena demonstrations
 //	carve replay [flags] TRACE...
+//	carve scenario NAME [flags]    the seeds' experiments, a line per allocator
 //	carve gen NAME [-o FILE] [param=value...]
 //	carve convert [-o FILE] TRACE
 //	carve stats TRACE
@@ -38,8 +39,9 @@ Usage:
                    or gen:NAME[:param=value,...]. Flags:
                    --alloc LIST|all  first-fit, next-fit, best-fit,
                                      ao-first-fit, buddy, buddy-header,
-                                     sizeclass; go (the Go heap) only when
-                                     named
+                                     sizeclass, go (the Go heap), glibc,
+                                     jemalloc, tcmalloc, mimalloc (each in
+                                     a child process, LD_PRELOAD)
                    --pool SIZE       requests of SIZE bytes in a pool in
                                      front of each allocator (repeatable)
                    --format F        text, markdown, csv or json
@@ -47,6 +49,11 @@ Usage:
                    --strict          stop at a trace error (exit 1)
                    --nocheck         skip the correctness checks
                    --jobs N          replays at once (all cores)
+                   --isolate         carve's heaps in child processes too
+  carve scenario connection|carving|stride|pool|bump [flags]
+                   the seeds' experiments, a line per allocator:
+                   connection [--next 1024|4096] [--n N]
+                   carving [--from malloc|pool] [--smalls 0|1] [--n N]
   carve gen NAME [-o FILE] [param=value...]
                    write a generated trace (connection, carving, bump,
                    zipf, phases) in carve's native format
