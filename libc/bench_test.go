@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"testing"
@@ -86,8 +85,8 @@ func decode(r *trace.Reader) ([]libc.Op, error) {
 // package cloop over the whole array: the cost of the cgo calls, the slot
 // table and the checks is the difference. Both write the first byte of
 // each new non-empty block (no touch), and both free what is left at the
-// end.
-// ns/event is the time per op.
+// end. ns/event is the time per op. Each runs on a thread bound to one
+// CPU: see Threads in the package documentation.
 func BenchmarkLoop(b *testing.B) {
 	if !libc.Available() {
 		b.Skip("built without cgo: no C allocator")
@@ -126,10 +125,10 @@ func BenchmarkLoop(b *testing.B) {
 		run  func(*testing.B)
 	}{{"libc", replay}, {"plain", plain}} {
 		b.Run("loop="+loop.name, func(b *testing.B) {
-			// One thread, one set of malloc caches and arena, which one
-			// untimed replay brings to the state every timed one starts in.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			// One thread on one CPU, one set of malloc caches and arena,
+			// which one untimed replay brings to the state every timed one
+			// starts in.
+			pinThread(b)
 			loop.run(b)
 			for b.Loop() {
 				loop.run(b)

@@ -32,6 +32,11 @@
 // scheduler runs successive cgo calls of one goroutine on any thread: a
 // replay that should look like one thread of a C program locks its
 // goroutine to its thread (runtime.LockOSThread) before the first call.
+// Binding that thread to one CPU as well (sched_setaffinity) keeps the
+// kernel from moving it between two batches, away from the cache that
+// holds the heap's hot lines: on a busy 2-core machine a Loop replaying
+// the shipped trace ran 25-45% slower than a plain C loop unbound, 10-20%
+// bound.
 //
 // # Memory
 //

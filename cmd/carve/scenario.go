@@ -39,7 +39,7 @@ func cmdScenario(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scenario "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	alloc := fs.String("alloc", "all", "comma-separated `LIST` of allocators, or all")
-	n := fs.Int("n", 100000, "connections (connection, carving) or objects (bump)")
+	n := fs.Int("n", 100000, "connections (connection, carving) or objects (bump, default 5000000)")
 	next := fs.Int("next", 4096, "size of the new buffers (connection)")
 	from := fs.String("from", "malloc", "where the scratch buffers come from: malloc or pool (carving)")
 	smalls := fs.Int("smalls", 1, "1 to allocate the small objects between the waves, 0 not to (carving)")
@@ -49,6 +49,11 @@ func cmdScenario(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return badUsage("carve scenario %s: unexpected argument %q", name, fs.Arg(0))
+	}
+	nSet := false
+	fs.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
+	if name == "bump" && !nSet {
+		*n = 5000000 // the bump post's benchmark
 	}
 	if *n < 1 || *n > 1e8 || *next < 0 || *jobs < 1 || *smalls != 0 && *smalls != 1 || *from != "malloc" && *from != "pool" {
 		return badUsage("carve scenario %s: want --n from 1, --next >= 0, --smalls 0 or 1, --from malloc or pool, --jobs >= 1", name)
@@ -132,7 +137,8 @@ func scenarioPhases(c replayConfig, gen string, args trace.Args, w io.Writer, li
 	return failed
 }
 
-// prefixed starts every line written to w with a prefix.
+// prefixed starts every line written to w with a prefix, unless it
+// starts with it already.
 type prefixed struct {
 	w      io.Writer
 	prefix string
@@ -144,7 +150,10 @@ func (p prefixed) Write(b []byte) (int, error) {
 		if l == "" {
 			continue
 		}
-		if _, err := io.WriteString(p.w, p.prefix+l); err != nil {
+		if !strings.HasPrefix(l, p.prefix) {
+			l = p.prefix + l
+		}
+		if _, err := io.WriteString(p.w, l); err != nil {
 			return 0, err
 		}
 	}
