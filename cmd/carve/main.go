@@ -9,6 +9,7 @@
 //	carve demo                     the pool and arena demonstrations
 //	carve replay [flags] TRACE...
 //	carve scenario NAME [flags]    the seeds' experiments, a line per allocator
+//	carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]
 //	carve gen NAME [-o FILE] [param=value...]
 //	carve convert [-o FILE] TRACE
 //	carve stats TRACE
@@ -54,6 +55,10 @@ Usage:
                    the seeds' experiments, a line per allocator:
                    connection [--next 1024|4096] [--n N]
                    carving [--from malloc|pool] [--smalls 0|1] [--n N]
+  carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]
+                   run a program and write its allocation trace (carve's
+                   LD_PRELOAD recorder by default; valgrind, heaptrack,
+                   mtrace; --recorders says what each keeps and loses)
   carve gen NAME [-o FILE] [param=value...]
                    write a generated trace (connection, carving, bump,
                    zipf, phases) in carve's native format
@@ -110,9 +115,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "lab", "replay", "scenario", childCommand:
+	case "lab", "replay", "scenario", "record", childCommand:
 		return exitCode(map[string]func([]string, io.Writer, io.Writer) error{
-			"lab": cmdLab, "replay": cmdReplay, "scenario": cmdScenario, childCommand: cmdChild,
+			"lab": cmdLab, "replay": cmdReplay, "scenario": cmdScenario, "record": cmdRecord, childCommand: cmdChild,
 		}[cmd](args, stdout, stderr), stderr)
 	case "gen", "convert", "stats":
 		return exitCode(map[string]func([]string, io.Writer) error{

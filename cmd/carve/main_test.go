@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carvelab/carve/record"
 )
 
 func TestDemo(t *testing.T) {
@@ -404,5 +407,64 @@ func TestScenarios(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"scenario", "nosuch"}, &stdout, &stderr); code != 2 {
 		t.Errorf("unknown scenario: exit %d", code)
+	}
+}
+
+// TestRecordReplay records a small real program (python3 building and
+// dropping a dict, its allocations sent to malloc) with carve's recorder
+// and replays the trace through every allocator.
+func TestRecordReplay(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		needReal(t, "python3", err.Error())
+	}
+	if err := record.Available(record.Default); err != nil {
+		needReal(t, "the carve recorder", err.Error())
+	}
+	t.Setenv("PYTHONMALLOC", "malloc")
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "py.trace")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"record", "-o", tr, "--", "python3", "-c", "d = {i: str(i) for i in range(3000)}; del d"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve record = %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "events from") {
+		t.Errorf("carve record said %q", stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"replay", "--format", "json", tr}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve replay = %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		Rows []row `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != len(allNames()) {
+		t.Fatalf("%d rows, want one per allocator (%d)", len(doc.Rows), len(allNames()))
+	}
+	for _, r := range doc.Rows {
+		switch {
+		case r.ErrorKind == kindUnavailable:
+			needReal(t, r.Allocator, r.Error)
+		case r.Error != "":
+			t.Errorf("%s: %s", r.Allocator, r.Error)
+		case r.Events < 1000 || r.PeakLive == 0 || r.PeakFootprint < r.PeakLive || r.TraceErrors > r.Events/100:
+			t.Errorf("%s: %d events, peak live %d, peak footprint %d, %d trace errors", r.Allocator, r.Events, r.PeakLive, r.PeakFootprint, r.TraceErrors)
+		}
+	}
+
+	// A program that calls no malloc gets no trace, and says so.
+	none := filepath.Join(dir, "none.trace")
+	stderr.Reset()
+	if code := run([]string{"record", "-o", none, "--", "/bin/true"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no trace written") {
+		t.Errorf("record of /bin/true = %d, %q; want 2 and no trace written", code, stderr.String())
+	}
+	if _, err := os.Stat(none); err == nil {
+		t.Error("record of /bin/true wrote a file")
+	}
+	if code := run([]string{"record", "--recorder", "nosuch", "--", "true"}, &stdout, &stderr); code != 2 {
+		t.Errorf("unknown recorder: exit %d", code)
 	}
 }

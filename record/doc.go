@@ -1,0 +1,106 @@
+// Package record runs a program and writes its allocation trace in carve's
+// native format (package trace), for the lab to replay against every
+// allocator. It is what carve record runs. See the carve package
+// documentation for the overview.
+//
+// [Record] runs the program under a recorder, a tool that sees its calls
+// to the C allocator, then converts the recorder's log with the importer
+// package trace has for that tool. No recorder sees allocations that do
+// not go through the C library's malloc: a Go program's heap, or Python's
+// small objects unless it runs with PYTHONMALLOC=malloc.
+//
+// # Recorders
+//
+// carve (the default) is carve's own library, preloaded (LD_PRELOAD). Its
+// C source, preload/carve.c, is embedded in this package and built at
+// first use with the system's C compiler (cc, or $CC) into the user's
+// cache directory, os.UserCacheDir()/carve/record-carve-<hash>.so, where
+// later recordings find it. It defines malloc, free, calloc, realloc,
+// reallocarray, memalign, posix_memalign, aligned_alloc, valloc and
+// pvalloc; each calls the allocator's own (glibc's, or that of an
+// allocator preloaded after it) and logs the call, with its thread, in
+// Android's memory_replay text format, which trace's AOSP importer reads.
+// It keeps everything: realloc whole, alignments, calloc's count,
+// threads. A lock held around each call and its record puts the calls of
+// all threads in one order, one in which they could have happened (a
+// block's free comes before the allocation that reuses its address), at
+// the cost of one lock per call: threads allocate one at a time. Records
+// are buffered, 64 KiB, and written at exit (and at _exit); a program
+// ended by a signal, or that replaces itself with exec, loses what it had
+// not written.
+//
+// valgrind runs the program on valgrind's emulated CPU with
+// --trace-malloc=yes (under massif, which replaces malloc as memcheck does
+// at half memcheck's cost). It keeps every call with its alignment and
+// calloc's count, but not threads, and it is by far the slowest.
+// Valgrind 3.20 and later print no result for posix_memalign and
+// aligned_alloc: the importer counts those blocks as invisible. In a
+// threaded program valgrind may switch threads between printing a call
+// and its result; the result is then lost, the next call is printed on
+// the same line, and the importer stops there with an error.
+//
+// heaptrack runs the program with heaptrack's own preloaded library, as
+// heaptrack --raw does, and reads its raw data. It is fast, but records a
+// realloc as a free and an allocation (the object changes ID), drops
+// alignments and calloc's count, does not record memalign (version 1.4) or
+// realloc(p, 0), and has no threads. (heaptrack 1.4 can hang a child
+// that a threaded program forks, at the child's exit: Record then waits
+// until its context is done.)
+//
+// mtrace is glibc's malloc tracing, which records nothing unless the
+// program calls mtrace(): a second small library of carve's
+// (preload/mtrace.c, built like the first) calls it from its constructor.
+// Since glibc 2.34 mtrace lives in libc_malloc_debug.so.0, which Record
+// finds in the system's library directories and preloads first. glibc
+// logs calloc and the aligned allocations as plain allocations
+// (alignments and calloc's count are lost) and has no threads; it logs a
+// call after it returned, under its own lock, so in a threaded program an
+// address may be logged allocated again before its free.
+//
+// [Recorders] describes each, and [Available] tells whether one can run
+// here and, if not, what to install.
+//
+// # Cost
+//
+// Measured on the development machine (2 cores), python3 building a dict
+// of 10000 strings with PYTHONMALLOC=malloc, about 223,000 calls; wall
+// time of five runs each:
+//
+//	python3 alone                       0.10 s
+//	under carve's library               0.14 to 0.18 s
+//	Record, carve (run and convert)     0.16 to 0.23 s
+//	Record, heaptrack                   0.42 to 0.72 s
+//	Record, mtrace                      2.7 to 3.2 s
+//	Record, valgrind (massif)           3.6 to 5.3 s (memcheck: 5.2 to 6.1 s of run alone)
+//
+// carve's lock is paid by threaded programs: eight threads making 2.8
+// million calls ran in 0.22 s alone and 1.4 to 2.1 s recorded.
+//
+// # Processes: fork and exec
+//
+// A recorded program may be a wrapper: a shell running it (sh -c, a
+// script, pyenv's python3, which is a bash script), env, time. So carve's
+// library logs every process on its own: each process that loads it (the
+// variable CARVE_RECORD_DIR and LD_PRELOAD are inherited) writes its own
+// log, a forked child from the fork on and a program that replaces itself
+// with exec from the exec on. Record converts the busiest log (the most
+// lines), which is the real program behind a wrapper, and lists the other
+// processes in [Result]. The same holds for valgrind (--trace-children=yes:
+// each process, and a program exec'd from it in the same process, which
+// replaces its log) and for mtrace, except that mtrace does not record
+// forked children. heaptrack records the first program only: it takes
+// itself out of the environment, and a program that execs another loses
+// the data heaptrack had buffered, so record the program itself, not a
+// wrapper.
+//
+// # The result
+//
+// A program that exits with a status other than 0 still has its trace
+// written; Record's error is then an [*ExitError]. A program that made no
+// allocation the recorder saw (a statically linked program, such as a Go
+// binary built without cgo, which LD_PRELOAD does not reach) gets nothing
+// written and an error wrapping [ErrNoEvents]. The trace starts with
+// comment lines naming the command and the process kept; its events carry
+// the recorded thread ids (carve's recorder) or 0. The replayer replays a
+// multi-threaded trace in its recorded order, on one thread.
+package record
