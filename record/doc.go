@@ -37,7 +37,8 @@
 // aligned_alloc: the importer counts those blocks as invisible. In a
 // threaded program valgrind may switch threads between printing a call
 // and its result; the result is then lost, the next call is printed on
-// the same line, and the importer stops there with an error.
+// the same line, and the importer counts the block as invisible and reads
+// on.
 //
 // heaptrack runs the program with heaptrack's own preloaded library, as
 // heaptrack --raw does, and reads its raw data. It is fast, but records a

@@ -120,8 +120,8 @@ var valgrindRecorder = &recorder{
 			"result for posix_memalign and aligned_alloc: those blocks are lost)",
 		Loses: "threads; and time: the program runs on valgrind's emulated CPU, many times slower. " +
 			"In a threaded program valgrind may switch threads between printing a call and its result: " +
-			"the result is lost and the next call is printed on the same line, which package trace's " +
-			"importer rejects",
+			"the result is lost and the next call is printed on the same line; the importer counts that " +
+			"block as invisible (a later free of it is a free of an unknown block)",
 		Processes: "every process and exec'd program logs on its own (--trace-children=yes); the busiest is kept",
 		Needs:     "valgrind (apt-get install valgrind)",
 	},

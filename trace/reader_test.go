@@ -341,3 +341,25 @@ func TestSystemUI(t *testing.T) {
 	}
 	t.Logf("systemui: %d events, peak live %d bytes (%d objects), %+v", s.Events, s.PeakLive, s.PeakObjects, st)
 }
+
+// TestValgrindLostResult: a threaded program's log where valgrind printed
+// another thread's call before an allocation's result.
+func TestValgrindLostResult(t *testing.T) {
+	text := "--1-- malloc(16) = 0x10\n--1-- malloc(1573)free(0x10)\n--1-- calloc(2,8)malloc(5) = 0x30\n--1-- free(0x30)\n"
+	evs, r, err := readString("threads.log", text, Valgrind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Event{{Op: Alloc, ID: 1, Size: 16}, {Op: Free, ID: 1}, {Op: Alloc, ID: 2, Size: 5}, {Op: Free, ID: 2}}
+	if len(evs) != len(want) {
+		t.Fatalf("events %v, want %v", evs, want)
+	}
+	for i := range want {
+		if evs[i].Op != want[i].Op || evs[i].ID != want[i].ID || evs[i].Size != want[i].Size {
+			t.Errorf("event %d = %v, want %v", i, evs[i], want[i])
+		}
+	}
+	if n := r.Stats().Invisible; n != 2 {
+		t.Errorf("Invisible = %d, want 2", n)
+	}
+}

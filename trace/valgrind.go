@@ -26,7 +26,9 @@ import "bytes"
 // with its " = 0" on the next line; posix_memalign and aligned_alloc
 // printed as memalign (3.19), or without their result (3.20 and later:
 // such allocations are invisible, see ReaderStats.Invisible; aligned_alloc
-// then prints no line feed either, and the next call follows on its line). With
+// then prints no line feed either, and the next call follows on its line);
+// a malloc or calloc whose result another thread's call interrupted
+// ("malloc(1573)free(0x52B1860)"), likewise invisible. With
 // --time-stamp=yes the prefix holds the time, "--00:00:00:02.657 4711-- ";
 // it is skipped.
 
@@ -117,6 +119,11 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 	case vgMalloc:
 		size, align, j, ok := vgSize(line, i)
 		p, j, ok2 := vgResult(line, j)
+		if ok && !ok2 && vgFollows(line, j) {
+			// The result was lost to another thread's call (below).
+			r.stats.Invisible++
+			return r.vgCall(line, j, cut, ev)
+		}
 		if !ok || !ok2 || !blank(line, j) {
 			want := vgAlloc
 			if align != 0 || hasAt(line, i, "size") {
@@ -140,7 +147,12 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 			ok = false
 		}
 		if ok && hasAt(line, j, ")") {
-			p, j, ok = vgResult(line, j+1)
+			j++
+			if vgFollows(line, j) {
+				r.stats.Invisible++
+				return r.vgCall(line, j, cut, ev)
+			}
+			p, j, ok = vgResult(line, j)
 		} else {
 			ok = false
 		}
@@ -205,6 +217,16 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 		r.free(p, ev)
 		return true, nil
 	}
+}
+
+// vgFollows reports whether another call starts at line[j:], where a
+// call's " = <result>" should be: valgrind, tracing a threaded program,
+// can switch threads between printing a call and printing its result,
+// and the result is then lost. The call's block is invisible (see
+// ReaderStats.Invisible), and the line goes on with the other call.
+func vgFollows(line []byte, j int) bool {
+	_, k := vgName(line, j)
+	return k > j && hasAt(line, k, "(")
 }
 
 // vgRealloc reads the arguments and result of realloc, with the versions'
