@@ -59,6 +59,8 @@ type batchReplayer struct {
 	ev      trace.Event
 	marks   []int64
 
+	series        series
+	batchLive     int64 // the most live memory since the last sample
 	peakSampled   int64 // live memory at the last peak of live sampled
 	sumFP, sumLiv float64
 	since         int64 // events since the last sample
@@ -81,7 +83,8 @@ type batchReplayer struct {
 //
 // Like Run, RunBatch locks its goroutine to one OS thread. Trace errors
 // are counted and skipped as Run does (Options.Strict makes
-// the first fatal); Options.TimeEvery and SampleEvery do not apply.
+// the first fatal); Options.TimeEvery and SampleEvery do not apply, and
+// the series has a point per sample at most.
 func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
 	for i, m := range opt.Marks {
 		if m < 1 || i > 0 && m <= opt.Marks[i-1] {
@@ -94,7 +97,7 @@ func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
 	// freed by one thread and reused by another, which the trace never did.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	r := &batchReplayer{a: a, opt: opt, batch: make([]trace.Event, 0, batchSize), marks: opt.Marks}
+	r := &batchReplayer{a: a, opt: opt, batch: make([]trace.Event, 0, batchSize), marks: opt.Marks, series: newSeries(opt.Series)}
 	err := r.run(src)
 	if err == nil {
 		err = r.flush()
@@ -115,6 +118,7 @@ func (r *batchReplayer) run(src Source) error {
 				return err
 			}
 			r.sumLiv += float64(r.live)
+			r.batchLive = max(r.batchLive, r.live)
 			r.since++
 			atMark := len(r.marks) > 0 && r.n == r.marks[0]
 			if len(r.batch) == batchSize || atMark {
@@ -155,6 +159,12 @@ func (r *batchReplayer) flush() error {
 		return fmt.Errorf("replay: stats after event %d: %w", r.n, err)
 	}
 	r.res.Samples++
+	if r.since > 0 {
+		// One point per sample: the batch's most live memory and the
+		// footprint after it.
+		r.series.add(r.n, max(r.batchLive, r.live), st.Footprint, st.Resident)
+	}
+	r.batchLive = 0
 	r.sumFP += float64(st.Footprint) * float64(r.since)
 	r.batch = r.batch[:0]
 	r.since = 0
@@ -261,6 +271,7 @@ func (r *batchReplayer) event(e trace.Event) error {
 
 func (r *batchReplayer) finish() {
 	res := &r.res
+	res.Series = r.series.done()
 	res.Live = r.live
 	if res.Ops > 0 {
 		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)

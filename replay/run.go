@@ -61,6 +61,11 @@ type Options struct {
 	// become resident, and resident memory measures them. Without it only
 	// the checks' pattern is written (the first and last bytes).
 	Touch bool
+	// Series keeps, in Result.Series, between Series and 2 × Series points
+	// over the trace, for charts of live memory, footprint and resident
+	// memory over time (0: none). Each point holds the maxima of the
+	// events it stands for.
+	Series int
 	// Progress, when not nil, has the events replayed added to it after
 	// each batch (4096 events), for a progress display in another
 	// goroutine.
@@ -108,6 +113,8 @@ type Result struct {
 	// Marks are the allocator's Stats after each of Options.Marks that the
 	// trace reached, with the live memory there.
 	Marks []Mark
+	// Series is the replay over time (Options.Series).
+	Series []Point
 
 	// Live is the live memory at the end of the trace, End the allocator's
 	// Stats there.
@@ -223,6 +230,7 @@ type replayer struct {
 	weight  int64         // calls the call being timed stands for
 	marks   []int64       // Options.Marks not reached yet
 	inside  Container     // a, if it can tell whether a block is inside its memory
+	series  series
 
 	sinceSample   int
 	peakSampled   int64
@@ -262,6 +270,7 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 	}
 	r := &replayer{a: a, opt: opt, clock: clockCost(), rng: 0x9E3779B97F4A7C15, marks: opt.Marks}
 	r.inside, _ = a.(Container)
+	r.series = newSeries(opt.Series)
 	err := r.run(src)
 	r.sample()
 	r.finish()
@@ -283,6 +292,9 @@ func (r *replayer) run(src Source) error {
 			r.note(fp)
 			r.sumFP += float64(fp)
 			r.sumLiv += float64(r.live)
+			if r.series.n > 0 {
+				r.series.add(r.n, r.live, fp, r.res.End.Resident)
+			}
 			if r.sinceSample++; r.sinceSample >= r.opt.SampleEvery {
 				r.sample()
 			}
@@ -346,6 +358,7 @@ func (r *replayer) shrinking() {
 
 func (r *replayer) finish() {
 	res := &r.res
+	res.Series = r.series.done()
 	res.Live = r.live
 	if res.Ops > 0 {
 		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)

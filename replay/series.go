@@ -1,0 +1,63 @@
+package replay
+
+// Point is a stretch of a replay, in the series a Result keeps for charts
+// (Options.Series): the largest live memory and footprint of its events
+// (so that no peak is lost however many events one point stands for), and
+// the resident bytes of the last sample taken in it.
+type Point struct {
+	// Event is the number of the stretch's last event, counting from 1.
+	Event     int64
+	Live      int64
+	Footprint int64
+	// Resident is the last sampled resident figure up to this point.
+	Resident int64
+}
+
+// series keeps at most 2n points for a replay of any length: each point
+// covers width events; when the points fill up, neighbours merge in pairs
+// and the width doubles. The maxima are kept, so the series shows every
+// peak of live memory and footprint at the resolution it has.
+type series struct {
+	n      int // points wanted; 0: no series
+	width  int64
+	points []Point
+	cur    Point
+	in     int64 // events in cur
+}
+
+func newSeries(n int) series {
+	return series{n: n, width: 1}
+}
+
+// add records one event's state.
+func (s *series) add(event, live, footprint, resident int64) {
+	if s.n == 0 {
+		return
+	}
+	s.cur.Event = event
+	s.cur.Live = max(s.cur.Live, live)
+	s.cur.Footprint = max(s.cur.Footprint, footprint)
+	s.cur.Resident = resident
+	if s.in++; s.in < s.width {
+		return
+	}
+	s.points = append(s.points, s.cur)
+	s.cur, s.in = Point{}, 0
+	if len(s.points) == 2*s.n {
+		for i := range s.n {
+			a, b := s.points[2*i], s.points[2*i+1]
+			s.points[i] = Point{Event: b.Event, Live: max(a.Live, b.Live), Footprint: max(a.Footprint, b.Footprint), Resident: b.Resident}
+		}
+		s.points = s.points[:s.n]
+		s.width *= 2
+	}
+}
+
+// done returns the points, the last partial one included.
+func (s *series) done() []Point {
+	if s.in > 0 {
+		s.points = append(s.points, s.cur)
+		s.cur, s.in = Point{}, 0
+	}
+	return s.points
+}
