@@ -55,6 +55,19 @@ type Summary struct {
 // Summarize reads r to its end and describes the trace. It keeps one map
 // entry per live object.
 func Summarize(r *Reader) (Summary, error) {
+	s, err := SummarizeFrom(r)
+	s.Reader = r.Stats()
+	return s, err
+}
+
+// EventSource gives events in batches: a *Reader, or a replay source.
+type EventSource interface {
+	Read(dst []Event) (n int, err error)
+}
+
+// SummarizeFrom is Summarize for any source of events; Summary.Reader is
+// left zero.
+func SummarizeFrom(r EventSource) (Summary, error) {
 	var s Summary
 	type obj struct {
 		size uint64
@@ -108,12 +121,10 @@ func Summarize(r *Reader) (Summary, error) {
 			break
 		}
 		if err != nil {
-			s.Reader = r.Stats()
 			return s, err
 		}
 	}
 	s.EndLive, s.EndObjects = cur, int64(len(live))
-	s.Reader = r.Stats()
 	return s, nil
 }
 

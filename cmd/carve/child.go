@@ -122,8 +122,11 @@ func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) ro
 	if c.noCheck {
 		args = append(args, "--nocheck")
 	}
-	if !c.touch && !c.isolate && !spec.inChild() {
+	if c.untouched {
 		args = append(args, "--notouch")
+	}
+	if c.series > 0 {
+		args = append(args, "--series", strconv.Itoa(c.series))
 	}
 	args = append(args, "--", s.label)
 	cmd := exec.Command(exe, args...)
@@ -163,6 +166,7 @@ func cmdChild(args []string, stdout, _ io.Writer) error {
 	strict := fs.Bool("strict", false, "")
 	noCheck := fs.Bool("nocheck", false, "")
 	noTouch := fs.Bool("notouch", false, "")
+	series := fs.Int("series", 0, "")
 	stride := fs.Bool("stride", false, "")
 	if err := fs.Parse(args); err == nil && *stride {
 		return strideChild(*name, stdout)
@@ -175,7 +179,7 @@ func cmdChild(args []string, stdout, _ io.Writer) error {
 		return inputError{err}
 	}
 	spec := allocSpec{*name, pools}
-	c := replayConfig{strict: *strict, noCheck: *noCheck, touch: !*noTouch}
+	c := replayConfig{strict: *strict, noCheck: *noCheck, touch: !*noTouch, series: *series}
 	rw := row{Trace: s.label, Allocator: spec.label(), Measured: "child"}
 	res, peakRSS, err := c.childReplay(s, spec)
 	rw = rw.fill(s, res, err)

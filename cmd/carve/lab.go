@@ -98,5 +98,5 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 	}
 	tables := append(shipped.run(prog), scen.run(prog)...)
 	prog.stop()
-	return report(tables, &f, stdout)
+	return emit(tables, &f, stdout)
 }

@@ -8,6 +8,7 @@
 //	carve lab [--n N] [flags]      the same, the scenarios at N connections
 //	carve demo                     the pool and arena demonstrations
 //	carve replay [flags] TRACE...
+//	carve report [-o FILE] TRACE...  the HTML report
 //	carve scenario NAME [flags]    the seeds' experiments, a line per allocator
 //	carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]
 //	carve gen NAME [-o FILE] [param=value...]
@@ -51,6 +52,11 @@ Usage:
                    --nocheck         skip the correctness checks
                    --jobs N          replays at once (all cores)
                    --isolate         carve's heaps in child processes too
+                   --html FILE       also write the HTML report
+  carve report [-o report.html] [replay flags] TRACE...
+                   replay and write one self-contained HTML file: footprint
+                   and RSS over time against live memory, fragmentation
+                   by allocator, sizes and lifetimes, the table
   carve scenario connection|carving|stride|pool|bump [flags]
                    the seeds' experiments, a line per allocator:
                    connection [--next 1024|4096] [--n N]
@@ -115,9 +121,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "lab", "replay", "scenario", "record", childCommand:
+	case "lab", "replay", "report", "scenario", "record", childCommand:
 		return exitCode(map[string]func([]string, io.Writer, io.Writer) error{
-			"lab": cmdLab, "replay": cmdReplay, "scenario": cmdScenario, "record": cmdRecord, childCommand: cmdChild,
+			"lab": cmdLab, "replay": cmdReplay, "report": cmdReport, "scenario": cmdScenario, "record": cmdRecord, childCommand: cmdChild,
 		}[cmd](args, stdout, stderr), stderr)
 	case "gen", "convert", "stats":
 		return exitCode(map[string]func([]string, io.Writer) error{

@@ -22,10 +22,14 @@ type replayConfig struct {
 	sources []source
 	allocs  []allocSpec
 	isolate bool // every row in a child process of its own
-	touch   bool // write every byte of every block (the scenarios; children always do)
-	strict  bool
-	noCheck bool
-	jobs    int // replays run at once
+	touch   bool // write every byte of every block (the scenarios; children do unless untouched)
+	// untouched: children write no more than in process either (the bump
+	// benchmark times the calls, not the writes).
+	untouched bool
+	series    int // points of the series to keep per replay (replay.Options.Series); 0: none
+	strict    bool
+	noCheck   bool
+	jobs      int // replays run at once
 }
 
 // allocSpec is one row of each table: an allocator, with dedicated pools
@@ -73,6 +77,8 @@ type replayFlags struct {
 	stable        bool
 	jobs          int
 	progress      bool
+	html          string
+	touch         bool
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
@@ -84,6 +90,8 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.isolate, "isolate", false, "replay carve's heaps in child processes too, so every row's RSS is measured alike")
 	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run (ns/op, peak RSS), for diffs")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
+	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
+	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
 }
 
@@ -97,7 +105,7 @@ func (f *replayFlags) config(cmd string) (replayConfig, error) {
 	if f.jobs < 1 {
 		return replayConfig{}, badUsage("carve %s: --jobs %d: want 1 or more", cmd, f.jobs)
 	}
-	c := replayConfig{strict: f.strict, noCheck: f.noCheck, jobs: f.jobs, isolate: f.isolate}
+	c := replayConfig{strict: f.strict, noCheck: f.noCheck, jobs: f.jobs, isolate: f.isolate, touch: f.touch, untouched: !f.touch}
 	names, err := allocNames(cmd, f.alloc)
 	if err != nil {
 		return replayConfig{}, err
@@ -165,21 +173,24 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 // code comes from: a violation or a strict trace error (1), an unreadable
 // trace (2).
 func runReplays(c replayConfig, f *replayFlags, stdout, stderr io.Writer) error {
+	if f.html != "" {
+		return writeReport(c, f, f.html, "carve replay --html "+f.html, stdout, stderr)
+	}
 	var prog *progress
 	if f.progress {
 		prog = startProgress(stderr, c.replays())
 	}
 	tables := c.run(prog)
 	prog.stop()
-	return report(tables, f, stdout)
+	return emit(tables, f, stdout)
 }
 
 // replays returns how many replays c makes.
 func (c replayConfig) replays() int { return len(c.sources) * len(c.allocs) }
 
-// report prints the tables as f asks and returns the error the exit code
+// emit prints the tables as f asks and returns the error the exit code
 // comes from.
-func report(tables []table, f *replayFlags, stdout io.Writer) error {
+func emit(tables []table, f *replayFlags, stdout io.Writer) error {
 	if f.format == "json" {
 		var all []row
 		for _, t := range tables {
@@ -308,7 +319,7 @@ func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
 
 // options are the replay options of c for source s.
 func (c replayConfig) options(s source, prog *progress) replay.Options {
-	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck, Touch: c.touch}
+	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck, Touch: c.touch, Series: c.series}
 	if prog != nil {
 		opt.Progress = &prog.events
 	}
@@ -329,6 +340,7 @@ func (rw row) fill(s source, res replay.Result, err error) row {
 	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
 	rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = res.AvgRatio, res.RatioAtPeakLive, res.RatioAtPeakFootprint, res.PeakRatio
 	rw.Live, rw.Internal, rw.External = res.Live, res.Internal, res.External
+	rw.Series = res.Series
 	if !math.IsNaN(res.Fragmentation) {
 		f := res.Fragmentation
 		rw.Fragmentation = &f
@@ -377,6 +389,10 @@ type row struct {
 	// PeakRSS is, for a row measured in a child, the peak RSS above the
 	// child's baseline (VmHWM, reset after the baseline was taken).
 	PeakRSS int64 `json:"peak_rss_above_baseline,omitempty"`
+	// Series is the replay over time, for the report (carve report,
+	// --html): points of the largest live memory and footprint of the
+	// events each stands for, and the resident bytes sampled.
+	Series []replay.Point `json:"series,omitempty"`
 }
 
 // phaseRow is the state at the end of one phase of a generated trace.

@@ -1,0 +1,743 @@
+package main
+
+// carve advise: which dedicated pools would lower an allocator's peak
+// footprint on a trace. The advisor does not estimate: it replays the
+// trace through the base allocator behind each candidate pool and keeps
+// the one that measured best, greedily, one pool per round.
+//
+//	candidates  the request sizes the trace asks for most often and the
+//	            ones that take the most bytes (one pass over the trace);
+//	            a pool serves one size, so a candidate is one exact size
+//	baseline    one replay of the base allocator alone: its peak footprint
+//	round k     one replay per remaining candidate, behind the pools chosen
+//	            so far and that candidate (replay.WithPool, stacked), all of
+//	            the round's replays at once; the candidate whose replay has
+//	            the lowest peak footprint, pools included, is chosen if it
+//	            saves at least the threshold
+//
+// The replays skip the correctness checks (replay.Options.NoCheck, what
+// carve replay --nocheck does): the advisor measures, the lab checks.
+
+import (
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/pool"
+	"github.com/carvelab/carve/replay"
+	"github.com/carvelab/carve/trace"
+)
+
+// adviseSchema names the version of the JSON that carve advise prints.
+const adviseSchema = "carve.advise/v1"
+
+// defaultAdviseBase is the allocator the pools are put in front of unless
+// --base says otherwise: best fit, because its index finds a block in
+// O(log n) where first fit scans its free list (the seeds' 100,000
+// connections then take minutes per replay, and the advisor makes dozens),
+// and because, with its exact-size bins for small blocks and its
+// size-ordered tree for the rest, it is the carve heap closest to what
+// glibc's malloc does, which cannot be replayed in this process.
+const defaultAdviseBase = "best-fit"
+
+// The default threshold: a pool must save 1% of the baseline's peak
+// footprint, and at least 64 KiB (one slab of a pool).
+const (
+	defaultMinPercent = 1
+	defaultMinBytes   = 64 << 10
+)
+
+// adviseConfig is what carve advise was asked to do.
+type adviseConfig struct {
+	src        source
+	base       string
+	min        threshold
+	maxPools   int
+	candidates int // sizes taken from each ranking
+	jobs       int // replays at once
+
+	// held is the trace's events, read by the candidates' pass, when
+	// there are at most maxHeldEvents: the replays read them from memory
+	// rather than decode the trace again. nil: src.open each time.
+	held []trace.Event
+}
+
+// cmdAdvise suggests pools for a trace: carve advise [flags] TRACE.
+func cmdAdvise(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := adviseConfig{}
+	fs.StringVar(&c.base, "base", defaultAdviseBase, "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", "))
+	fs.Var(&c.min, "min", "the least `SAVING` of peak footprint a pool must bring: bytes (65536, 64KiB, 1MiB) or a percentage of the baseline's peak (2%); default 1%, at least 64 KiB")
+	fs.IntVar(&c.maxPools, "max", 4, "suggest at most `N` pools")
+	fs.IntVar(&c.candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
+	fs.IntVar(&c.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
+	format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+adviseSchema+")")
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return badUsage("carve advise: %v", err)
+	}
+	switch {
+	case len(paths) != 1:
+		return badUsage("carve advise: want one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...]), got %d", shippedNames(), len(paths))
+	case *format != "text" && *format != "json":
+		return badUsage("carve advise: --format %q: want text or json", *format)
+	case c.maxPools < 1:
+		return badUsage("carve advise: --max %d: want 1 or more", c.maxPools)
+	case c.candidates < 1:
+		return badUsage("carve advise: --candidates %d: want 1 or more", c.candidates)
+	case c.jobs < 1:
+		return badUsage("carve advise: --jobs %d: want 1 or more", c.jobs)
+	}
+	if _, real := realMallocs[c.base]; real {
+		return badUsage("carve advise: --base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", c.base, strings.Join(replay.Names(), ", "))
+	}
+	a, err := replay.New(c.base)
+	if err != nil {
+		return badUsage("carve advise: --base: %v", err)
+	}
+	a.Close()
+	if c.base == "go" {
+		c.jobs = 1 // replays side by side would share, and measure, one Go heap
+	}
+	if c.src, err = parseSource(paths[0]); err != nil {
+		return inputError{fmt.Errorf("carve advise: %w", err)}
+	}
+
+	cands, held, err := poolCandidates(c.src, c.candidates)
+	if err != nil {
+		return inputError{fmt.Errorf("carve advise: %s: %w", c.src.label, err)}
+	}
+	c.held = held
+	adv, err := c.advise(cands)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the Go snippet's << as is
+		return enc.Encode(adv)
+	}
+	return adv.print(stdout)
+}
+
+// threshold is the --min flag: the least saving a pool must bring, in
+// bytes or as a percentage of the baseline's peak footprint. The zero
+// value is the default: 1%, at least 64 KiB.
+type threshold struct {
+	text    string
+	bytes   int64
+	percent float64
+}
+
+func (t *threshold) String() string { return t.text }
+
+func (t *threshold) Set(s string) error {
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
+			return fmt.Errorf("want a percentage from 0%% to 100%%, got %q", s)
+		}
+		*t = threshold{text: s, percent: v}
+		return nil
+	}
+	num, unit := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, unit = n, u.n
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/unit {
+		return fmt.Errorf("want bytes (65536, 64KiB, 1MiB) or a percentage (2%%), got %q", s)
+	}
+	*t = threshold{text: s, bytes: v * unit}
+	return nil
+}
+
+// of returns the threshold for a baseline peak footprint of peak bytes.
+func (t threshold) of(peak int64) int64 {
+	switch {
+	case t.text == "":
+		return max(peak*defaultMinPercent/100, defaultMinBytes)
+	case t.percent > 0:
+		return int64(math.Ceil(float64(peak) * t.percent / 100))
+	}
+	return t.bytes
+}
+
+// describe says how the threshold was set, for the report.
+func (t threshold) describe() string {
+	switch {
+	case t.text == "":
+		return fmt.Sprintf("%d%% of the baseline's peak, at least %s", defaultMinPercent, mb(defaultMinBytes))
+	case t.percent > 0:
+		return t.text + " of the baseline's peak"
+	}
+	return "--min " + t.text
+}
+
+// maxPoolChunk is the largest chunk pool.New takes.
+const maxPoolChunk = 1 << 30
+
+// sizeCount is how often a trace asks for one size a pool could serve.
+type sizeCount struct {
+	Size     int   `json:"size"`
+	Requests int64 `json:"requests"`
+	Bytes    int64 `json:"bytes"` // Size × Requests
+}
+
+// poolCandidates reads the trace once and returns the sizes to replay a
+// pool for: the n most requested and the n taking the most bytes, most
+// requested first (the order that breaks ties between equal savings).
+// A request counts if replay.WithPool would send it to a pool of its
+// size: an allocation with an alignment of at most 8, or a realloc's new
+// size; a pool's chunk holds at least pool.LinkSize bytes. It returns
+// the trace's events too, if there are at most maxHeldEvents, or nil.
+func poolCandidates(s source, n int) ([]sizeCount, []trace.Event, error) {
+	src, closer, err := s.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closer.Close()
+	counts := map[uint64]int64{}
+	held := []trace.Event{}
+	buf := make([]trace.Event, 4096)
+	for {
+		k, err := src.Read(buf)
+		if held != nil && len(held)+k <= maxHeldEvents {
+			held = append(held, buf[:k]...)
+		} else {
+			held = nil
+		}
+		for _, e := range buf[:k] {
+			switch {
+			case e.Op == trace.Free, e.Op != trace.Realloc && e.Op != trace.Calloc && e.Align > 8:
+				continue
+			}
+			if e.Size >= uint64(pool.LinkSize) && e.Size <= maxPoolChunk {
+				counts[e.Size]++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	all := make([]sizeCount, 0, len(counts))
+	for size, reqs := range counts {
+		all = append(all, sizeCount{Size: int(size), Requests: reqs, Bytes: int64(size) * reqs})
+	}
+	// The sizes first by bytes, then by requests: the order returned.
+	picked := map[int]bool{}
+	for _, key := range []func(sizeCount) int64{
+		func(c sizeCount) int64 { return c.Bytes },
+		func(c sizeCount) int64 { return c.Requests },
+	} {
+		slices.SortFunc(all, func(a, b sizeCount) int {
+			return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Size, b.Size))
+		})
+		for _, c := range all[:min(n, len(all))] {
+			picked[c.Size] = true
+		}
+	}
+	all = slices.DeleteFunc(all, func(c sizeCount) bool { return !picked[c.Size] })
+	return all, held, nil
+}
+
+// advice is what carve advise prints: the text report, or this as JSON.
+// The JSON field names are part of the versioned schema (adviseSchema):
+// fields are added, never renamed.
+type advice struct {
+	Schema    string `json:"schema"`
+	Trace     string `json:"trace"`
+	Base      string `json:"base"`
+	Checked   bool   `json:"checked"` // false: replayed without the correctness checks
+	Threshold int64  `json:"threshold"`
+	// ThresholdRule says where Threshold comes from: the default rule or --min.
+	ThresholdRule string `json:"threshold_rule"`
+	MaxPools      int    `json:"max_pools"`
+	Replays       int    `json:"replays"`
+	Note          string `json:"note,omitempty"` // a caveat about the base's measurements
+
+	Candidates []sizeCount `json:"candidates"`
+	Baseline   struct {
+		PeakFootprint int64 `json:"peak_footprint"`
+		PeakLive      int64 `json:"peak_live"`
+		TraceErrors   int64 `json:"trace_errors"`
+	} `json:"baseline"`
+	// Rounds are every replay of each round, best saving first.
+	Rounds [][]tried `json:"rounds"`
+	// Pools are the suggestions, in the order they were chosen.
+	Pools              []advisedPool `json:"pools"`
+	FinalPeakFootprint int64         `json:"final_peak_footprint"`
+	Stop               string        `json:"stop"` // why no further pool was chosen
+	Go                 string        `json:"go"`   // the code that makes the pools
+}
+
+// tried is one candidate's replay in one round.
+type tried struct {
+	Size          int    `json:"size"`
+	PeakFootprint int64  `json:"peak_footprint"`
+	Saving        int64  `json:"saving"` // the round's starting peak less PeakFootprint; negative: it cost
+	Error         string `json:"error,omitempty"`
+}
+
+// advisedPool is one suggested pool. Saving is measured in the round that
+// chose it (behind the pools chosen before it); the rest is read from the
+// final replay, with every suggested pool, at its peak footprint.
+type advisedPool struct {
+	Size          int     `json:"size"`
+	Saving        int64   `json:"saving"`
+	SavingPercent float64 `json:"saving_percent"` // of the baseline's peak footprint
+	PeakFootprint int64   `json:"peak_footprint"` // the whole heap's, pools included, once this pool was added
+	poolAtPeak
+	Limit int64 `json:"limit"` // the Limit of the Go snippet: twice MaxFootprint, rounded up to a power of two
+}
+
+// poolAtPeak is one pool of a replay, measured at the replay's peak
+// footprint: of the events at the peak, the one with the most live
+// memory, the first of them (the heap at its fullest: the first event at
+// the peak may come before the program refilled memory it had freed, and
+// show the pool nearly empty).
+type poolAtPeak struct {
+	Requests     int64 `json:"requests"`          // requests of its size, over the whole trace
+	Footprint    int64 `json:"footprint_at_peak"` // its own footprint
+	Live         int64 `json:"live_at_peak"`      // the bytes of the chunks it had handed out
+	Waste        int64 `json:"waste_at_peak"`     // Footprint - Live: its slab waste
+	MaxFootprint int64 `json:"max_footprint"`     // its own largest footprint over the trace
+}
+
+// trial is one replay of the base allocator behind pools of sizes.
+type trial struct {
+	sizes []int
+	res   replay.Result
+	pools []poolAtPeak // in the order of sizes
+	err   error
+}
+
+// advise measures the baseline, then chooses pools round by round.
+func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
+	adv := &advice{Schema: adviseSchema, Trace: c.src.label, Base: c.base, MaxPools: c.maxPools, Candidates: cands}
+	if c.base == "go" {
+		adv.Note = "the Go heap's footprint is read at samples only (every 4096 events), after the garbage collector has run or not, and includes the replayer's own bookkeeping: its savings are rough"
+	}
+	if adv.Candidates == nil {
+		adv.Candidates = []sizeCount{}
+	}
+	cur := c.replay(nil)
+	adv.Replays++
+	if cur.err != nil {
+		if err := c.fatal(cur); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("carve advise: %s on %s: %w", c.base, c.src.label, cur.err)
+	}
+	adv.Baseline.PeakFootprint, adv.Baseline.PeakLive, adv.Baseline.TraceErrors = cur.res.PeakFootprint, cur.res.PeakLive, cur.res.TraceErrors
+	adv.Threshold, adv.ThresholdRule = c.min.of(cur.res.PeakFootprint), c.min.describe()
+
+	var left []int
+	for _, cd := range cands {
+		left = append(left, cd.Size)
+	}
+	var savings []int64
+	for {
+		if len(savings) == c.maxPools {
+			adv.Stop = fmt.Sprintf("--max %d pools suggested", c.maxPools)
+			break
+		}
+		if len(left) == 0 {
+			adv.Stop = "no candidate left"
+			if len(cands) == 0 {
+				adv.Stop = fmt.Sprintf("no size a pool could serve (requests of %d B or more, aligned to 8 or less)", pool.LinkSize)
+			}
+			break
+		}
+		trials := c.replayAll(cur.sizes, left)
+		adv.Replays += len(trials)
+		best := -1
+		var round []tried
+		for i, t := range trials {
+			if err := c.fatal(t); err != nil {
+				return nil, err
+			}
+			tr := tried{Size: left[i], PeakFootprint: t.res.PeakFootprint, Saving: cur.res.PeakFootprint - t.res.PeakFootprint}
+			if t.err != nil {
+				tr.PeakFootprint, tr.Saving, tr.Error = 0, 0, t.err.Error()
+			} else if best < 0 || tr.Saving > cur.res.PeakFootprint-trials[best].res.PeakFootprint {
+				best = i
+			}
+			round = append(round, tr)
+		}
+		slices.SortStableFunc(round, func(a, b tried) int { return cmp.Compare(b.Saving, a.Saving) })
+		adv.Rounds = append(adv.Rounds, round)
+		if best < 0 {
+			adv.Stop = "every candidate's replay failed"
+			break
+		}
+		saving := cur.res.PeakFootprint - trials[best].res.PeakFootprint
+		if saving <= 0 || saving < adv.Threshold {
+			adv.Stop = fmt.Sprintf("the best remaining candidate, %d B, would save %s, below the threshold %s", left[best], mb(saving), mb(adv.Threshold))
+			break
+		}
+		savings = append(savings, saving)
+		cur = trials[best]
+		left = slices.Delete(left, best, best+1)
+	}
+
+	adv.FinalPeakFootprint = cur.res.PeakFootprint
+	base := float64(adv.Baseline.PeakFootprint)
+	peak := adv.Baseline.PeakFootprint
+	for i, size := range cur.sizes {
+		peak -= savings[i]
+		p := advisedPool{Size: size, Saving: savings[i], SavingPercent: 100 * float64(savings[i]) / base, PeakFootprint: peak, poolAtPeak: cur.pools[i]}
+		p.Limit = poolLimit(p.MaxFootprint)
+		adv.Pools = append(adv.Pools, p)
+	}
+	if adv.Pools == nil {
+		adv.Pools = []advisedPool{}
+	}
+	adv.Go = goSnippet(adv.Pools)
+	return adv, nil
+}
+
+// fatal returns the error a trial's failure ends the advice with: an
+// unreadable trace (exit 2) or a failed check (exit 1). An allocator's
+// failure (exhausted, say) rules its candidate out only: nil.
+func (c *adviseConfig) fatal(t trial) error {
+	switch errorKind(t.err) {
+	case kindInput:
+		return inputError{fmt.Errorf("carve advise: %s: %w", c.src.label, t.err)}
+	case kindCheck:
+		return checkFailed{fmt.Errorf("carve advise: %s behind pools %v on %s: %w", c.base, t.sizes, c.src.label, t.err)}
+	}
+	return nil
+}
+
+// replayAll replays the base behind the pools of chosen and one more,
+// each size of cands in turn, c.jobs replays at once, and returns the
+// trials in the order of cands.
+func (c *adviseConfig) replayAll(chosen, cands []int) []trial {
+	out := make([]trial, len(cands))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(c.jobs, len(cands)) {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = c.replay(append(slices.Clone(chosen), cands[i]))
+			}
+		})
+	}
+	for i := range cands {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// replay replays the trace, opened afresh, through the base allocator
+// behind pools of sizes, without the correctness checks.
+func (c *adviseConfig) replay(sizes []int) trial {
+	t := trial{sizes: sizes}
+	base, err := replay.New(c.base)
+	if err != nil {
+		t.err = err
+		return t
+	}
+	st := &stack{layers: []*meter{{a: base}}}
+	defer st.Close()
+	for _, s := range sizes {
+		if err := st.push(s); err != nil {
+			t.err = fmt.Errorf("pool of %d B: %w", s, err)
+			return t
+		}
+	}
+	var src replay.Source
+	if c.held != nil {
+		src = replay.Events(c.held)
+	} else {
+		s, closer, err := c.src.open()
+		if err != nil {
+			t.err = fmt.Errorf("%w: %w", replay.ErrSource, err)
+			return t
+		}
+		defer closer.Close()
+		src = s
+	}
+	t.res, t.err = replay.Run(src, st, replay.Options{NoCheck: true})
+	t.pools = st.pools
+	for i := range t.pools {
+		t.pools[i].Requests = st.layers[i+1].requests
+	}
+	return t
+}
+
+// stack is the base allocator behind pools, with a meter at every layer,
+// so that each pool's own figures can be told apart from the whole's:
+// layers[0] meters the base allocator, layers[i] the replay.WithPool of
+// the i-th pool in front of layers[i-1], and the i-th pool's footprint
+// and live bytes are layers[i]'s less layers[i-1]'s. The replayer calls
+// the top layer through the stack, which notes the pools at each new peak
+// of the footprint.
+type stack struct {
+	layers   []*meter
+	peak     int64
+	peakLive int64        // the most live memory at the peak
+	pools    []poolAtPeak // pool i: layers[i+1] less layers[i]
+}
+
+// push puts a pool of size bytes in front of the stack.
+func (s *stack) push(size int) error {
+	p, err := replay.WithPool(size, s.top())
+	if err != nil {
+		return err
+	}
+	s.layers = append(s.layers, &meter{a: p, size: size})
+	s.pools = append(s.pools, poolAtPeak{})
+	return nil
+}
+
+func (s *stack) top() *meter { return s.layers[len(s.layers)-1] }
+
+func (s *stack) Alloc(size, align int) ([]byte, error)      { return s.top().Alloc(size, align) }
+func (s *stack) Free(b []byte) error                        { return s.top().Free(b) }
+func (s *stack) Realloc(b []byte, size int) ([]byte, error) { return s.top().Realloc(b, size) }
+func (s *stack) Contains(b []byte) bool                     { return s.top().Contains(b) }
+func (s *stack) Close() error                               { return s.top().Close() }
+
+func (s *stack) Footprint() int64 {
+	fp := s.top().Footprint()
+	s.note(fp)
+	return fp
+}
+
+func (s *stack) Stats() carve.Stats {
+	st := s.top().Stats()
+	s.note(st.Footprint)
+	return st
+}
+
+// note keeps each pool's largest footprint and, when fp is a new peak of
+// the whole, or the peak with more live memory than before, each pool's
+// figures there (see poolAtPeak). Every layer's fp is fresh: the call
+// that returned fp went down through all of them.
+func (s *stack) note(fp int64) {
+	live := s.top().live
+	peak := fp > s.peak || fp == s.peak && live > s.peakLive
+	if peak {
+		s.peak, s.peakLive = fp, live
+	}
+	for i := range s.pools {
+		in, below := s.layers[i+1], s.layers[i]
+		p := &s.pools[i]
+		own := in.fp - below.fp
+		p.MaxFootprint = max(p.MaxFootprint, own)
+		if peak {
+			p.Footprint, p.Live = own, in.live-below.live
+			p.Waste = p.Footprint - p.Live
+		}
+	}
+}
+
+// meter passes every call on to a and keeps what the advisor reads of
+// it: the bytes of the blocks handed out through it and not freed, its
+// footprint at the last call that reported one, and the requests of size
+// bytes it was asked for (size 0: none counted).
+type meter struct {
+	a        replay.Allocator
+	size     int
+	live     int64
+	fp       int64
+	requests int64
+}
+
+func (m *meter) Alloc(size, align int) ([]byte, error) {
+	b, err := m.a.Alloc(size, align)
+	if err != nil {
+		return nil, err
+	}
+	m.live += int64(len(b))
+	if size == m.size && align <= 8 { // what replay.WithPool sends to its pool
+		m.requests++
+	}
+	return b, nil
+}
+
+func (m *meter) Free(b []byte) error {
+	if err := m.a.Free(b); err != nil {
+		return err
+	}
+	m.live -= int64(len(b))
+	return nil
+}
+
+func (m *meter) Realloc(b []byte, size int) ([]byte, error) {
+	n, err := m.a.Realloc(b, size)
+	if err != nil {
+		return nil, err
+	}
+	m.live += int64(len(n)) - int64(len(b))
+	if size == m.size {
+		m.requests++
+	}
+	return n, nil
+}
+
+func (m *meter) Footprint() int64 {
+	m.fp = m.a.Footprint()
+	return m.fp
+}
+
+func (m *meter) Stats() carve.Stats {
+	st := m.a.Stats()
+	m.fp = st.Footprint
+	return st
+}
+
+func (m *meter) Close() error { return m.a.Close() }
+
+// Contains asks a, if it can tell; otherwise every block is inside (as
+// replay.WithPool does).
+func (m *meter) Contains(b []byte) bool {
+	c, ok := m.a.(replay.Container)
+	return !ok || c.Contains(b)
+}
+
+// poolLimit returns the Limit to suggest for a pool whose footprint
+// reached fp: twice that, rounded up to a power of two, and at least one
+// default slab (64 KiB).
+func poolLimit(fp int64) int64 {
+	return max(int64(1)<<bits.Len64(uint64(max(2*fp-1, 0))), 64<<10)
+}
+
+// shifted writes a power of two of at least 1 KiB as Go source: 16<<20.
+func shifted(n int64) string {
+	for _, s := range []int{30, 20, 10} {
+		if n%(1<<s) == 0 {
+			return fmt.Sprintf("%d<<%d", n>>s, s)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// goSnippet writes the code that makes the pools, for the report.
+func goSnippet(pools []advisedPool) string {
+	if len(pools) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("// import \"github.com/carvelab/carve/pool\"\n")
+	for _, p := range pools {
+		v := fmt.Sprintf("p%d", p.Size)
+		fmt.Fprintf(&b, "%s, err := pool.New(%d, pool.Limit(%s)) // twice the %s it reached on the trace\n", v, p.Size, shifted(p.Limit), mb(p.MaxFootprint))
+		fmt.Fprintf(&b, "if err != nil {\n\treturn err\n}\ndefer %s.Close()\n", v)
+	}
+	b.WriteString("// A request of exactly one of these sizes: b, err := p<size>.Alloc(), and\n")
+	b.WriteString("// p<size>.Free(b) when done; every other request to the heap as before.\n")
+	return b.String()
+}
+
+// print writes the text report.
+func (a *advice) print(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("carve advise: %s, pools in front of %s\n", a.Trace, a.Base)
+	ew.printf("every figure measured by a replay, without the correctness checks (as --nocheck): %d replays in %d rounds\n", a.Replays, len(a.Rounds))
+	var cs []string
+	for _, c := range a.Candidates {
+		cs = append(cs, fmt.Sprintf("%d B (%d requests)", c.Size, c.Requests))
+	}
+	if len(cs) == 0 {
+		cs = []string{"none"}
+	}
+	if a.Note != "" {
+		ew.printf("note: %s\n", a.Note)
+	}
+	ew.printf("candidates: %s\n", strings.Join(cs, ", "))
+	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", mb(a.Baseline.PeakFootprint), mb(a.Baseline.PeakLive), ratio(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
+	if a.Baseline.TraceErrors > 0 {
+		ew.printf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)
+	}
+	ew.printf("\nthreshold: %s (%s)\n\n", mb(a.Threshold), a.ThresholdRule)
+	for i, r := range a.Rounds {
+		var ts []string
+		for _, t := range r {
+			if t.Error != "" {
+				ts = append(ts, fmt.Sprintf("%d B failed (%s)", t.Size, t.Error))
+			} else {
+				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, signed(t.Saving)))
+			}
+		}
+		ew.printf("round %d, saving per candidate: %s\n", i+1, strings.Join(ts, ", "))
+	}
+	if len(a.Pools) == 0 {
+		ew.printf("\nno pool suggested: %s\n", a.Stop)
+		return ew.err
+	}
+	ew.printf("\nsuggested pools (saving: the peak footprint the pool took off, in its round; the rest at the final peak; waste = the pool's footprint - live)\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "#\tsize\trequests\tsaving\tpeak footprint after\tpool footprint\tpool live\twaste\t\n")
+	for i, p := range a.Pools {
+		fmt.Fprintf(tw, "%d\t%d B\t%d\t%s (%.2f%%)\t%s\t%s\t%s\t%s\t\n", i+1, p.Size, p.Requests, mb(p.Saving), p.SavingPercent, mb(p.PeakFootprint), mb(p.Footprint), mb(p.Live), mb(p.Waste))
+	}
+	tw.Flush()
+	saved := a.Baseline.PeakFootprint - a.FinalPeakFootprint
+	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", mb(a.FinalPeakFootprint), mb(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), ratio(a.FinalPeakFootprint, a.Baseline.PeakLive))
+	ew.printf("stopped: %s\n\n", a.Stop)
+	for line := range strings.Lines(a.Go) {
+		ew.printf("\t%s", line)
+	}
+	return ew.err
+}
+
+// signed writes a saving, a cost with a minus sign.
+func signed(n int64) string {
+	if n < 0 {
+		return "-" + mb(-n)
+	}
+	return mb(n)
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carvelab/carve/report"
+	"github.com/carvelab/carve/trace"
+)
+
+// reportSeries is how many points each replay keeps for the charts (up
+// to twice as many): enough for a line that looks continuous at the
+// charts' width, few enough that a report stays small.
+const reportSeries = 400
+
+// cmdReport replays traces and writes the HTML report:
+// carve report [-o report.html] [replay flags] TRACE...
+func cmdReport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f replayFlags
+	f.register(fs)
+	out := fs.String("o", "report.html", "write the report to `FILE`")
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return badUsage("carve report: %v", err)
+	}
+	c, err := f.config("report")
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return badUsage("carve report: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", shippedNames())
+	}
+	for _, arg := range paths {
+		s, err := parseSource(arg)
+		if err != nil {
+			return inputError{err}
+		}
+		c.sources = append(c.sources, s)
+	}
+	return writeReport(c, &f, *out, "carve report "+strings.Join(args, " "), stdout, stderr)
+}
+
+// writeReport replays c's sources, writes the report to path, and prints
+// the tables as carve replay does (unless the format is json: the report
+// is then the only output).
+func writeReport(c replayConfig, f *replayFlags, path, command string, stdout, stderr io.Writer) error {
+	c.series = reportSeries
+	var prog *progress
+	if f.progress {
+		prog = startProgress(stderr, c.replays())
+	}
+	var sums []*trace.Summary
+	var wg sync.WaitGroup
+	wg.Go(func() { sums = summarize(c.sources) })
+	tables := c.run(prog)
+	wg.Wait()
+	prog.stop()
+
+	rep := report.Report{Title: "carve: fragmentation report", Generated: time.Now(), Command: command}
+	for i, t := range tables {
+		rep.Traces = append(rep.Traces, reportTrace(t, sums[i]))
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(file, rep); err != nil {
+		file.Close()
+		return err
+	}
+	if err := file.Close(); err != nil {
+		return err
+	}
+	fi, _ := os.Stat(path)
+	fmt.Fprintf(stderr, "carve: report written to %s (%d KB)\n", path, fi.Size()>>10)
+	return emit(tables, f, stdout)
+}
+
+// summarize describes each source (sizes, lifetimes, peak live), or nil
+// for one that cannot be read (its replays say why).
+func summarize(srcs []source) []*trace.Summary {
+	out := make([]*trace.Summary, len(srcs))
+	for i, s := range srcs {
+		src, closer, err := s.open()
+		if err != nil {
+			continue
+		}
+		if sum, err := trace.SummarizeFrom(src); err == nil {
+			out[i] = &sum
+		}
+		closer.Close()
+	}
+	return out
+}
+
+// reportTrace turns a table into the report's trace.
+func reportTrace(t table, sum *trace.Summary) report.Trace {
+	rt := report.Trace{Name: t.src.label, Summary: sum}
+	for _, r := range t.rows {
+		rr := report.Row{
+			Allocator: r.Allocator, Measured: r.Measured, Error: r.Error,
+			Events: r.Events, PeakLive: r.PeakLive, PeakFootprint: r.PeakFootprint, PeakResident: r.PeakResident,
+			AvgRatio: r.AvgRatio, PeakRatio: r.PeakRatio, Fragmentation: math.NaN(), NsPerOp: r.NsPerOp,
+			TraceErrors: r.TraceErrors, Series: r.Series,
+		}
+		if rr.Measured == "" && rr.Error == "" {
+			rr.Measured = "in process"
+		}
+		if r.Fragmentation != nil {
+			rr.Fragmentation = *r.Fragmentation
+		}
+		if name, grew, ok := r.growth(); ok {
+			rr.GrowthPhase, rr.Growth = name, grew
+		}
+		rt.Rows = append(rt.Rows, rr)
+	}
+	return rt
+}
