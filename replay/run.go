@@ -61,6 +61,10 @@ type Options struct {
 	// become resident, and resident memory measures them. Without it only
 	// the checks' pattern is written (the first and last bytes).
 	Touch bool
+	// StopAfter, when positive, ends the replay after that event (counting
+	// from 1), the allocator left as the trace made it there: to look at
+	// the heap at a moment (a map of it at its peak, say).
+	StopAfter int64
 	// Series keeps, in Result.Series, between Series and 2 × Series points
 	// over the trace, for charts of live memory, footprint and resident
 	// memory over time (0: none). Each point holds the maxima of the
@@ -97,8 +101,9 @@ type Result struct {
 	// taken while live memory still stood at the peak).
 	PeakLive, FootprintAtPeakLive int64
 	// PeakFootprint is the largest footprint seen; LiveAtPeakFootprint the
-	// live memory when it was first seen.
+	// live memory when it was first seen, and PeakFootprintAt the event.
 	PeakFootprint, LiveAtPeakFootprint int64
+	PeakFootprintAt                    int64
 	// PeakResident is the largest Resident of the samples.
 	PeakResident int64
 
@@ -303,6 +308,9 @@ func (r *replayer) run(src Source) error {
 				r.res.Marks = append(r.res.Marks, Mark{Event: r.n, Live: r.live, Stats: r.res.End})
 				r.marks = r.marks[1:]
 			}
+			if r.n == r.opt.StopAfter {
+				return nil
+			}
 		}
 		if r.opt.Progress != nil {
 			r.opt.Progress.Add(int64(n))
@@ -319,7 +327,7 @@ func (r *replayer) run(src Source) error {
 // note keeps the peak of footprint fp at the current live memory.
 func (r *replayer) note(fp int64) {
 	if fp > r.res.PeakFootprint {
-		r.res.PeakFootprint, r.res.LiveAtPeakFootprint = fp, r.live
+		r.res.PeakFootprint, r.res.LiveAtPeakFootprint, r.res.PeakFootprintAt = fp, r.live, r.n
 	}
 }
 
