@@ -108,7 +108,7 @@ func Write(w io.Writer, r Report) error {
 		v.Charts = charts(t)
 		for _, m := range t.Maps {
 			// The maps' SVG is the caller's: heapmap writes it escaped.
-			v.MapCharts = append(v.MapCharts, chart{template.HTML(m.SVG), m.Caption})
+			v.MapCharts = append(v.MapCharts, chart{template.HTML(m.SVG), m.Caption, "map"})
 		}
 		if s := t.Summary; s != nil {
 			ff, bf := s.Robson()
@@ -128,6 +128,7 @@ func Write(w io.Writer, r Report) error {
 type chart struct {
 	SVG     template.HTML
 	Caption string
+	name    string // for a file of its own: footprint, resident, ...
 }
 
 // charts makes the figures of one trace.
@@ -142,7 +143,7 @@ func charts(t Trace) []chart {
 		if r.Error != "" {
 			continue
 		}
-		col := color(i)
+		col := seriesColor(i)
 		f := line{name: r.Allocator, color: col}
 		rs := line{name: r.Allocator, color: col}
 		for _, p := range r.Series {
@@ -168,9 +169,9 @@ func charts(t Trace) []chart {
 	if len(live.xs) > 0 {
 		out = append(out,
 			chart{template.HTML(lineChart("Footprint over time: "+t.Name, "events", append(fp, live))),
-				"Bytes each allocator holds from the OS after each event (the paper's Figures 7 and 8), against the bytes the trace has live (dashed). The gap is fragmentation."},
+				"Bytes each allocator holds from the OS after each event (the paper's Figures 7 and 8), against the bytes the trace has live (dashed). The gap is fragmentation.", "footprint"},
 			chart{template.HTML(lineChart("Resident memory over time: "+t.Name, "events", append(rss, live))),
-				"Bytes of each allocator's memory in RAM, sampled: its own pages (mincore) in this process, or the anonymous RSS above the baseline for a child process (real mallocs, the Go heap)."})
+				"Bytes of each allocator's memory in RAM, sampled: its own pages (mincore) in this process, or the anonymous RSS above the baseline for a child process (real mallocs, the Go heap).", "resident"})
 	}
 	if len(cats) > 0 {
 		groups := []barGroup{{"peak fp / peak live", peak}, {"peak RSS / peak live", peakRSS}}
@@ -178,15 +179,15 @@ func charts(t Trace) []chart {
 			groups = append(groups, barGroup{"fp / live at the end", frag})
 		}
 		out = append(out, chart{template.HTML(barChart("Fragmentation by allocator: "+t.Name, "heap / live (1: none)", cats, groups, 1)),
-			"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. Peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end is the paper's 1 + fragmentation / 100."})
+			"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. Peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end is the paper's 1 + fragmentation / 100.", "fragmentation"})
 	}
 	if s := t.Summary; s != nil {
 		labels, sizes, lifes := histBuckets(s)
 		out = append(out,
 			chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets)", labels, sizes)),
-				"How many requests fell in each size bucket (the paper's Figure 1)."},
+				"How many requests fell in each size bucket (the paper's Figure 1).", "sizes"},
 			chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets)", labels, lifes)),
-				"How long the freed objects lived, counted in events; objects live at the end are not counted."})
+				"How long the freed objects lived, counted in events; objects live at the end are not counted.", "lifetimes"})
 	}
 	return out
 }

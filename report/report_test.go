@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"image/color"
+	"image/png"
+	"io"
 	"math"
 	"regexp"
 	"strings"
@@ -87,5 +90,39 @@ func TestNiceTicks(t *testing.T) {
 		if len(ts) < 2 || ts[0] > tt.lo || ts[len(ts)-1] < tt.hi*0.999 || len(ts) > 2*tt.n+2 {
 			t.Errorf("niceTicks(%v, %v, %d) = %v", tt.lo, tt.hi, tt.n, ts)
 		}
+	}
+}
+
+// TestPNG rasterizes every chart of a report: the PNG decodes, has the
+// chart's size times the scale, and is not blank.
+func TestPNG(t *testing.T) {
+	names, svgs := Charts(fakeReport().Traces[0])
+	if len(svgs) != 5 || names[0] != "footprint" || names[4] != "lifetimes" {
+		t.Fatalf("Charts = %v", names)
+	}
+	for i, s := range svgs {
+		var b bytes.Buffer
+		if err := WritePNG(&b, s, 2); err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		img, err := png.Decode(&b)
+		if err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		if img.Bounds().Dx() != 2*chartW {
+			t.Errorf("%s: %d pixels wide, want %d", names[i], img.Bounds().Dx(), 2*chartW)
+		}
+		colours := map[color.RGBA]bool{}
+		for y := 0; y < img.Bounds().Dy(); y += 3 {
+			for x := 0; x < img.Bounds().Dx(); x += 3 {
+				colours[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)] = true
+			}
+		}
+		if len(colours) < 5 {
+			t.Errorf("%s: %d colours, want a chart", names[i], len(colours))
+		}
+	}
+	if err := WritePNG(io.Discard, "<g/>", 1); err == nil {
+		t.Error("WritePNG of no <svg> succeeded")
 	}
 }

@@ -21,7 +21,7 @@ var palette = []string{
 	"#637939", "#843c39", "#3182bd", "#31a354",
 }
 
-func color(i int) string { return palette[i%len(palette)] }
+func seriesColor(i int) string { return palette[i%len(palette)] }
 
 // Chart geometry, in SVG user units (pixels at 100%).
 const (
@@ -241,7 +241,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 			}
 			y := y0 + g*10
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="9" fill="%s"><title>%s, %s: %s</title></rect>`,
-				left, y, max(px(v)-float64(left), 0.5), color(g), esc(cat), esc(grp.name), strconv.FormatFloat(v, 'f', 3, 64))
+				left, y, max(px(v)-float64(left), 0.5), seriesColor(g), esc(cat), esc(grp.name), strconv.FormatFloat(v, 'f', 3, 64))
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="9" dominant-baseline="middle" fill="#333">%s</text>`, px(v)+3, y+5, strconv.FormatFloat(v, 'f', 2, 64))
 		}
 	}
@@ -249,7 +249,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="4 3"/>`, px(ref), px(ref), marginT, h-marginB)
 	}
 	for g, grp := range groups {
-		legendItem(&b, g, grp.name, color(g), false)
+		legendItem(&b, g, grp.name, seriesColor(g), false)
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/></svg>`, left, marginT, w, h-marginT-marginB)
 	return b.String()

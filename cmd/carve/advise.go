@@ -16,7 +16,11 @@ package main
 //	            saves at least the threshold
 //
 // The replays skip the correctness checks (replay.Options.NoCheck, what
-// carve replay --nocheck does): the advisor measures, the lab checks.
+// carve replay --nocheck does): the advisor measures, the lab checks. A
+// meter around each layer of the stack (see stack) tells each pool's own
+// footprint and live bytes apart from the whole's, for its cost: its slab
+// waste, Footprint - Live, at the peak. A trace of up to maxHeldEvents is
+// read once, by the candidates' pass, and replayed from memory.
 
 import (
 	"cmp"
@@ -371,30 +375,22 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 			}
 			break
 		}
-		trials := c.replayAll(cur.sizes, left)
-		adv.Replays += len(trials)
-		best := -1
-		var round []tried
-		for i, t := range trials {
-			if err := c.fatal(t); err != nil {
-				return nil, err
-			}
-			tr := tried{Size: left[i], PeakFootprint: t.res.PeakFootprint, Saving: cur.res.PeakFootprint - t.res.PeakFootprint}
-			if t.err != nil {
-				tr.PeakFootprint, tr.Saving, tr.Error = 0, 0, t.err.Error()
-			} else if best < 0 || tr.Saving > cur.res.PeakFootprint-trials[best].res.PeakFootprint {
-				best = i
-			}
-			round = append(round, tr)
+		round, trials, best, err := c.round(cur, left)
+		if err != nil {
+			return nil, err
 		}
-		slices.SortStableFunc(round, func(a, b tried) int { return cmp.Compare(b.Saving, a.Saving) })
+		adv.Replays += len(trials)
 		adv.Rounds = append(adv.Rounds, round)
 		if best < 0 {
 			adv.Stop = "every candidate's replay failed"
 			break
 		}
 		saving := cur.res.PeakFootprint - trials[best].res.PeakFootprint
-		if saving <= 0 || saving < adv.Threshold {
+		if saving <= 0 {
+			adv.Stop = fmt.Sprintf("no remaining candidate lowers the peak: the best, %d B, raises it by %s", left[best], mb(-saving))
+			break
+		}
+		if saving < adv.Threshold {
 			adv.Stop = fmt.Sprintf("the best remaining candidate, %d B, would save %s, below the threshold %s", left[best], mb(saving), mb(adv.Threshold))
 			break
 		}
@@ -403,20 +399,47 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 		left = slices.Delete(left, best, best+1)
 	}
 
-	adv.FinalPeakFootprint = cur.res.PeakFootprint
-	base := float64(adv.Baseline.PeakFootprint)
-	peak := adv.Baseline.PeakFootprint
+	adv.suggest(cur, savings)
+	return adv, nil
+}
+
+// suggest fills in the pools of the final trial, cur, which the rounds
+// chose in order, saving savings[i] each, and the code that makes them.
+func (a *advice) suggest(cur trial, savings []int64) {
+	a.FinalPeakFootprint = cur.res.PeakFootprint
+	a.Pools = []advisedPool{}
+	peak := a.Baseline.PeakFootprint
 	for i, size := range cur.sizes {
 		peak -= savings[i]
-		p := advisedPool{Size: size, Saving: savings[i], SavingPercent: 100 * float64(savings[i]) / base, PeakFootprint: peak, poolAtPeak: cur.pools[i]}
+		p := advisedPool{Size: size, Saving: savings[i], PeakFootprint: peak, poolAtPeak: cur.pools[i]}
+		p.SavingPercent = 100 * float64(p.Saving) / float64(a.Baseline.PeakFootprint) // > 0: a pool saved some of it
 		p.Limit = poolLimit(p.MaxFootprint)
-		adv.Pools = append(adv.Pools, p)
+		a.Pools = append(a.Pools, p)
 	}
-	if adv.Pools == nil {
-		adv.Pools = []advisedPool{}
+	a.Go = goSnippet(a.Pools)
+}
+
+// round replays the base behind the pools of cur and one more of each
+// size of left, and returns what each replay measured, best saving first,
+// the trials in the order of left, and the index in left of the best
+// (the first of equals; -1 if every replay failed).
+func (c *adviseConfig) round(cur trial, left []int) (round []tried, trials []trial, best int, err error) {
+	trials = c.replayAll(cur.sizes, left)
+	best = -1
+	for i, t := range trials {
+		if err := c.fatal(t); err != nil {
+			return nil, nil, -1, err
+		}
+		tr := tried{Size: left[i], PeakFootprint: t.res.PeakFootprint, Saving: cur.res.PeakFootprint - t.res.PeakFootprint}
+		if t.err != nil {
+			tr.PeakFootprint, tr.Saving, tr.Error = 0, 0, t.err.Error()
+		} else if best < 0 || t.res.PeakFootprint < trials[best].res.PeakFootprint {
+			best = i
+		}
+		round = append(round, tr)
 	}
-	adv.Go = goSnippet(adv.Pools)
-	return adv, nil
+	slices.SortStableFunc(round, func(a, b tried) int { return cmp.Compare(b.Saving, a.Saving) })
+	return round, trials, best, nil
 }
 
 // fatal returns the error a trial's failure ends the advice with: an
@@ -454,8 +477,8 @@ func (c *adviseConfig) replayAll(chosen, cands []int) []trial {
 	return out
 }
 
-// replay replays the trace, opened afresh, through the base allocator
-// behind pools of sizes, without the correctness checks.
+// replay replays the trace (held in memory, or opened afresh) through the
+// base allocator behind pools of sizes, without the correctness checks.
 func (c *adviseConfig) replay(sizes []int) trial {
 	t := trial{sizes: sizes}
 	base, err := replay.New(c.base)
@@ -658,7 +681,7 @@ func goSnippet(pools []advisedPool) string {
 
 // print writes the text report.
 func (a *advice) print(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := &firstErrWriter{w: w}
 	ew.printf("carve advise: %s, pools in front of %s\n", a.Trace, a.Base)
 	ew.printf("every figure measured by a replay, without the correctness checks (as --nocheck): %d replays in %d rounds\n", a.Replays, len(a.Rounds))
 	var cs []string
@@ -672,7 +695,7 @@ func (a *advice) print(w io.Writer) error {
 		ew.printf("note: %s\n", a.Note)
 	}
 	ew.printf("candidates: %s\n", strings.Join(cs, ", "))
-	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", mb(a.Baseline.PeakFootprint), mb(a.Baseline.PeakLive), ratio(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
+	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", mb(a.Baseline.PeakFootprint), mb(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
 	if a.Baseline.TraceErrors > 0 {
 		ew.printf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)
 	}
@@ -683,7 +706,7 @@ func (a *advice) print(w io.Writer) error {
 			if t.Error != "" {
 				ts = append(ts, fmt.Sprintf("%d B failed (%s)", t.Size, t.Error))
 			} else {
-				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, signed(t.Saving)))
+				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, mb(t.Saving)))
 			}
 		}
 		ew.printf("round %d, saving per candidate: %s\n", i+1, strings.Join(ts, ", "))
@@ -700,7 +723,7 @@ func (a *advice) print(w io.Writer) error {
 	}
 	tw.Flush()
 	saved := a.Baseline.PeakFootprint - a.FinalPeakFootprint
-	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", mb(a.FinalPeakFootprint), mb(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), ratio(a.FinalPeakFootprint, a.Baseline.PeakLive))
+	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", mb(a.FinalPeakFootprint), mb(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive))
 	ew.printf("stopped: %s\n\n", a.Stop)
 	for line := range strings.Lines(a.Go) {
 		ew.printf("\t%s", line)
@@ -708,28 +731,21 @@ func (a *advice) print(w io.Writer) error {
 	return ew.err
 }
 
-// signed writes a saving, a cost with a minus sign.
-func signed(n int64) string {
-	if n < 0 {
-		return "-" + mb(-n)
-	}
-	return mb(n)
-}
-
-func ratio(a, b int64) float64 {
-	if b == 0 {
+// fpOverLive returns fp / live, or 0 when live is.
+func fpOverLive(fp, live int64) float64 {
+	if live == 0 {
 		return 0
 	}
-	return float64(a) / float64(b)
+	return float64(fp) / float64(live)
 }
 
-// errWriter keeps the first write error.
-type errWriter struct {
+// firstErrWriter keeps the first write error.
+type firstErrWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (e *errWriter) Write(p []byte) (int, error) {
+func (e *firstErrWriter) Write(p []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err
 	}
@@ -738,6 +754,6 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (e *errWriter) printf(format string, args ...any) {
+func (e *firstErrWriter) printf(format string, args ...any) {
 	fmt.Fprintf(e, format, args...)
 }

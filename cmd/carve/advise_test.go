@@ -133,8 +133,8 @@ func TestAdviseNoPool(t *testing.T) {
 	if len(a.Rounds) != 1 || len(a.Rounds[0]) != 2 || a.Rounds[0][0].Saving >= 0 {
 		t.Errorf("rounds %+v: want one round of two replays, both costing", a.Rounds)
 	}
-	if !strings.Contains(a.Stop, "below the threshold") {
-		t.Errorf("stop = %q, want the threshold", a.Stop)
+	if !strings.Contains(a.Stop, "no remaining candidate lowers the peak") {
+		t.Errorf("stop = %q, want why", a.Stop)
 	}
 }
 

@@ -78,6 +78,7 @@ type replayFlags struct {
 	jobs          int
 	progress      bool
 	html          string
+	png           string // carve report --png: the directory
 	touch         bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	var f replayFlags
 	f.register(fs)
 	out := fs.String("o", "report.html", "write the report to `FILE`")
+	pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return badUsage("carve report: %v", err)
@@ -45,6 +47,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		c.sources = append(c.sources, s)
 	}
+	f.png = *pngDir
 	return writeReport(c, &f, *out, "carve report "+strings.Join(args, " "), stdout, stderr)
 }
 
@@ -81,6 +84,11 @@ func writeReport(c replayConfig, f *replayFlags, path, command string, stdout, s
 	}
 	fi, _ := os.Stat(path)
 	fmt.Fprintf(stderr, "carve: report written to %s (%d KB)\n", path, fi.Size()>>10)
+	if f.png != "" {
+		if err := writePNGs(f.png, rep); err != nil {
+			return err
+		}
+	}
 	return emit(tables, f, stdout)
 }
 
@@ -123,4 +131,44 @@ func reportTrace(t table, sum *trace.Summary) report.Trace {
 		rt.Rows = append(rt.Rows, rr)
 	}
 	return rt
+}
+
+// writePNGs writes every chart of the report as DIR/<trace>-<chart>.png,
+// at twice the charts' size.
+func writePNGs(dir string, rep report.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, t := range rep.Traces {
+		names, svgs := report.Charts(t)
+		for j, svg := range svgs {
+			path := filepath.Join(dir, fmt.Sprintf("%d-%s-%s.png", i+1, slug(t.Name), names[j]))
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			err = report.WritePNG(f, svg, 2)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("carve report: %s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// slug makes a trace's name safe as part of a file name.
+func slug(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 60 {
+		b = b[len(b)-60:]
+	}
+	return string(b)
 }

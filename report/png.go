@@ -1,0 +1,346 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+	"golang.org/x/image/vector"
+)
+
+// PNG export. The charts are carve's own SVG, a small subset: rect, line,
+// path (M and L only), text (anchored, possibly turned a quarter), g,
+// title. That subset is rasterized here, in pure Go, with the Go team's
+// golang.org/x/image: its vector rasterizer (anti-aliased fills; a stroke
+// is filled as a band around its line) and its fixed bitmap face for the
+// text. The result is meant to be pasted into a chat: it is faithful in
+// shapes and colours, plainer in type than a browser's rendering.
+
+// WritePNG rasterizes one of the report's charts (SVG as this package
+// writes it) at scale times its size.
+func WritePNG(w io.Writer, svg string, scale float64) error {
+	img, err := rasterize(svg, scale)
+	if err != nil {
+		return err
+	}
+	return png.Encode(w, img)
+}
+
+// Charts returns the SVG of every chart of a trace, in the report's
+// order, each with a short name for a file of its own: footprint,
+// resident, fragmentation, sizes, lifetimes.
+func Charts(t Trace) (names []string, svgs []string) {
+	for _, c := range charts(t) {
+		names, svgs = append(names, c.name), append(svgs, string(c.SVG))
+	}
+	return names, svgs
+}
+
+// style is what an element inherits from its group.
+type style struct {
+	fill, stroke color.RGBA
+	hasFill      bool
+	width        float64
+}
+
+// rasterize draws svg into an image.
+func rasterize(svg string, scale float64) (*image.RGBA, error) {
+	d := xml.NewDecoder(strings.NewReader(svg))
+	var img *image.RGBA
+	var stack []style
+	cur := style{fill: color.RGBA{0, 0, 0, 255}, hasFill: true, width: 1}
+	inTitle := false
+	var text *xml.StartElement
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report: chart SVG: %w", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			a := attrs(t)
+			stack = append(stack, cur)
+			cur = inherit(cur, a)
+			switch t.Name.Local {
+			case "svg":
+				w, _ := strconv.ParseFloat(a["width"], 64)
+				h, _ := strconv.ParseFloat(a["height"], 64)
+				if w <= 0 || h <= 0 {
+					return nil, fmt.Errorf("report: chart SVG has no size")
+				}
+				img = image.NewRGBA(image.Rect(0, 0, int(w*scale), int(h*scale)))
+				draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
+			case "title":
+				inTitle = true
+			case "rect":
+				if img != nil {
+					drawRect(img, a, cur, scale)
+				}
+			case "line":
+				if img != nil {
+					x1, y1, x2, y2 := num(a["x1"]), num(a["y1"]), num(a["x2"]), num(a["y2"])
+					strokePath(img, [][2]float64{{x1, y1}, {x2, y2}}, cur, a["stroke-dasharray"], scale)
+				}
+			case "path":
+				if img != nil {
+					strokePath(img, parsePath(a["d"]), cur, a["stroke-dasharray"], scale)
+				}
+			case "text":
+				t := t
+				text = &t
+			}
+		case xml.CharData:
+			if text != nil && !inTitle && img != nil {
+				drawText(img, attrs(*text), cur, string(t), scale)
+			}
+		case xml.EndElement:
+			switch t.Name.Local {
+			case "title":
+				inTitle = false
+			case "text":
+				text = nil
+			}
+			cur = stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if img == nil {
+		return nil, fmt.Errorf("report: no <svg> element")
+	}
+	return img, nil
+}
+
+func attrs(e xml.StartElement) map[string]string {
+	m := make(map[string]string, len(e.Attr))
+	for _, a := range e.Attr {
+		m[a.Name.Local] = a.Value
+	}
+	return m
+}
+
+func num(s string) float64 {
+	v, _ := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return v
+}
+
+// inherit applies an element's presentation attributes.
+func inherit(s style, a map[string]string) style {
+	if v, ok := a["fill"]; ok {
+		s.fill, s.hasFill = parseColor(v)
+	}
+	if v, ok := a["stroke"]; ok {
+		s.stroke, _ = parseColor(v)
+	}
+	if v, ok := a["stroke-width"]; ok {
+		s.width = num(v)
+	}
+	return s
+}
+
+// parseColor reads #rgb, #rrggbb and a few names; "none" is no colour.
+func parseColor(v string) (color.RGBA, bool) {
+	switch v {
+	case "none", "":
+		return color.RGBA{}, false
+	case "white":
+		return color.RGBA{255, 255, 255, 255}, true
+	case "black":
+		return color.RGBA{0, 0, 0, 255}, true
+	}
+	if strings.HasPrefix(v, "#") {
+		h := v[1:]
+		if len(h) == 3 {
+			h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+		}
+		if n, err := strconv.ParseUint(h, 16, 32); err == nil && len(h) == 6 {
+			return color.RGBA{uint8(n >> 16), uint8(n >> 8), uint8(n), 255}, true
+		}
+	}
+	return color.RGBA{0, 0, 0, 255}, true
+}
+
+func drawRect(img *image.RGBA, a map[string]string, s style, scale float64) {
+	x, y, w, h := num(a["x"])*scale, num(a["y"])*scale, num(a["width"])*scale, num(a["height"])*scale
+	if s.hasFill && w > 0 && h > 0 {
+		fillPoly(img, [][2]float64{{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}}, s.fill)
+	}
+	if s.stroke.A != 0 && a["stroke"] != "none" && a["stroke"] != "" {
+		pts := [][2]float64{{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}, {x, y}}
+		strokeScaled(img, pts, s.stroke, max(s.width*scale, 1))
+	}
+}
+
+// parsePath reads a path of M and L commands.
+func parsePath(d string) [][2]float64 {
+	var pts [][2]float64
+	f := strings.FieldsFunc(d, func(r rune) bool { return r == ' ' || r == ',' || r == 'M' || r == 'L' })
+	for i := 0; i+1 < len(f); i += 2 {
+		pts = append(pts, [2]float64{num(f[i]), num(f[i+1])})
+	}
+	return pts
+}
+
+// strokePath strokes a polyline given in SVG units, dashed if asked.
+func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale float64) {
+	if s.stroke.A == 0 || len(pts) < 2 {
+		return
+	}
+	for i := range pts {
+		pts[i][0] *= scale
+		pts[i][1] *= scale
+	}
+	w := max(s.width*scale, 1)
+	if dash == "" {
+		strokeScaled(img, pts, s.stroke, w)
+		return
+	}
+	var on, off float64
+	fmt.Sscanf(dash, "%g %g", &on, &off)
+	on, off = max(on*scale, 1), max(off*scale, 1)
+	// Walk the polyline, drawing on-lengths and skipping off-lengths.
+	drawing, left := true, on
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		seg := math.Hypot(b[0]-a[0], b[1]-a[1])
+		for seg > 0 {
+			step := min(seg, left)
+			t := step / seg
+			m := [2]float64{a[0] + (b[0]-a[0])*t, a[1] + (b[1]-a[1])*t}
+			if drawing {
+				strokeScaled(img, [][2]float64{a, m}, s.stroke, w)
+			}
+			a, seg, left = m, seg-step, left-step
+			if left <= 0 {
+				drawing = !drawing
+				left = on
+				if !drawing {
+					left = off
+				}
+			}
+		}
+	}
+}
+
+// strokeScaled fills a band of width w around each segment of pts (in
+// pixels), with round-enough joins from the overlap of the bands.
+func strokeScaled(img *image.RGBA, pts [][2]float64, c color.RGBA, w float64) {
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		dx, dy := b[0]-a[0], b[1]-a[1]
+		l := math.Hypot(dx, dy)
+		if l == 0 {
+			continue
+		}
+		nx, ny := -dy/l*w/2, dx/l*w/2
+		ex, ey := dx/l*w/4, dy/l*w/4 // extend a little: joins without gaps
+		fillPoly(img, [][2]float64{
+			{a[0] + nx - ex, a[1] + ny - ey}, {b[0] + nx + ex, b[1] + ny + ey},
+			{b[0] - nx + ex, b[1] - ny + ey}, {a[0] - nx - ex, a[1] - ny - ey},
+		}, c)
+	}
+}
+
+// fillPoly fills a polygon, anti-aliased. The rasterizer covers the
+// polygon's bounding box only: its mask costs the box, not the image.
+func fillPoly(img *image.RGBA, pts [][2]float64, c color.RGBA) {
+	x0, y0, x1, y1 := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, p := range pts {
+		x0, y0, x1, y1 = min(x0, p[0]), min(y0, p[1]), max(x1, p[0]), max(y1, p[1])
+	}
+	box := image.Rect(int(math.Floor(x0)), int(math.Floor(y0)), int(math.Ceil(x1))+1, int(math.Ceil(y1))+1).Intersect(img.Bounds())
+	if box.Empty() {
+		return
+	}
+	r := vector.NewRasterizer(box.Dx(), box.Dy())
+	ox, oy := float64(box.Min.X), float64(box.Min.Y)
+	r.MoveTo(float32(pts[0][0]-ox), float32(pts[0][1]-oy))
+	for _, p := range pts[1:] {
+		r.LineTo(float32(p[0]-ox), float32(p[1]-oy))
+	}
+	r.ClosePath()
+	r.Draw(img, box, image.NewUniform(c), image.Point{})
+}
+
+// drawText draws a text element with the fixed 7×13 face (each of its
+// pixels a square of the scale's side), honouring text-anchor, a middle
+// baseline, and a quarter turn.
+func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) {
+	face := basicfont.Face7x13
+	k := max(int(math.Round(scale)), 1)
+	width := font.MeasureString(face, str).Ceil()
+	x, y := num(a["x"])*scale, num(a["y"])*scale
+	rotate := false
+	if tr := a["transform"]; strings.HasPrefix(tr, "translate(") {
+		var tx, ty float64
+		fmt.Sscanf(tr, "translate(%g %g)", &tx, &ty)
+		x, y = tx*scale, ty*scale
+		rotate = strings.Contains(tr, "rotate(-90)")
+	}
+	col := s.fill
+	if !s.hasFill {
+		col = color.RGBA{0, 0, 0, 255}
+	}
+	// Draw into a small image first, then copy it, enlarged and turned.
+	tmp := image.NewRGBA(image.Rect(0, 0, width+2, 14))
+	dr := font.Drawer{Dst: tmp, Src: image.NewUniform(col), Face: face, Dot: fixed.P(1, 11)}
+	dr.DrawString(str)
+	along := float64(width * k) // the text's length on the image
+	switch a["text-anchor"] {
+	case "middle":
+		if rotate {
+			y += along / 2
+		} else {
+			x -= along / 2
+		}
+	case "end":
+		x -= along
+	}
+	if a["dominant-baseline"] == "middle" {
+		y += float64(4 * k)
+	}
+	ox, oy := int(math.Round(x)), int(math.Round(y))
+	tb := tmp.Bounds()
+	for py := 0; py < tb.Dy(); py++ {
+		for px := 0; px < tb.Dx(); px++ {
+			p := tmp.RGBAAt(px, py)
+			if p.A == 0 {
+				continue
+			}
+			for i := range k {
+				for j := range k {
+					// Glyph pixel (px, py), baseline at row 11.
+					u, v := px*k+i, (py-11)*k+j
+					dx, dy := ox+u, oy+v
+					if rotate { // a quarter turn counter-clockwise about (x, y)
+						dx, dy = ox+v, oy-u
+					}
+					if image.Pt(dx, dy).In(img.Bounds()) {
+						img.SetRGBA(dx, dy, blend(img.RGBAAt(dx, dy), p))
+					}
+				}
+			}
+		}
+	}
+}
+
+// blend puts the premultiplied colour p over q.
+func blend(q, p color.RGBA) color.RGBA {
+	k := 255 - uint32(p.A)
+	return color.RGBA{
+		uint8(uint32(p.R) + uint32(q.R)*k/255), uint8(uint32(p.G) + uint32(q.G)*k/255),
+		uint8(uint32(p.B) + uint32(q.B)*k/255), uint8(uint32(p.A) + uint32(q.A)*k/255),
+	}
+}
