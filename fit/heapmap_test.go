@@ -1,0 +1,316 @@
+package fit_test
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/heapmap"
+)
+
+// checkMap checks the heap's map against its shape and the heap's
+// statistics, as Heap.Map documents them, and returns it:
+//
+//	Live + Header = Used, Header = HeaderBytes, Free = FreeBytes,
+//	Holes = FreeBlocks, Largest = Largest, Unused = Top,
+//	Padding = 8 and Size = Footprint (or all zero if nothing is committed),
+//	Stats.Live <= Live; every block handed out lies in a Live segment.
+//
+// It also checks that taking the map changed nothing.
+func checkMap(t *testing.T, h *fit.Heap, blocks ...[]byte) heapmap.Map {
+	t.Helper()
+	before := h.Stats()
+	m := h.Map()
+	after := h.Stats()
+	before.Resident, after.Resident = 0, 0
+	if after != before {
+		t.Fatalf("Stats() changed with Map(): %+v, then %+v", before, after)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check() after Map() = %v", err)
+	}
+	if err := m.Check(); err != nil {
+		t.Fatalf("Map().Check() = %v", err)
+	}
+	st := m.Stats()
+	var padding int64
+	if before.Footprint > 0 {
+		padding = 8
+	}
+	want := heapmap.Stats{
+		Live: before.Used - before.HeaderBytes, Header: before.HeaderBytes,
+		Free: before.FreeBytes, Holes: int(before.FreeBlocks), Largest: before.Largest,
+		Unused: before.Top, Padding: padding,
+	}
+	if st != want || m.Size != before.Footprint || m.Name != before.Policy.String() {
+		t.Fatalf("Map() of %q, %d bytes, adds up to %+v; heap %s, Footprint %d: want %+v", m.Name, m.Size, st, before.Policy, before.Footprint, want)
+	}
+	if before.Live > st.Live {
+		t.Fatalf("Map() has %d bytes live, Stats().Live is %d", st.Live, before.Live)
+	}
+	for _, b := range blocks {
+		off := int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.Base)
+		s := segmentAt(m, off)
+		if s.Kind != heapmap.Live || off+int64(len(b)) > s.End() {
+			t.Fatalf("block [%d, %d) lies in %+v, want a live segment", off, off+int64(len(b)), s)
+		}
+	}
+	return m
+}
+
+// segmentAt returns the segment of m that holds offset off.
+func segmentAt(m heapmap.Map, off int64) heapmap.Segment {
+	lo, hi := 0, len(m.Segments)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if m.Segments[mid].End() <= off {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(m.Segments) {
+		return heapmap.Segment{Off: off, Kind: heapmap.Reserved}
+	}
+	return m.Segments[lo]
+}
+
+// connect runs the seed's connection scenario: n scratch buffers of 1 KiB
+// and n sessions of 64 bytes, back to back, then the scratch buffers
+// freed. It returns the sessions.
+func connect(t testing.TB, h interface {
+	Alloc(size, align int) ([]byte, error)
+	Free([]byte) error
+}, n int) [][]byte {
+	var scratch, sessions [][]byte
+	for range n {
+		s, err := h.Alloc(1024, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := h.Alloc(64, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scratch, sessions = append(scratch, s), append(sessions, c)
+	}
+	for _, s := range scratch {
+		if err := h.Free(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sessions
+}
+
+// TestMapConnection: after the seed's connection scenario, every policy's
+// map shows n holes of 1040 bytes, each between two live sessions.
+func TestMapConnection(t *testing.T) {
+	for _, p := range fit.Policies() {
+		for _, n := range []int{1, 100, 5000} {
+			t.Run(fmt.Sprint(p, "/", n), func(t *testing.T) {
+				h, err := fit.New(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close()
+				sessions := connect(t, h, n)
+				m := checkMap(t, h, sessions...)
+				if st := m.Stats(); st.Holes != n || st.Largest != 1040 || st.Free != int64(n)*1040 {
+					t.Errorf("Map() after %d connections: %d holes, largest %d, %d bytes free; want %d holes of 1040 bytes", n, st.Holes, st.Largest, st.Free, n)
+				}
+				// padding, then (hole, session) n times, then the top.
+				for i, s := range m.Segments[1 : 1+3*n] {
+					want := []heapmap.Kind{heapmap.Free, heapmap.Header, heapmap.Live}[i%3]
+					if s.Kind != want {
+						t.Fatalf("segment %d: %+v, want %v", 1+i, s, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMapStates draws heaps in the states the fit tests name: empty,
+// closed, trimmed, with aligned blocks and a grown top.
+func TestMapStates(t *testing.T) {
+	type op func(t *testing.T, h *fit.Heap, live map[string][]byte)
+	alloc := func(name string, size, align int) op {
+		return func(t *testing.T, h *fit.Heap, live map[string][]byte) {
+			b, err := h.Alloc(size, align)
+			if err != nil {
+				t.Fatalf("Alloc(%d, %d) = %v", size, align, err)
+			}
+			live[name] = b
+		}
+	}
+	free := func(name string) op {
+		return func(t *testing.T, h *fit.Heap, live map[string][]byte) {
+			if err := h.Free(live[name]); err != nil {
+				t.Fatalf("Free(%s) = %v", name, err)
+			}
+			delete(live, name)
+		}
+	}
+	trim := func(t *testing.T, h *fit.Heap, _ map[string][]byte) {
+		if _, err := h.Trim(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		ops   []op
+		kinds string // the kinds of the segments, in order: L live, F free, H header, P padding, U unused
+	}{
+		{"new", nil, ""},
+		{"one block", []op{alloc("a", 16, 1)}, "PHLU"},
+		{"two blocks", []op{alloc("a", 16, 1), alloc("b", 100, 1)}, "PHLHLU"},
+		{"a hole", []op{alloc("a", 16, 1), alloc("b", 100, 1), alloc("c", 16, 1), free("b")}, "PHLFHLU"},
+		{"the top merges back", []op{alloc("a", 16, 1), alloc("b", 100, 1), free("b")}, "PHLU"},
+		{"all freed", []op{alloc("a", 16, 1), free("a")}, "PU"},
+		{"all freed and trimmed", []op{alloc("a", 16, 1), free("a"), trim}, ""},
+		{"aligned: the gap is a free block", []op{alloc("a", 16, 1), alloc("b", 64, 1024)}, "PHLFHLU"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := fit.New(fit.FirstFit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			live := map[string][]byte{}
+			for _, o := range tc.ops {
+				o(t, h, live)
+			}
+			var blocks [][]byte
+			for _, b := range live {
+				blocks = append(blocks, b)
+			}
+			m := checkMap(t, h, blocks...)
+			var kinds strings.Builder
+			for _, s := range m.Segments {
+				kinds.WriteByte(strings.ToUpper(s.Kind.String())[0])
+			}
+			if kinds.String() != tc.kinds {
+				t.Errorf("Map() segments %s, want %s (%+v)", kinds.String(), tc.kinds, m.Segments)
+			}
+		})
+	}
+	t.Run("closed", func(t *testing.T) {
+		h, err := fit.New(fit.BestFit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Alloc(100, 1); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		if m := h.Map(); m.Size != 0 || len(m.Segments) != 0 || m.Name != "best-fit" {
+			t.Errorf("Map() of a closed heap = %+v, want an empty map named best-fit", m)
+		}
+	})
+}
+
+// TestMapSVG draws a heap of 100,000 blocks: the picture is valid XML and
+// stays a few dozen elements.
+func TestMapSVG(t *testing.T) {
+	// A large top pad: checked builds check the heap whenever it grows.
+	h, err := fit.New(fit.FirstFit, fit.TopPad(64<<20), fit.TrimThreshold(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	connect(t, h, 50000)
+	m := checkMap(t, h)
+	doc := m.SVG(1024, 320)
+	d := xml.NewDecoder(strings.NewReader(doc))
+	elements := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG does not parse: %v", err)
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			elements++
+		}
+	}
+	if elements > 100 || len(doc) > 1<<20 || !strings.Contains(doc, "in 50000 holes") {
+		t.Errorf("SVG of a heap of 100,000 blocks: %d elements, %d bytes (want at most 100 and 1 MiB), saying it has 50000 holes: %t",
+			elements, len(doc), strings.Contains(doc, "in 50000 holes"))
+	}
+}
+
+// FuzzMap runs random Alloc, Free, Realloc and Trim calls, decoded from
+// the input, and checks the map after each against the heap's statistics
+// (see checkMap).
+func FuzzMap(f *testing.F) {
+	f.Add(byte(0), []byte("\x10\x20\x30\x81\x40\x82\xc0\xff"))
+	f.Add(byte(1), []byte("aaaaaaaa\x80\x80\x80\x80bbbb\xf0"))
+	f.Add(byte(2), []byte("\x01\x02\x03\x04\x05\x06\x07\x08\x85\x86\x87\x88\xe0\x10\xff"))
+	f.Add(byte(3), []byte("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\x83\x84\x85\x86\x87\x88\x89\x8a\xe9"))
+	f.Fuzz(runMapOps)
+}
+
+// runMapOps is FuzzMap's body.
+func runMapOps(t *testing.T, cfg byte, ops []byte) {
+	p := fit.Policies()[int(cfg)%len(fit.Policies())]
+	opts := []fit.Option{fit.Limit(8 << 20)}
+	if cfg&4 != 0 {
+		opts = append(opts, fit.TrimThreshold(0), fit.TopPad(0))
+	}
+	h, err := fit.New(p, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var live [][]byte
+	for i, op := range ops {
+		switch {
+		case op < 0x80: // Alloc: small sizes mostly, some large
+			size := int(op) * 8
+			if op%7 == 0 {
+				size = int(op) << 9
+			}
+			align := 1 << (op % 8 * 2 % 13)
+			if b, err := h.Alloc(size, align); err == nil {
+				live = append(live, b)
+			}
+		case op < 0xe0 && len(live) > 0: // Free
+			j := int(op) % len(live)
+			if err := h.Free(live[j]); err != nil {
+				t.Fatalf("op %d: Free = %v", i, err)
+			}
+			live[j] = live[len(live)-1]
+			live = live[:len(live)-1]
+		case op < 0xf8 && len(live) > 0: // Realloc
+			j := int(op) % len(live)
+			if b, err := h.Realloc(live[j], int(op-0xe0)*48); err == nil {
+				live[j] = b
+			}
+		default:
+			if _, err := h.Trim(); err != nil {
+				t.Fatalf("op %d: Trim = %v", i, err)
+			}
+		}
+		checkMap(t, h, live...)
+	}
+}
+
+// TestMapRandom runs FuzzMap's body over pseudo-random inputs from a fixed
+// seed.
+func TestMapRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 8 {
+		ops := make([]byte, 300)
+		for j := range ops {
+			ops[j] = byte(r.Uint32())
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) { runMapOps(t, byte(i), ops) })
+	}
+}
