@@ -9,6 +9,7 @@ import (
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/heapmap"
 	"github.com/carvelab/carve/pool"
 	"github.com/carvelab/carve/sizeclass"
 )
@@ -106,6 +107,7 @@ type rawHeap interface {
 	Close() error
 	Contains(b []byte) bool
 	UsableSize(b []byte) (int, error)
+	Map() heapmap.Map
 }
 
 // heap adapts one of carve's heaps. Their Footprint methods are O(1), so
@@ -129,6 +131,15 @@ func (a *heap) Footprint() int64                           { return a.fp() }
 func (a *heap) Close() error                               { return a.h.Close() }
 func (a *heap) Stats() carve.Stats                         { return a.stats() }
 func (a *heap) Contains(b []byte) bool                     { return a.h.Contains(b) }
+
+// Map returns a map of the heap's address space (see package heapmap).
+func (a *heap) Map() heapmap.Map { return a.h.Map() }
+
+// Mapper is implemented by allocators that can draw a map of their
+// memory: carve's heaps, through New.
+type Mapper interface {
+	Map() heapmap.Map
+}
 
 // UsableSize returns the bytes the block b starts can hold.
 func (a *heap) UsableSize(b []byte) (int, error) { return a.h.UsableSize(b) }

@@ -9,6 +9,7 @@
 //	carve demo                     the pool and arena demonstrations
 //	carve replay [flags] TRACE...
 //	carve report [-o FILE] TRACE...  the HTML report
+//	carve advise [--base HEAP] TRACE  the pools a trace needs, measured
 //	carve scenario NAME [flags]    the seeds' experiments, a line per allocator
 //	carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]
 //	carve gen NAME [-o FILE] [param=value...]
@@ -57,6 +58,10 @@ Usage:
                    replay and write one self-contained HTML file: footprint
                    and RSS over time against live memory, fragmentation
                    by allocator, sizes and lifetimes, the table
+  carve advise [--base HEAP] [--min SAVING] [--max N] [--format text|json] TRACE
+                   find the sizes whose dedicated pools lower the heap's
+                   peak footprint most, by replaying candidates; prints
+                   the measured savings and the Go code for the pools
   carve scenario connection|carving|stride|pool|bump [flags]
                    the seeds' experiments, a line per allocator:
                    connection [--next 1024|4096] [--n N]
@@ -121,9 +126,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "lab", "replay", "report", "scenario", "record", childCommand:
+	case "lab", "replay", "report", "advise", "scenario", "record", childCommand:
 		return exitCode(map[string]func([]string, io.Writer, io.Writer) error{
-			"lab": cmdLab, "replay": cmdReplay, "report": cmdReport, "scenario": cmdScenario, "record": cmdRecord, childCommand: cmdChild,
+			"lab": cmdLab, "replay": cmdReplay, "report": cmdReport, "advise": cmdAdvise,
+			"scenario": cmdScenario, "record": cmdRecord, childCommand: cmdChild,
 		}[cmd](args, stdout, stderr), stderr)
 	case "gen", "convert", "stats":
 		return exitCode(map[string]func([]string, io.Writer) error{
