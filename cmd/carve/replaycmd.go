@@ -79,6 +79,7 @@ type replayFlags struct {
 	progress      bool
 	html          string
 	png           string // carve report --png: the directory
+	maps          bool   // carve report --maps
 	touch         bool
 }
 
@@ -338,6 +339,7 @@ func (rw row) fill(s source, res replay.Result, err error) row {
 	}
 	rw.Events, rw.Ops, rw.NsPerOp, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TraceErrors
 	rw.PeakLive, rw.PeakFootprint, rw.PeakResident = res.PeakLive, res.PeakFootprint, res.PeakResident
+	rw.PeakFootprintAt = res.PeakFootprintAt
 	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
 	rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = res.AvgRatio, res.RatioAtPeakLive, res.RatioAtPeakFootprint, res.PeakRatio
 	rw.Live, rw.Internal, rw.External = res.Live, res.Internal, res.External
@@ -375,6 +377,7 @@ type row struct {
 	FirstTraceError     string     `json:"first_trace_error,omitempty"`
 	PeakLive            int64      `json:"peak_live"`
 	PeakFootprint       int64      `json:"peak_footprint"`
+	PeakFootprintAt     int64      `json:"peak_footprint_at_event"`
 	PeakResident        int64      `json:"peak_resident"`
 	FootprintAtPeakLive int64      `json:"footprint_at_peak_live"`
 	LiveAtPeakFootprint int64      `json:"live_at_peak_footprint"`

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carvelab/carve/replay"
 	"github.com/carvelab/carve/report"
 	"github.com/carvelab/carve/trace"
 )
@@ -29,6 +30,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	out := fs.String("o", "report.html", "write the report to `FILE`")
 	pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
+	maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint (another replay each, up to that event)")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return badUsage("carve report: %v", err)
@@ -47,7 +49,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		c.sources = append(c.sources, s)
 	}
-	f.png = *pngDir
+	f.png, f.maps = *pngDir, *maps
 	return writeReport(c, &f, *out, "carve report "+strings.Join(args, " "), stdout, stderr)
 }
 
@@ -70,6 +72,9 @@ func writeReport(c replayConfig, f *replayFlags, path, command string, stdout, s
 	rep := report.Report{Title: "carve: fragmentation report", Generated: time.Now(), Command: command}
 	for i, t := range tables {
 		rep.Traces = append(rep.Traces, reportTrace(t, sums[i]))
+	}
+	if f.maps {
+		drawMaps(c, tables, rep.Traces)
 	}
 	file, err := os.Create(path)
 	if err != nil {
@@ -171,4 +176,82 @@ func slug(s string) string {
 		b = b[len(b)-60:]
 	}
 	return string(b)
+}
+
+// mapWidth and mapHeight are the size of a heap map in the report.
+const mapWidth, mapHeight = 900, 220
+
+// drawMaps adds to each trace a map of each of carve's heaps that
+// replayed it in this process, at its peak footprint: the heap is
+// replayed again up to that event and mapped there. The replays run
+// c.jobs at a time.
+func drawMaps(c replayConfig, tables []table, traces []report.Trace) {
+	type job struct{ t, r int }
+	var jobs []job
+	for t, tb := range tables {
+		for r, row := range tb.rows {
+			if row.Error == "" && row.Measured != "child" && row.PeakFootprintAt > 0 {
+				jobs = append(jobs, job{t, r})
+			}
+		}
+	}
+	maps := make([]*report.Map, len(jobs))
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(c.jobs, 1), len(jobs)) {
+		wg.Go(func() {
+			for i := range ch {
+				j := jobs[i]
+				maps[i] = mapAtPeak(tables[j.t].src, c.allocs[j.r], tables[j.t].rows[j.r])
+			}
+		})
+	}
+	for i := range jobs {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	for i, j := range jobs {
+		if maps[i] != nil {
+			traces[j.t].Maps = append(traces[j.t].Maps, *maps[i])
+		}
+	}
+}
+
+// mapAtPeak replays s through the heap of spec up to the event of the
+// row's peak footprint and returns the heap's map there, or nil if the
+// heap draws none.
+func mapAtPeak(s source, spec allocSpec, rw row) *report.Map {
+	heap, err := replay.New(spec.name)
+	if err != nil {
+		return nil
+	}
+	defer heap.Close()
+	m, ok := heap.(replay.Mapper)
+	if !ok {
+		return nil
+	}
+	a := heap
+	for _, p := range spec.pools {
+		if a, err = replay.WithPool(p, a); err != nil {
+			return nil
+		}
+	}
+	src, closer, err := s.open()
+	if err != nil {
+		return nil
+	}
+	defer closer.Close()
+	if _, err := replay.Run(src, a, replay.Options{NoCheck: true, StopAfter: rw.PeakFootprintAt}); err != nil {
+		return nil
+	}
+	hm := m.Map()
+	hm.Name = fmt.Sprintf("%s at its peak footprint (event %d)", spec.label(), rw.PeakFootprintAt)
+	st := hm.Stats()
+	caption := fmt.Sprintf("%s: the heap's address space at its peak footprint, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
+		spec.label(), rw.PeakFootprintAt, rw.Events, st.Holes, mb(st.Largest), mb(st.Free), mb(st.Header))
+	if len(spec.pools) > 0 {
+		caption += " The pools in front of it are not drawn."
+	}
+	return &report.Map{Caption: caption, SVG: hm.SVG(mapWidth, mapHeight)}
 }
