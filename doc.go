@@ -113,7 +113,12 @@
 // runs the lab: with no arguments, the shipped trace and the seeds'
 // scenarios through every heap, one table per trace; carve replay for any
 // trace, file or generated, with --pool rows that answer "would a pool for
-// these objects have helped?".
+// these objects have helped?"; carve report for the same as one HTML file
+// of charts (package report) and heap maps (package heapmap); carve
+// advise for the pools a trace needs, found by replaying candidates; carve
+// scenario for the seeds' experiments; carve record for a program's own
+// trace (package record). Package libc reaches the C allocators, each
+// measured in a child process with LD_PRELOAD.
 //
 // # Which allocator for which job
 //
