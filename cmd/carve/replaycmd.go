@@ -80,6 +80,7 @@ type replayFlags struct {
 	html          string
 	png           string // carve report --png: the directory
 	maps          bool   // carve report --maps
+	mapAt         int64  // carve report --map-at
 	touch         bool
 }
 

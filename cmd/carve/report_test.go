@@ -120,3 +120,27 @@ func BenchmarkReport(b *testing.B) {
 	b.ReportMetric(float64(fi.Size())/1e6, "MB")
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/report")
 }
+
+// TestReportMapAt draws first fit's map after the connection scenario's
+// scratch buffers are freed: the seed's holes, one per connection, each
+// next to a live session.
+func TestReportMapAt(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "r.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"report", "-o", page, "--map-at", "6000", "--alloc", "first-fit", "gen:connection:n=2000,next=4096"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve %q = %d: %s", args, code, stderr.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first-fit at the chosen moment (event 6000)", "2000 holes, the largest 1.0 KiB"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if code := run([]string{"report", "--map-at", "-1", "gen:bump:n=10"}, &stdout, &stderr); code != 2 {
+		t.Errorf("--map-at -1: exit %d, want 2", code)
+	}
+}

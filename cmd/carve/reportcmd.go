@@ -31,6 +31,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "report.html", "write the report to `FILE`")
 	pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
 	maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint (another replay each, up to that event)")
+	mapAt := fs.Int64("map-at", 0, "draw the heap maps after event `N` instead of at each heap's peak footprint")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return badUsage("carve report: %v", err)
@@ -49,7 +50,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		}
 		c.sources = append(c.sources, s)
 	}
-	f.png, f.maps = *pngDir, *maps
+	if *mapAt < 0 {
+		return badUsage("carve report: --map-at %d: want an event number from 1", *mapAt)
+	}
+	f.png, f.maps, f.mapAt = *pngDir, *maps, *mapAt
 	return writeReport(c, &f, *out, "carve report "+strings.Join(args, " "), stdout, stderr)
 }
 
@@ -74,7 +78,7 @@ func writeReport(c replayConfig, f *replayFlags, path, command string, stdout, s
 		rep.Traces = append(rep.Traces, reportTrace(t, sums[i]))
 	}
 	if f.maps {
-		drawMaps(c, tables, rep.Traces)
+		drawMaps(c, tables, rep.Traces, f.mapAt)
 	}
 	file, err := os.Create(path)
 	if err != nil {
@@ -185,7 +189,7 @@ const mapWidth, mapHeight = 900, 220
 // replayed it in this process, at its peak footprint: the heap is
 // replayed again up to that event and mapped there. The replays run
 // c.jobs at a time.
-func drawMaps(c replayConfig, tables []table, traces []report.Trace) {
+func drawMaps(c replayConfig, tables []table, traces []report.Trace, at int64) {
 	type job struct{ t, r int }
 	var jobs []job
 	for t, tb := range tables {
@@ -202,7 +206,7 @@ func drawMaps(c replayConfig, tables []table, traces []report.Trace) {
 		wg.Go(func() {
 			for i := range ch {
 				j := jobs[i]
-				maps[i] = mapAtPeak(tables[j.t].src, c.allocs[j.r], tables[j.t].rows[j.r])
+				maps[i] = mapAt(tables[j.t].src, c.allocs[j.r], tables[j.t].rows[j.r], at)
 			}
 		})
 	}
@@ -218,10 +222,17 @@ func drawMaps(c replayConfig, tables []table, traces []report.Trace) {
 	}
 }
 
-// mapAtPeak replays s through the heap of spec up to the event of the
-// row's peak footprint and returns the heap's map there, or nil if the
-// heap draws none.
-func mapAtPeak(s source, spec allocSpec, rw row) *report.Map {
+// mapAt replays s through the heap of spec up to event at (0: the event
+// of the row's peak footprint) and returns the heap's map there, or nil
+// if the heap draws none.
+func mapAt(s source, spec allocSpec, rw row, at int64) *report.Map {
+	moment := "at its peak footprint"
+	if at == 0 {
+		at = rw.PeakFootprintAt
+	} else {
+		at = min(at, rw.Events)
+		moment = "at the chosen moment"
+	}
 	heap, err := replay.New(spec.name)
 	if err != nil {
 		return nil
@@ -242,14 +253,14 @@ func mapAtPeak(s source, spec allocSpec, rw row) *report.Map {
 		return nil
 	}
 	defer closer.Close()
-	if _, err := replay.Run(src, a, replay.Options{NoCheck: true, StopAfter: rw.PeakFootprintAt}); err != nil {
+	if _, err := replay.Run(src, a, replay.Options{NoCheck: true, StopAfter: at}); err != nil {
 		return nil
 	}
 	hm := m.Map()
-	hm.Name = fmt.Sprintf("%s at its peak footprint (event %d)", spec.label(), rw.PeakFootprintAt)
+	hm.Name = fmt.Sprintf("%s %s (event %d)", spec.label(), moment, at)
 	st := hm.Stats()
-	caption := fmt.Sprintf("%s: the heap's address space at its peak footprint, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
-		spec.label(), rw.PeakFootprintAt, rw.Events, st.Holes, mb(st.Largest), mb(st.Free), mb(st.Header))
+	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
+		spec.label(), moment, at, rw.Events, st.Holes, mb(st.Largest), mb(st.Free), mb(st.Header))
 	if len(spec.pools) > 0 {
 		caption += " The pools in front of it are not drawn."
 	}
