@@ -195,15 +195,7 @@ func (r *batchReplayer) grow(d int64) {
 }
 
 func (r *batchReplayer) traceError(reason string) error {
-	r.res.TraceErrors++
-	e := &TraceError{Event: r.n, Ev: r.ev, Reason: reason}
-	if r.res.FirstTraceError == nil {
-		r.res.FirstTraceError = e
-	}
-	if r.opt.Strict {
-		return e
-	}
-	return nil
+	return r.res.traceError(r.opt, r.n, r.ev, reason)
 }
 
 func (r *batchReplayer) takeSlot() uint32 {
@@ -270,24 +262,5 @@ func (r *batchReplayer) event(e trace.Event) error {
 }
 
 func (r *batchReplayer) finish() {
-	res := &r.res
-	res.Series = r.series.done()
-	res.Live = r.live
-	if res.Ops > 0 {
-		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)
-	}
-	ratio := func(a, b float64) float64 {
-		if b == 0 {
-			return 0
-		}
-		return a / b
-	}
-	res.AvgRatio = ratio(r.sumFP, r.sumLiv)
-	res.RatioAtPeakLive = ratio(float64(res.FootprintAtPeakLive), float64(res.PeakLive))
-	res.RatioAtPeakFootprint = ratio(float64(res.PeakFootprint), float64(res.LiveAtPeakFootprint))
-	res.PeakRatio = ratio(float64(res.PeakFootprint), float64(res.PeakLive))
-	res.Fragmentation = math.NaN()
-	if r.live > 0 {
-		res.Fragmentation = 100 * (float64(res.End.Footprint)/float64(r.live) - 1)
-	}
+	r.res.finish(r.live, r.sumFP, r.sumLiv, r.series.done())
 }

@@ -365,9 +365,17 @@ func (r *replayer) shrinking() {
 }
 
 func (r *replayer) finish() {
-	res := &r.res
-	res.Series = r.series.done()
-	res.Live = r.live
+	r.res.finish(r.live, r.sumFP, r.sumLiv, r.series.done())
+	r.res.Internal = r.res.End.Used - r.res.End.Live
+	r.res.External = r.res.End.Footprint - r.res.End.Used
+}
+
+// finish computes the measures from the peaks and sums a replay kept:
+// live memory at the end, the sums over events of footprint and of live
+// memory (for Johnstone and Wilson's #1), and the series.
+func (res *Result) finish(live int64, sumFP, sumLiv float64, series []Point) {
+	res.Series = series
+	res.Live = live
 	if res.Ops > 0 {
 		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)
 	}
@@ -377,30 +385,34 @@ func (r *replayer) finish() {
 		}
 		return a / b
 	}
-	res.AvgRatio = ratio(r.sumFP, r.sumLiv)
+	res.AvgRatio = ratio(sumFP, sumLiv)
 	res.RatioAtPeakLive = ratio(float64(res.FootprintAtPeakLive), float64(res.PeakLive))
 	res.RatioAtPeakFootprint = ratio(float64(res.PeakFootprint), float64(res.LiveAtPeakFootprint))
 	res.PeakRatio = ratio(float64(res.PeakFootprint), float64(res.PeakLive))
 	res.Fragmentation = math.NaN()
-	if r.live > 0 {
-		res.Fragmentation = 100 * (float64(res.End.Footprint)/float64(r.live) - 1)
+	if live > 0 {
+		res.Fragmentation = 100 * (float64(res.End.Footprint)/float64(live) - 1)
 	}
-	res.Internal = res.End.Used - res.End.Live
-	res.External = res.End.Footprint - res.End.Used
+}
+
+// traceError counts an event that does not fit the trace's live objects
+// (keeping the first) and returns it when opt makes it fatal.
+func (res *Result) traceError(opt Options, n int64, ev trace.Event, reason string) error {
+	res.TraceErrors++
+	e := &TraceError{Event: n, Ev: ev, Reason: reason}
+	if res.FirstTraceError == nil {
+		res.FirstTraceError = e
+	}
+	if opt.Strict {
+		return e
+	}
+	return nil
 }
 
 func (r *replayer) object(id uint64) *object { return r.objects.get(id) }
 
 func (r *replayer) traceError(reason string) error {
-	r.res.TraceErrors++
-	e := &TraceError{Event: r.n, Ev: r.ev, Reason: reason}
-	if r.res.FirstTraceError == nil {
-		r.res.FirstTraceError = e
-	}
-	if r.opt.Strict {
-		return e
-	}
-	return nil
+	return r.res.traceError(r.opt, r.n, r.ev, reason)
 }
 
 func (r *replayer) allocError(err error) error {

@@ -151,25 +151,35 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	var f replayFlags
 	f.register(fs)
-	paths, err := parseInterspersed(fs, args)
-	if err != nil {
-		return badUsage("carve replay: %v", err)
-	}
-	c, err := f.config("replay")
+	c, err := f.parse(fs, "replay", args)
 	if err != nil {
 		return err
 	}
+	return runReplays(c, &f, stdout, stderr)
+}
+
+// parse reads the flags of fs (f's among them) and the TRACE arguments
+// of command cmd, and returns the replays they ask for.
+func (f *replayFlags) parse(fs *flag.FlagSet, cmd string, args []string) (replayConfig, error) {
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return replayConfig{}, badUsage("carve %s: %v", cmd, err)
+	}
+	c, err := f.config(cmd)
+	if err != nil {
+		return replayConfig{}, err
+	}
 	if len(paths) == 0 {
-		return badUsage("carve replay: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", shippedNames())
+		return replayConfig{}, badUsage("carve %s: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", cmd, shippedNames())
 	}
 	for _, arg := range paths {
 		s, err := parseSource(arg)
 		if err != nil {
-			return inputError{err}
+			return replayConfig{}, inputError{err}
 		}
 		c.sources = append(c.sources, s)
 	}
-	return runReplays(c, &f, stdout, stderr)
+	return c, nil
 }
 
 // runReplays replays, prints the tables and returns the error the exit

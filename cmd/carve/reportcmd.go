@@ -32,23 +32,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
 	maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint (another replay each, up to that event)")
 	mapAt := fs.Int64("map-at", 0, "draw the heap maps after event `N` instead of at each heap's peak footprint")
-	paths, err := parseInterspersed(fs, args)
-	if err != nil {
-		return badUsage("carve report: %v", err)
-	}
-	c, err := f.config("report")
+	c, err := f.parse(fs, "report", args)
 	if err != nil {
 		return err
-	}
-	if len(paths) == 0 {
-		return badUsage("carve report: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", shippedNames())
-	}
-	for _, arg := range paths {
-		s, err := parseSource(arg)
-		if err != nil {
-			return inputError{err}
-		}
-		c.sources = append(c.sources, s)
 	}
 	if *mapAt < 0 {
 		return badUsage("carve report: --map-at %d: want an event number from 1", *mapAt)
