@@ -56,25 +56,13 @@ func decode(r *trace.Reader) ([]libc.Op, error) {
 		if err != nil {
 			return nil, err
 		}
-		op := libc.Op{Slot: slotOf(e.ID), Size: e.Size, Align: e.Align}
-		switch e.Op {
-		case trace.Alloc:
-			op.Kind = libc.OpMalloc
-			if e.Align != 0 {
-				op.Kind = libc.OpMemalign
-			}
-		case trace.Calloc:
-			op.Kind = libc.OpCalloc
-		case trace.Memalign:
-			op.Kind = libc.OpMemalign
-		case trace.Realloc:
-			op.Kind = libc.OpRealloc
-		case trace.Free:
-			op.Kind = libc.OpFree
+		op, ok := libc.OpOf(e, slotOf(e.ID))
+		if !ok {
+			return nil, fmt.Errorf("event %v: not an allocator call", e)
+		}
+		if op.Kind == libc.OpFree {
 			idle = append(idle, op.Slot)
 			delete(slots, e.ID)
-		default:
-			return nil, fmt.Errorf("event %v: not an allocator call", e)
 		}
 		ops = append(ops, op)
 	}

@@ -3,6 +3,8 @@ package libc
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/carvelab/carve/trace"
 )
 
 // Op is one operation of a batch for [Loop.Run]. It is read by C in
@@ -67,4 +69,34 @@ func kindName(k uint8) string {
 		return fmt.Sprintf("kind %d", k)
 	}
 	return kindNames[k]
+}
+
+// mallocAlign is the alignment malloc guarantees on 64-bit platforms: an
+// allocation asking no more is a malloc, one asking more a memalign.
+const mallocAlign = 16
+
+// OpOf returns the op that performs trace event e on slot: OpMalloc, or
+// OpMemalign when e asks for more alignment than malloc gives; OpCalloc;
+// OpMemalign; OpRealloc; OpFree. ok is false for an event that is not an
+// allocator call.
+func OpOf(e trace.Event, slot uint32) (op Op, ok bool) {
+	op = Op{Slot: slot, Size: e.Size, Align: e.Align}
+	switch e.Op {
+	case trace.Alloc:
+		op.Kind = OpMalloc
+		if e.Align > mallocAlign {
+			op.Kind = OpMemalign
+		}
+	case trace.Calloc:
+		op.Kind = OpCalloc
+	case trace.Memalign:
+		op.Kind = OpMemalign
+	case trace.Realloc:
+		op.Kind = OpRealloc
+	case trace.Free:
+		op.Kind = OpFree
+	default:
+		return Op{}, false
+	}
+	return op, true
 }

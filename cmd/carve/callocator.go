@@ -87,22 +87,8 @@ func (c *cAllocator) Apply(evs []trace.Event) (int64, error) {
 				}
 			}
 		}
-		op := libc.Op{Slot: slot, Size: e.Size, Align: e.Align}
-		switch e.Op {
-		case trace.Alloc:
-			op.Kind = libc.OpMalloc
-			if e.Align > 16 {
-				op.Kind = libc.OpMemalign
-			}
-		case trace.Calloc:
-			op.Kind = libc.OpCalloc
-		case trace.Memalign:
-			op.Kind = libc.OpMemalign
-		case trace.Realloc:
-			op.Kind = libc.OpRealloc
-		case trace.Free:
-			op.Kind = libc.OpFree
-		default:
+		op, ok := libc.OpOf(e, slot)
+		if !ok {
 			return 0, fmt.Errorf("event %v: not an allocator call", e)
 		}
 		c.ops = append(c.ops, op)
