@@ -3,7 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"runtime"
+	"runtime/metrics"
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
@@ -60,10 +60,11 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // first fit, next fit and sizeclass a walk of free lists), runs at
 // samples only (see Options.SampleEvery).
 //
-// "go" allocates with make. Its Stats reads runtime.ReadMemStats (a
-// stop-the-world, so at samples only): Footprint = HeapSys - HeapReleased,
-// Used = HeapAlloc, Resident = Footprint, each less its value when New
-// was called, and Live is the adapter's own sum of requested sizes. The
+// "go" allocates with make. Its Stats reads runtime/metrics (at samples
+// only): Footprint = the heap's memory mapped and not released (objects,
+// unused bytes of spans in use, free spans not yet returned to the OS),
+// Used = the objects' bytes, Resident = Footprint, each less its value
+// when New was called, and Live is the adapter's own sum of requested sizes. The
 // replayer's own bookkeeping lives on the same Go heap and is counted in
 // Used and Footprint; Free only drops the reference (the GC decides when
 // the memory is reused).
@@ -146,14 +147,39 @@ func (a *heap) UsableSize(b []byte) (int, error) { return a.h.UsableSize(b) }
 
 // goHeap allocates on the Go heap.
 type goHeap struct {
-	base runtime.MemStats
-	live int64
-	fp   int64
+	baseFP, baseUsed int64 // goHeapBytes when the heap was made
+	live             int64
+	fp               int64
+	samples          []metrics.Sample
+}
+
+// The runtime/metrics of the Go heap: its memory mapped and not released
+// is objects + unused (in spans in use) + free (spans not in use, not yet
+// returned); Used is the objects'.
+var goHeapMetrics = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// bytes reads the Go heap's footprint and the bytes of its objects.
+func (g *goHeap) bytes() (footprint, used int64) {
+	metrics.Read(g.samples)
+	var v [3]int64
+	for i, s := range g.samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s.Value.Uint64())
+		}
+	}
+	return v[0] + v[1] + v[2], v[0]
 }
 
 func newGoHeap() *goHeap {
 	g := &goHeap{}
-	runtime.ReadMemStats(&g.base)
+	for _, name := range goHeapMetrics {
+		g.samples = append(g.samples, metrics.Sample{Name: name})
+	}
+	g.baseFP, g.baseUsed = g.bytes()
 	return g
 }
 
@@ -192,13 +218,11 @@ func (g *goHeap) Footprint() int64 { return g.fp }
 func (g *goHeap) Close() error     { return nil }
 
 func (g *goHeap) Stats() carve.Stats {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	fp := int64(m.HeapSys-m.HeapReleased) - int64(g.base.HeapSys-g.base.HeapReleased)
-	g.fp = max(fp, 0)
+	fp, used := g.bytes()
+	g.fp = max(fp-g.baseFP, 0)
 	return carve.Stats{
 		Live:      g.live,
-		Used:      max(int64(m.HeapAlloc)-int64(g.base.HeapAlloc), 0),
+		Used:      max(used-g.baseUsed, 0),
 		Footprint: g.fp,
 		Resident:  g.fp,
 	}
