@@ -6,11 +6,11 @@ package replay
 // the resident bytes of the last sample taken in it.
 type Point struct {
 	// Event is the number of the stretch's last event, counting from 1.
-	Event     int64
-	Live      int64
-	Footprint int64
+	Event     int64 `json:"event"`
+	Live      int64 `json:"live"`
+	Footprint int64 `json:"footprint"`
 	// Resident is the last sampled resident figure up to this point.
-	Resident int64
+	Resident int64 `json:"resident"`
 }
 
 // series keeps at most 2n points for a replay of any length: each point
