@@ -31,19 +31,13 @@ import (
 // Unused = (Capacity - Carved) * Size. Chunks a checked build quarantined
 // show as Free.
 //
-// Where a class's slabs lie: a slab holding a chunk in use is drawn where
-// it is. A slab whose chunks are all free may be committed or, after
-// Trim, given back, and the pool does not tell the heap which: Map counts
-// how many are committed (Stats) and draws them at the lowest free slab
-// positions. That is their place exactly unless Trim has given back a
-// slab of the class that has not been reused since; then slabs of free
-// chunks may be drawn out of place within their class (the figures stay
-// exact). A closed heap has an empty map.
+// A class's slabs are those its pool has committed (pool.Slabs: slabs
+// Trim gave back are left out), in address order, each with the chunks
+// the pool carved in it. A closed heap has an empty map.
 //
-// Map reads the heap's tables (Go memory) and each pool's statistics; it
-// never reads a chunk's memory, and changes nothing. It costs O(committed
-// chunks / 64 + runs of chunks), plus each class's pool Stats (a walk of
-// its free list, one mincore).
+// Map reads the heap's tables and the pools' bookkeeping (Go memory); it
+// never reads a chunk's memory, and changes nothing. It costs O(slabs +
+// committed chunks / 64 + runs of chunks).
 func (h *Heap) Map() heapmap.Map {
 	m := heapmap.Map{Name: "sizeclass"}
 	if h.closed {
@@ -68,16 +62,13 @@ func (h *Heap) Map() heapmap.Map {
 	return m
 }
 
-// mapSlabs appends the committed slabs of the class, which has some.
+// mapSlabs appends the committed slabs of the class, in address order,
+// as the pool lists them (committed, and how many chunks it carved in
+// each), with the class's bitmap telling which chunks are in use.
 func (cl *class) mapSlabs(m *heapmap.Map) {
 	size, class := int64(cl.size), int(cl.size)
-	slabs := cl.committedSlabs()
-	cursor := cl.cursorSlab(slabs)
-	for _, s := range slabs {
-		carved := cl.perSlab
-		if s == cursor.slab {
-			carved = cursor.carved
-		}
+	cl.pool.Slabs(func(slab, n int) bool {
+		s, carved := int64(slab), int64(n)
 		first := cl.firstChunk(s)
 		for i, end := first, first+carved; i < end; {
 			live := liveBits(cl.live).has(i)
@@ -91,66 +82,13 @@ func (cl *class) mapSlabs(m *heapmap.Map) {
 		}
 		m.Append(heapmap.Unused, class, (cl.perSlab-carved)*size)
 		m.Append(heapmap.Padding, class, cl.slab-cl.perSlab*size)
-	}
+		return true
+	})
 }
 
 // firstChunk returns the index of slab s's first chunk: a chunk's index
 // is its offset from the base divided by the chunk size, rounded down.
 func (cl *class) firstChunk(s int64) int64 { return s * cl.slab / int64(cl.size) }
-
-// committedSlabs returns the indexes of the class's committed slabs, as
-// far as the heap can tell (see Map): every slab holding a chunk in use,
-// and the lowest others, as many as the pool's count of committed slabs
-// calls for.
-func (cl *class) committedSlabs() []int64 {
-	var held []int64
-	for s := int64(0); cl.firstChunk(s) < int64(len(cl.live))*64; s++ {
-		first := cl.firstChunk(s)
-		if !cl.noneLive(first, first+cl.perSlab) {
-			held = append(held, s)
-		}
-	}
-	slabs := make([]int64, 0, cl.slabs)
-	extra := cl.slabs - int64(len(held))
-	for s := int64(0); int64(len(slabs)) < cl.slabs; s++ {
-		switch {
-		case len(held) > 0 && held[0] == s:
-			slabs = append(slabs, s)
-			held = held[1:]
-		case extra > 0:
-			slabs = append(slabs, s)
-			extra--
-		}
-	}
-	return slabs
-}
-
-// cursor is the slab the pool carves from and how many chunks it has
-// carved there.
-type cursor struct{ slab, carved int64 }
-
-// cursorSlab returns the pool's cursor: the highest committed slab, whose
-// carved chunks are those the pool's Carved count leaves once every other
-// committed slab is full. If that slab holds a chunk in use beyond them,
-// the cursor must be a slab of free chunks: the highest of slabs.
-func (cl *class) cursorSlab(slabs []int64) cursor {
-	carved := cl.pool.Stats().Carved - (cl.slabs-1)*cl.perSlab
-	top := slabs[len(slabs)-1]
-	first := cl.firstChunk(top)
-	if cl.noneLive(first+carved, first+cl.perSlab) {
-		return cursor{top, carved}
-	}
-	for i := len(slabs) - 1; i >= 0; i-- {
-		if f := cl.firstChunk(slabs[i]); cl.noneLive(f, f+cl.perSlab) {
-			return cursor{slabs[i], carved}
-		}
-	}
-	return cursor{top, carved} // a broken heap, which check reports
-}
-
-// noneLive reports whether none of the chunks of indexes [i, j) is in
-// use.
-func (cl *class) noneLive(i, j int64) bool { return liveBits(cl.live).runEnd(i, j, false) == j }
 
 // liveBits is a class's bitmap of chunks in use, read by index.
 type liveBits []uint64

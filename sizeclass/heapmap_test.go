@@ -189,8 +189,8 @@ func TestMapSlabs(t *testing.T) {
 		{"a partly carved slab", 2, 10, nil, "LLLU"},
 		{"a partly carved slab, freed", 2, 10, []step{{free: []int{2}}}, "LLFU"},
 		// The slab the pool carves from holds no block, and a slab below it
-		// was given back: Map cannot tell where it lies.
-		{"a partly carved slab, freed after a slab was given back", 2, 10, []step{{free: []int{0}, trim: true}, {free: []int{2}}}, "FUL"},
+		// was given back: the pool says which slabs are committed.
+		{"a partly carved slab, freed after a slab was given back", 2, 10, []step{{free: []int{0}, trim: true}, {free: []int{2}}}, "LFU"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := sizeclass.New()
