@@ -17,7 +17,7 @@ import (
 // which neighbours differ most.
 var palette = []string{
 	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#ad494a",
+	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#e6c700",
 	"#637939", "#843c39", "#3182bd", "#31a354",
 }
 
