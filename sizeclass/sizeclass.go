@@ -319,9 +319,7 @@ func (h *Heap) Free(b []byte) error {
 		w, bit := i/64, uint64(1)<<(i%64)
 		if a-cl.base < uintptr(h.reserve) && uintptr(n) == cl.size &&
 			w < uintptr(len(cl.live)) && cl.live[w]&bit != 0 && cl.pool.Free(b) == nil {
-			cl.live[w] &^= bit
-			cl.avail++
-			h.live -= int64(min(uintptr(len(b)), cl.size))
+			h.freed(cl, w, bit, len(b))
 			return nil
 		}
 	}
@@ -342,10 +340,17 @@ func (h *Heap) freeSlow(b []byte) error {
 	if w >= uintptr(len(cl.live)) || cl.live[w]&bit == 0 || cl.pool.Free(b) != nil {
 		return h.notLive(cl, b)
 	}
+	h.freed(cl, w, bit, len(b))
+	return nil
+}
+
+// freed records that the chunk of bit bit in word w of cl's bitmap, which
+// the pool took back, is free, and that n bytes (at most the chunk) are
+// no longer live.
+func (h *Heap) freed(cl *class, w uintptr, bit uint64, n int) {
 	cl.live[w] &^= bit
 	cl.avail++
-	h.live -= int64(min(uintptr(len(b)), cl.size))
-	return nil
+	h.live -= int64(min(uintptr(n), cl.size))
 }
 
 // notLive explains why b, which lies in cl's reservation, is not a live

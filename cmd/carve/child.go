@@ -100,6 +100,22 @@ func (s allocSpec) available() error {
 	return nil
 }
 
+// child returns the command of a child process for the row: carve's own
+// executable running the hidden child command with args, the row's
+// library preloaded if it is a real malloc other than glibc.
+func (s allocSpec) child(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{childCommand}, args...)...)
+	cmd.Env = os.Environ()
+	if m := realMallocs[s.name]; m.libs != nil {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+findLib(m))
+	}
+	return cmd, nil
+}
+
 // replayInChild runs one row in a child process and reads its row back.
 func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) row {
 	rw := row{Trace: s.label, Allocator: spec.label(), Measured: "child"}
@@ -107,12 +123,7 @@ func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) ro
 		rw.Error, rw.ErrorKind = err.Error(), kindUnavailable
 		return rw
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		rw.Error, rw.ErrorKind = fmt.Sprintf("cannot start a child: %v", err), kindAllocator
-		return rw
-	}
-	args := []string{childCommand, "--alloc", spec.name}
+	args := []string{"--alloc", spec.name}
 	for _, p := range spec.pools {
 		args = append(args, "--pool", strconv.Itoa(p))
 	}
@@ -129,10 +140,10 @@ func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) ro
 		args = append(args, "--series", strconv.Itoa(c.series))
 	}
 	args = append(args, "--", s.label)
-	cmd := exec.Command(exe, args...)
-	cmd.Env = os.Environ()
-	if m := realMallocs[spec.name]; m.libs != nil {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+findLib(m))
+	cmd, err := spec.child(args...)
+	if err != nil {
+		rw.Error, rw.ErrorKind = fmt.Sprintf("cannot start a child: %v", err), kindAllocator
+		return rw
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -168,11 +179,12 @@ func cmdChild(args []string, stdout, _ io.Writer) error {
 	noTouch := fs.Bool("notouch", false, "")
 	series := fs.Int("series", 0, "")
 	stride := fs.Bool("stride", false, "")
-	if err := fs.Parse(args); err == nil && *stride {
+	err := fs.Parse(args)
+	switch {
+	case err == nil && *stride:
 		return strideChild(*name, stdout)
-	}
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		return badUsage("carve %s: want --alloc NAME [--pool SIZE]... [--strict] [--nocheck] -- SOURCE", childCommand)
+	case err != nil || fs.NArg() != 1:
+		return badUsage("carve %s: want --alloc NAME [--pool SIZE]... [--strict] [--nocheck] -- SOURCE, or --stride --alloc NAME", childCommand)
 	}
 	s, err := parseSource(fs.Arg(0))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -54,11 +55,11 @@ func cmdRecord(args []string, stdout, stderr io.Writer) error {
 	}
 	path := *out
 	if path == "" {
-		path = strings.TrimSuffix(baseName(cmd[0]), ".exe") + ".trace"
+		path = strings.TrimSuffix(filepath.Base(cmd[0]), ".exe") + ".trace"
 	}
 	// The trace is written to a temporary file beside the target and
 	// renamed when complete: a failed recording leaves no empty file.
-	tmp, err := os.CreateTemp(dirOf(path), ".carve-record-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".carve-record-*")
 	if err != nil {
 		return err
 	}
@@ -88,18 +89,4 @@ func cmdRecord(args []string, stdout, stderr io.Writer) error {
 		return checkFailed{fmt.Errorf("carve record: the program exited with status %d; its trace until then is written", exit.Code)}
 	}
 	return nil
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
-}
-
-func dirOf(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i+1]
-	}
-	return "."
 }

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"unsafe"
 
@@ -225,14 +223,9 @@ func strideInChild(spec allocSpec) strideResult {
 	if err := spec.available(); err != nil {
 		return strideResult{Error: err.Error()}
 	}
-	exe, err := os.Executable()
+	cmd, err := spec.child("--stride", "--alloc", spec.name)
 	if err != nil {
 		return strideResult{Error: err.Error()}
-	}
-	cmd := exec.Command(exe, childCommand, "--stride", "--alloc", spec.name)
-	cmd.Env = os.Environ()
-	if m := realMallocs[spec.name]; m.libs != nil {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+findLib(m))
 	}
 	out, err := cmd.Output()
 	var r strideResult
