@@ -98,5 +98,12 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 	}
 	tables := append(shipped.run(prog), scen.run(prog)...)
 	prog.stop()
-	return emit(tables, &f, stdout)
+	err = emit(tables, &f, stdout)
+	if f.format == "text" {
+		fmt.Fprint(stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps of the heaps);
+      carve scenario connection --next 4096 (the seeds' experiments, in their words, on every malloc);
+      carve advise aosp-systemui (which pools would lower the peak, measured); carve help (all commands).
+`)
+	}
+	return err
 }
