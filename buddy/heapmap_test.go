@@ -8,6 +8,7 @@ import (
 
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // checkMap checks the heap's map against its shape and the heap's
@@ -289,36 +290,7 @@ func runMapOps(t *testing.T, cfg byte, ops []byte) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	var live [][]byte
-	for i, op := range ops {
-		switch {
-		case op < 0x80: // Alloc: small sizes mostly, some large
-			size := int(op) * 8
-			if op%7 == 0 {
-				size = int(op) << 9
-			}
-			if b, err := h.Alloc(size, 1<<(op%8*2%13)); err == nil {
-				live = append(live, b)
-			}
-		case op < 0xe0 && len(live) > 0: // Free
-			j := int(op) % len(live)
-			if err := h.Free(live[j]); err != nil {
-				t.Fatalf("op %d: Free = %v", i, err)
-			}
-			live[j] = live[len(live)-1]
-			live = live[:len(live)-1]
-		case op < 0xf8 && len(live) > 0: // Realloc
-			j := int(op) % len(live)
-			if b, err := h.Realloc(live[j], int(op-0xe0)*48); err == nil {
-				live[j] = b
-			}
-		default:
-			if _, err := h.Trim(); err != nil {
-				t.Fatalf("op %d: Trim = %v", i, err)
-			}
-		}
-		checkMap(t, h, live...)
-	}
+	heaptest.RunOps(t, h, ops, func(live [][]byte) { checkMap(t, h, live...) })
 }
 
 // TestMapRandom runs FuzzMap's body over pseudo-random inputs from a fixed

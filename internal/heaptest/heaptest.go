@@ -1,0 +1,58 @@
+// Package heaptest drives carve's general-purpose heaps with operations
+// decoded from bytes, for the fuzz and random tests of the packages that
+// share the heaps' interface (fit, buddy).
+package heaptest
+
+import "testing"
+
+// Heap is what RunOps calls.
+type Heap interface {
+	Alloc(size, align int) ([]byte, error)
+	Free(b []byte) error
+	Realloc(b []byte, size int) ([]byte, error)
+	Trim() (int64, error)
+}
+
+// RunOps decodes one call from each byte of ops and makes it on h, then
+// calls check with the blocks live after it:
+//
+//	0x00-0x7f  Alloc of op*8 bytes (op<<9 when op is a multiple of 7),
+//	           aligned to 1<<(op%8*2%13); a refusal is not an error
+//	0x80-0xdf  Free of live block op % live (when one is live)
+//	0xe0-0xf7  Realloc of live block op % live to (op-0xe0)*48 bytes
+//	otherwise  Trim
+//
+// A Free or Trim that fails ends the test.
+func RunOps(t testing.TB, h Heap, ops []byte, check func(live [][]byte)) {
+	t.Helper()
+	var live [][]byte
+	for i, op := range ops {
+		switch {
+		case op < 0x80: // Alloc: small sizes mostly, some large
+			size := int(op) * 8
+			if op%7 == 0 {
+				size = int(op) << 9
+			}
+			if b, err := h.Alloc(size, 1<<(op%8*2%13)); err == nil {
+				live = append(live, b)
+			}
+		case op < 0xe0 && len(live) > 0: // Free
+			j := int(op) % len(live)
+			if err := h.Free(live[j]); err != nil {
+				t.Fatalf("op %d: Free = %v", i, err)
+			}
+			live[j] = live[len(live)-1]
+			live = live[:len(live)-1]
+		case op < 0xf8 && len(live) > 0: // Realloc
+			j := int(op) % len(live)
+			if b, err := h.Realloc(live[j], int(op-0xe0)*48); err == nil {
+				live[j] = b
+			}
+		default:
+			if _, err := h.Trim(); err != nil {
+				t.Fatalf("op %d: Trim = %v", i, err)
+			}
+		}
+		check(live)
+	}
+}
