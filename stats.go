@@ -8,6 +8,12 @@ package carve
 //	Footprint - Used = external fragmentation (free memory the allocator holds)
 //	Resident <= Footprint (for allocators over their own mem regions)
 //
+// Metadata stands beside these: the Go memory an allocator keeps for its
+// own bookkeeping outside its regions (bitmaps, trees, tables). It is not
+// part of Footprint or Resident, which measure the allocator's regions;
+// a fair comparison with a C malloc, whose metadata lives inside its RSS,
+// adds it to both (the lab does).
+//
 // Each allocator's own Stats type embeds this one and adds its counts.
 type Stats struct {
 	// Live is what callers asked for and have not freed: the sum of the
@@ -23,6 +29,11 @@ type Stats struct {
 	// Resident is how much of the footprint is in physical memory
 	// (mincore over the allocator's regions).
 	Resident int64
+	// Metadata is the bytes of Go memory the allocator holds for its
+	// bookkeeping (bitmaps, trees, tables), outside its regions: what a C
+	// malloc would keep inside its heap. Fixed-size fields of the
+	// allocator's own struct do not count; what grows with the heap does.
+	Metadata int64
 }
 
 // Internal returns Used - Live: bytes live blocks take beyond what was
