@@ -1,9 +1,7 @@
 package fit_test
 
 import (
-	"encoding/xml"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -213,38 +211,6 @@ func TestMapStates(t *testing.T) {
 			t.Errorf("Map() of a closed heap = %+v, want an empty map named best-fit", m)
 		}
 	})
-}
-
-// TestMapSVG draws a heap of 100,000 blocks: the picture is valid XML and
-// stays a few dozen elements.
-func TestMapSVG(t *testing.T) {
-	// A large top pad: checked builds check the heap whenever it grows.
-	h, err := fit.New(fit.FirstFit, fit.TopPad(64<<20), fit.TrimThreshold(64<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	connect(t, h, 50000)
-	m := checkMap(t, h)
-	doc := m.SVG(1024, 320)
-	d := xml.NewDecoder(strings.NewReader(doc))
-	elements := 0
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG does not parse: %v", err)
-		}
-		if _, ok := tok.(xml.StartElement); ok {
-			elements++
-		}
-	}
-	if elements > 100 || len(doc) > 1<<20 || !strings.Contains(doc, "in 50000 holes") {
-		t.Errorf("SVG of a heap of 100,000 blocks: %d elements, %d bytes (want at most 100 and 1 MiB), saying it has 50000 holes: %t",
-			elements, len(doc), strings.Contains(doc, "in 50000 holes"))
-	}
 }
 
 // FuzzMap runs random Alloc, Free, Realloc and Trim calls, decoded from

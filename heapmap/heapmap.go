@@ -54,6 +54,9 @@ const (
 	numKinds
 )
 
+// NumKinds is the number of kinds: a Kind is one of 0 to NumKinds-1.
+const NumKinds = int(numKinds)
+
 var kindNames = [numKinds]string{"live", "free", "header", "padding", "unused", "reserved"}
 
 // Kinds returns every kind, in the order legends list them.

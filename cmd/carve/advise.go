@@ -38,9 +38,9 @@ import (
 	"text/tabwriter"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
-	"github.com/carvelab/carve/replay"
-	"github.com/carvelab/carve/trace"
 )
 
 // adviseSchema names the version of the JSON that carve advise prints.

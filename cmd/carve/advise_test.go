@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carvelab/carve/replay"
+	"github.com/carvelab/carve/lab/replay"
 )
 
 // advise runs carve advise with --format json and decodes its report,

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/carvelab/carve/libc"
+	"github.com/carvelab/carve/lab/libc"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
-	"github.com/carvelab/carve/replay"
-	"github.com/carvelab/carve/trace"
 )
 
 // cAllocator is the process's C allocator as a replay.BatchAllocator: a

@@ -17,9 +17,9 @@ import (
 	"strings"
 
 	carve "github.com/carvelab/carve"
-	"github.com/carvelab/carve/libc"
+	"github.com/carvelab/carve/lab/libc"
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/mem"
-	"github.com/carvelab/carve/replay"
 )
 
 // Rows measured in child processes. A real malloc is measured the way the

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/carvelab/carve/trace"
-	"github.com/carvelab/carve/traces"
+	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
 )
 
 // The lab on its embedded defaults, what carve runs with no arguments: the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carvelab/carve/record"
+	"github.com/carvelab/carve/lab/record"
 )
 
 func TestDemo(t *testing.T) {
@@ -174,7 +174,7 @@ var update = flag.Bool("update", false, "rewrite the golden tables in testdata/g
 // package's golden inputs) through every allocator and compares the table,
 // without the columns that vary from run to run, with testdata/golden.
 func TestGoldenTables(t *testing.T) {
-	inputs, err := filepath.Glob("../../trace/testdata/golden/*")
+	inputs, err := filepath.Glob("../../lab/trace/testdata/golden/*")
 	if err != nil {
 		t.Fatal(err)
 	}

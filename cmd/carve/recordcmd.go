@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/carvelab/carve/record"
+	"github.com/carvelab/carve/lab/record"
 )
 
 // cmdRecord runs a program and writes its allocation trace:

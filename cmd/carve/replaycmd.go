@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/carvelab/carve/replay"
+	"github.com/carvelab/carve/lab/replay"
 )
 
 // replayConfig is what carve replay and carve lab replay: every source

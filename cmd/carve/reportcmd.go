@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/carvelab/carve/replay"
-	"github.com/carvelab/carve/report"
-	"github.com/carvelab/carve/trace"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/report"
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // reportSeries is how many points each replay keeps for the charts (up
@@ -250,5 +250,5 @@ func mapAt(s source, spec allocSpec, rw row, at int64) *report.Map {
 	if len(spec.pools) > 0 {
 		caption += " The pools in front of it are not drawn."
 	}
-	return &report.Map{Caption: caption, SVG: hm.SVG(mapWidth, mapHeight)}
+	return &report.Map{Caption: caption, SVG: report.MapSVG(hm, mapWidth, mapHeight)}
 }

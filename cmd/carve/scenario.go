@@ -8,10 +8,10 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/carvelab/carve/libc"
+	"github.com/carvelab/carve/lab/libc"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
-	"github.com/carvelab/carve/replay"
-	"github.com/carvelab/carve/trace"
 )
 
 // The seeds' experiments, command by command: each prints one line per

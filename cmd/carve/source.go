@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/carvelab/carve/replay"
-	"github.com/carvelab/carve/trace"
-	"github.com/carvelab/carve/traces"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
 )
 
 // A source is one TRACE argument of carve replay: a file, a trace shipped

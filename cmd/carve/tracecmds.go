@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/carvelab/carve/trace"
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // usageError is bad usage: exit code 2.

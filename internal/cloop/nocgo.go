@@ -1,7 +1,0 @@
-//go:build !cgo || !linux
-
-package cloop
-
-import "github.com/carvelab/carve/libc"
-
-func run([]libc.Op, int) (done, status int) { return 0, runUnavailable }

@@ -1,0 +1,368 @@
+package record
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// Options tune a recording. The zero value records with the default
+// recorder, and the program reads nothing and its output is discarded.
+type Options struct {
+	// Recorder is the name of the recorder (see Recorders): "carve"
+	// (Default, when empty), "valgrind", "heaptrack" or "mtrace".
+	Recorder string
+	// Stdin, Stdout and Stderr are the program's own; nil is the null
+	// device.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Env is added to the environment of this process for the program
+	// ("NAME=value" entries, a later one replacing an earlier one). An
+	// LD_PRELOAD in it is kept, after the recorder's library.
+	Env []string
+}
+
+// Result describes a recording.
+type Result struct {
+	Recorder string
+	// Process is the process whose trace was written: the busiest of those
+	// the recorder logged. Others are the rest (a shell or wrapper that
+	// ran the program, children it started), busiest first.
+	Process Process
+	Others  []Process
+	// Events is the number of events written.
+	Events int64
+	// Threads is the number of threads that made them, 0 for a recorder
+	// that does not record threads.
+	Threads int
+	// Import is what the importer made of the recorder's log: frees of
+	// blocks allocated before recording began, failed calls, allocations
+	// the recorder did not show, and so on (see trace.ReaderStats).
+	Import trace.ReaderStats
+}
+
+// Process is one program run that a recorder logged: a process, or a
+// program that a process exec'd.
+type Process struct {
+	Pid     int
+	Program string // its executable's path, when the recorder tells it
+	Lines   int64  // the lines of its log: about one per allocator call
+}
+
+// ErrNoEvents is wrapped by Record's error when the program made no
+// allocation that the recorder saw. Record then writes nothing.
+var ErrNoEvents = errors.New("record: no allocation recorded")
+
+// ExitError reports a program that did not exit with status 0. Record
+// returns it after writing the trace of what the program did until then.
+type ExitError struct {
+	Code  int // the exit status, or -1 when a signal ended the program
+	State *os.ProcessState
+}
+
+func (e *ExitError) Error() string {
+	return "record: the program ended with " + e.State.String()
+}
+
+// Record runs cmd (the program and its arguments) under a recorder and
+// writes its allocation trace to out in carve's native format.
+//
+// The recorder logs each process of the run on its own; Record converts
+// the busiest (most lines logged) and lists the others in the Result. A
+// program that exits non-zero, or that a signal ends, still has its
+// trace written, and the error is an *ExitError. When nothing was
+// recorded Record writes nothing and its error wraps ErrNoEvents (joined
+// with the *ExitError, if any). When ctx is done the program gets an
+// interrupt, and a kill 5 seconds later; what it logged until then is
+// written and the error wraps ctx.Err().
+//
+// The recorder's logs go to a temporary directory, removed at the end.
+// A log that its importer cannot read ends the conversion with the
+// importer's error; out then holds the events before it.
+// Record is safe for concurrent use.
+func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Result, error) {
+	rec, err := recorderNamed(opt.Recorder)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Recorder: rec.Name}
+	if len(cmd) == 0 {
+		return res, errors.New("record: no program to run")
+	}
+	if runtime.GOOS != "linux" {
+		return res, fmt.Errorf("record: recording needs Linux (LD_PRELOAD, glibc), not %s", runtime.GOOS)
+	}
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		return res, fmt.Errorf("record: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "carve-record-")
+	if err != nil {
+		return res, fmt.Errorf("record: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	argv, env, err := rec.prepare(dir, cmd)
+	if err != nil {
+		return res, err
+	}
+	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt)
+	if pid == 0 { // did not start
+		return res, runErr
+	}
+
+	logs, err := findLogs(dir, pid, rec)
+	if err != nil {
+		return res, errors.Join(err, runErr)
+	}
+	var noEvents error
+	if len(logs) == 0 || logs[0].Lines == 0 {
+		noEvents = rec.empty(logs)
+	} else {
+		res.Process = logs[0].Process
+		for _, l := range logs[1:] {
+			res.Others = append(res.Others, l.Process)
+		}
+		err := convert(&res, logs[0].path, rec.format, out, comment(rec.Name, cmd, logs))
+		if err != nil {
+			return res, errors.Join(err, runErr)
+		}
+		if res.Events == 0 {
+			noEvents = rec.empty(logs)
+		}
+	}
+	return res, errors.Join(runErr, noEvents)
+}
+
+// run runs the recorder's command line and returns the pid it ran as (0
+// if it did not start) and an error for a failure to start, an exit
+// status other than 0 (an *ExitError) or ctx done.
+func run(ctx context.Context, argv, env []string, opt Options) (int, error) {
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = env
+	c.Stdin, c.Stdout, c.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = 5 * time.Second
+	if err := c.Start(); err != nil {
+		return 0, fmt.Errorf("record: %w", err)
+	}
+	err := c.Wait()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return c.Process.Pid, fmt.Errorf("record: stopped: %w", ctx.Err())
+	case errors.As(err, &exit):
+		return c.Process.Pid, &ExitError{Code: exit.ExitCode(), State: exit.ProcessState}
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The program exited; something it started still held its
+		// output open, and was cut off.
+		return c.Process.Pid, nil
+	case err != nil:
+		return c.Process.Pid, fmt.Errorf("record: %w", err)
+	}
+	return c.Process.Pid, nil
+}
+
+// environ returns base with extra and then the recorder's entries rec
+// added. The recorder's LD_PRELOAD goes first, before any other the
+// environment holds, so that its library sees the calls first and finds
+// the allocator that another preloaded library provides.
+func environ(base, extra, rec []string) []string {
+	env := append(slices.Clip(base), extra...)
+	for _, e := range rec {
+		lib, ok := strings.CutPrefix(e, preload)
+		if !ok {
+			env = append(env, e)
+			continue
+		}
+		if old := lookup(env, "LD_PRELOAD"); old != "" {
+			lib += ":" + old
+		}
+		env = append(env, preload+lib)
+	}
+	return env
+}
+
+// lookup returns the value of the last entry for name in env.
+func lookup(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// logFile is one process's log.
+type logFile struct {
+	Process
+	path string
+}
+
+// findLogs lists the logs in dir, busiest first. Logs are named
+// "<pid>-<k>.log" by carve's libraries and valgrind, with the program's
+// path in "<pid>-<k>.exe" for carve's; a log without a pid in its name
+// is that of the process started, pid.
+func findLogs(dir string, pid int, rec *recorder) ([]logFile, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	logs := make([]logFile, 0, len(paths))
+	for _, path := range paths {
+		l := logFile{path: path}
+		base := strings.TrimSuffix(filepath.Base(path), ".log")
+		if p, _, ok := strings.Cut(base, "-"); ok {
+			l.Pid, _ = strconv.Atoi(p)
+		}
+		if l.Pid == 0 {
+			l.Pid = pid
+		}
+		head, lines, err := countLines(path)
+		if err != nil {
+			return nil, err
+		}
+		l.Lines = lines
+		if exe, err := os.ReadFile(strings.TrimSuffix(path, ".log") + ".exe"); err == nil {
+			l.Program = string(exe)
+		} else if rec.program != nil {
+			l.Program = rec.program(head)
+		}
+		logs = append(logs, l)
+	}
+	slices.SortStableFunc(logs, func(a, b logFile) int {
+		return cmp.Or(cmp.Compare(b.Lines, a.Lines), cmp.Compare(a.Pid, b.Pid))
+	})
+	return logs, nil
+}
+
+// countLines returns the first 4 KiB of the file at path and its number
+// of lines.
+func countLines(path string) (head []byte, lines int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		if head == nil && n > 0 {
+			head = bytes.Clone(buf[:min(n, 4<<10)])
+		}
+		lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
+		if err == io.EOF {
+			return head, lines, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("record: %w", err)
+		}
+	}
+}
+
+// convert reads the log at path in format and writes its events to out,
+// filling res's Events, Threads and Import. A trace without an
+// allocation is no trace: frees before the first allocation (of blocks
+// allocated before recording began) are held back until one comes, and
+// nothing at all is written if none does.
+func convert(res *Result, path string, format trace.Format, out io.Writer, comment string) error {
+	r, err := trace.OpenFormat(path, format)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer func() { res.Import = r.Stats() }()
+	w := trace.NewWriter(out)
+	var held []trace.Event // the frees before the first allocation
+	started := false
+	threads := map[uint32]bool{}
+	last := uint32(0)
+	buf := make([]trace.Event, 4096)
+	for {
+		n, err := r.Read(buf)
+		for _, e := range buf[:n] {
+			if !started {
+				if e.Op == trace.Free {
+					held = append(held, e)
+					continue
+				}
+				started = true
+				if err := w.Comment(comment); err != nil {
+					return err
+				}
+				for _, h := range held {
+					if err := write(w, h, &last, threads); err != nil {
+						return err
+					}
+				}
+				res.Events += int64(len(held))
+			}
+			if err := write(w, e, &last, threads); err != nil {
+				return err
+			}
+			res.Events++
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("record: reading the %s log: %w", format, err)
+		}
+	}
+	res.Threads = len(threads)
+	if !started {
+		return nil
+	}
+	return w.Flush()
+}
+
+// write writes e and notes its thread in threads (last: the thread of
+// the event before).
+func write(w *trace.Writer, e trace.Event, last *uint32, threads map[uint32]bool) error {
+	if e.Thread != *last && e.Thread != 0 {
+		threads[e.Thread] = true
+		*last = e.Thread
+	}
+	return w.Write(e)
+}
+
+// comment describes the recording at the head of the trace.
+func comment(recorder string, cmd []string, logs []logFile) string {
+	args := make([]string, len(cmd))
+	for i, a := range cmd {
+		args[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") {
+			args[i] = strconv.Quote(a)
+		}
+	}
+	line := strings.Join(args, " ")
+	if len(line) > 1000 {
+		n := 1000
+		for !utf8.RuneStart(line[n]) {
+			n--
+		}
+		line = line[:n] + "..."
+	}
+	p := logs[0]
+	s := fmt.Sprintf("recorded by carve record --recorder %s -- %s\nprocess %d", recorder, line, p.Pid)
+	if p.Program != "" {
+		s += " (" + p.Program + ")"
+	}
+	if len(logs) > 1 {
+		s += fmt.Sprintf(", the busiest of %d logged", len(logs))
+	}
+	return s
+}

@@ -1,0 +1,246 @@
+package replay
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/lab/trace"
+)
+
+func alloc(id, size uint64) trace.Event { return trace.Event{Op: trace.Alloc, ID: id, Size: size} }
+func free(id uint64) trace.Event        { return trace.Event{Op: trace.Free, ID: id} }
+func realloc(id, size uint64) trace.Event {
+	return trace.Event{Op: trace.Realloc, ID: id, Size: size}
+}
+func memalign(id, size uint64, align uint32) trace.Event {
+	return trace.Event{Op: trace.Memalign, ID: id, Size: size, Align: align}
+}
+func calloc(id uint64, n uint32, size uint64) trace.Event {
+	return trace.Event{Op: trace.Calloc, ID: id, N: n, Size: size}
+}
+
+func newAlloc(t *testing.T, name string) Allocator {
+	t.Helper()
+	a, err := New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return a
+}
+
+func TestEveryAllocator(t *testing.T) {
+	evs := []trace.Event{
+		alloc(1, 100), alloc(2, 0), memalign(3, 200, 256), calloc(4, 10, 80),
+		realloc(1, 5000), realloc(4, 8), alloc(5, 64), free(2), realloc(5, 64),
+		free(3), alloc(1<<40, 24), free(1 << 40), alloc(6, 100000), free(6),
+	}
+	// Live after each event; the peak is after alloc(6).
+	const peak = 5000 + 8 + 64 + 100000
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			a := newAlloc(t, name)
+			res, err := Run(Events(evs), a, Options{SampleEvery: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Events != int64(len(evs)) || res.TraceErrors != 0 {
+				t.Errorf("events %d, trace errors %d", res.Events, res.TraceErrors)
+			}
+			if res.PeakLive != peak || res.Live != 5000+8+64 {
+				t.Errorf("peak live %d, live %d; want %d, %d", res.PeakLive, res.Live, peak, 5000+8+64)
+			}
+			if res.Ops != int64(len(evs)) || res.NsPerOp <= 0 {
+				t.Errorf("ops %d, ns/op %v", res.Ops, res.NsPerOp)
+			}
+			if name != "go" {
+				if res.End.Live != res.Live {
+					t.Errorf("allocator's live %d, replay's %d", res.End.Live, res.Live)
+				}
+				if res.PeakFootprint < res.PeakLive || res.PeakRatio < 1 || res.Fragmentation < 0 {
+					t.Errorf("peak footprint %d, ratio %v, fragmentation %v", res.PeakFootprint, res.PeakRatio, res.Fragmentation)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownName(t *testing.T) {
+	if _, err := New("malloc"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("New(malloc): %v", err)
+	}
+}
+
+func TestTraceErrors(t *testing.T) {
+	evs := []trace.Event{
+		alloc(1, 10), free(7), alloc(1, 20), free(1), free(1), realloc(1, 30), realloc(9, 4), alloc(2, 8),
+	}
+	a := newAlloc(t, "best-fit")
+	res, err := Run(Events(evs), a, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TraceErrors != 5 || res.FirstTraceError == nil || res.FirstTraceError.Event != 2 {
+		t.Fatalf("trace errors %d, first %v", res.TraceErrors, res.FirstTraceError)
+	}
+	if res.Live != 8 || res.PeakLive != 10 {
+		t.Errorf("live %d, peak %d", res.Live, res.PeakLive)
+	}
+
+	b := newAlloc(t, "best-fit")
+	_, err = Run(Events(evs), b, Options{Strict: true})
+	var te *TraceError
+	if !errors.As(err, &te) || te.Event != 2 {
+		t.Fatalf("strict: %v", err)
+	}
+}
+
+// broken is a heap over one Go buffer that misbehaves as told.
+type broken struct {
+	buf      []byte
+	next     int
+	overlap  bool // every block starts at the same place
+	misalign bool // blocks are 8 bytes past an aligned address
+	scribble bool // Free's caller finds its bytes changed: Alloc clobbers the last block
+	shortLen bool // blocks one byte short
+	outside  bool // Contains says no for blocks past the first 64 bytes
+	last     []byte
+}
+
+func (h *broken) Contains(b []byte) bool {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(h.buf)))
+	return !h.outside || off < 64
+}
+
+func (h *broken) Alloc(size, align int) ([]byte, error) {
+	if h.scribble && h.last != nil && len(h.last) > 0 {
+		h.last[0]++
+	}
+	off := h.next
+	if align < 16 {
+		align = 16
+	}
+	off = (off + align - 1) &^ (align - 1)
+	if h.misalign {
+		off += 8
+	}
+	if !h.overlap {
+		h.next = off + size + 16
+	}
+	n := size
+	if h.shortLen && n > 0 {
+		n--
+	}
+	b := h.buf[off : off+n : off+n]
+	h.last = b
+	return b, nil
+}
+func (h *broken) Free([]byte) error { return nil }
+func (h *broken) Realloc(b []byte, size int) ([]byte, error) {
+	n, _ := h.Alloc(size, 0)
+	copy(n, b)
+	return n, nil
+}
+func (h *broken) Footprint() int64   { return int64(h.next) }
+func (h *broken) Stats() carve.Stats { return carve.Stats{Footprint: int64(h.next)} }
+func (h *broken) Close() error       { return nil }
+
+func TestViolations(t *testing.T) {
+	evs := []trace.Event{alloc(1, 100), memalign(2, 50, 64), alloc(3, 30), free(1), free(2), free(3)}
+	for _, tc := range []struct {
+		name  string
+		h     *broken
+		event int64
+		id    uint64
+		other uint64
+	}{
+		{"overlap", &broken{overlap: true}, 2, 2, 1},
+		{"misalign", &broken{misalign: true}, 2, 2, 0},
+		{"scribble", &broken{scribble: true}, 4, 1, 0},
+		{"short", &broken{shortLen: true}, 1, 1, 0},
+		{"outside", &broken{outside: true}, 2, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.h.buf = make([]byte, 1<<16)
+			_, err := Run(Events(evs), tc.h, Options{})
+			var v *Violation
+			if !errors.As(err, &v) {
+				t.Fatalf("got %v, want a violation", err)
+			}
+			if v.Event != tc.event || v.ID != tc.id || v.Other != tc.other {
+				t.Errorf("got %v; want event %d, object %d, other %d", v, tc.event, tc.id, tc.other)
+			}
+			t.Log(v)
+			// Without the checks the replay runs through.
+			tc.h.next, tc.h.last = 0, nil
+			if _, err := Run(Events(evs), tc.h, Options{NoCheck: true}); err != nil {
+				t.Errorf("NoCheck: %v", err)
+			}
+		})
+	}
+}
+
+func TestBalancedFragmentation(t *testing.T) {
+	a := newAlloc(t, "first-fit")
+	res, err := Run(Events([]trace.Event{alloc(1, 10), free(1)}), a, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(res.Fragmentation) {
+		t.Errorf("fragmentation of a balanced trace: %v, want NaN", res.Fragmentation)
+	}
+}
+
+func TestBlockSet(t *testing.T) {
+	var s blockSet
+	for i := range uintptr(1000) {
+		a := (i * 7919 % 1000) * 100
+		if n := s.overlap(a, a+50); n != nil {
+			t.Fatalf("overlap at %d: %+v", a, n)
+		}
+		s.insert(a, a+50, uint64(i))
+	}
+	for _, c := range []struct{ lo, hi uintptr }{{49, 51}, {99, 101}, {150, 260}, {99940, 100000}} {
+		if s.overlap(c.lo, c.hi) == nil {
+			t.Errorf("[%d,%d) overlaps nothing", c.lo, c.hi)
+		}
+	}
+	if s.overlap(50, 100) != nil || s.overlap(100050, 100060) != nil {
+		t.Error("gap overlaps")
+	}
+	for i := range uintptr(1000) {
+		s.remove(i * 100)
+	}
+	if s.root != nil {
+		t.Error("set not empty")
+	}
+}
+
+// TestMarks checks the samples taken at marks: live memory and the
+// allocator's footprint after exactly those events, and bad marks refused.
+func TestMarks(t *testing.T) {
+	evs := []trace.Event{alloc(1, 100), alloc(2, 200), free(1), alloc(3, 50)}
+	a := newAlloc(t, "first-fit")
+	res, err := Run(Events(evs), a, Options{Marks: []int64{2, 3, 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Marks) != 2 || res.Marks[0].Event != 2 || res.Marks[0].Live != 300 || res.Marks[1].Live != 200 {
+		t.Fatalf("Marks = %+v, want events 2 and 3 with live 300 and 200", res.Marks)
+	}
+	if st := res.Marks[0].Stats; st.Live != 300 || st.Footprint < 300 {
+		t.Errorf("stats at mark 2 = %+v", st)
+	}
+	for _, bad := range [][]int64{{0}, {3, 3}, {4, 2}} {
+		if _, err := Run(Events(evs), newAlloc(t, "first-fit"), Options{Marks: bad}); err == nil {
+			t.Errorf("Marks %v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// fakeReport is a report of one trace, two allocators and a failure.
+func fakeReport() Report {
+	var s trace.Summary
+	s.Events, s.Smallest, s.Largest, s.PeakLive, s.PeakObjects = 1000, 8, 4096, 1<<20, 300
+	s.Sizes[4], s.Sizes[7], s.Sizes[12] = 500, 3000, 12
+	s.Lifetimes[2], s.Lifetimes[9] = 40, 400
+	series := func(k int64) []replay.Point {
+		var ps []replay.Point
+		for i := int64(1); i <= 100; i++ {
+			ps = append(ps, replay.Point{Event: i * 10, Live: i * 1000, Footprint: i * 1000 * k, Resident: i * 900 * k})
+		}
+		return ps
+	}
+	return Report{
+		Title:     "carve report <test>",
+		Generated: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+		Command:   "carve report a&b.trace",
+		Traces: []Trace{{
+			Name:    "a&b.trace",
+			Summary: &s,
+			Rows: []Row{
+				{Allocator: "first-fit", Measured: "in process", Events: 1000, PeakLive: 100000, PeakFootprint: 120000, PeakResident: 110000, PeakRatio: 1.2, AvgRatio: 1.3, Fragmentation: 20, Series: series(1), GrowthPhase: "second wave", Growth: 4096},
+				{Allocator: "glibc", Measured: "child", Events: 1000, PeakLive: 100000, PeakFootprint: 200000, PeakResident: 150000, PeakRatio: 2, AvgRatio: 2.1, Fragmentation: math.NaN(), Series: series(2)},
+				{Allocator: "jemalloc", Error: "unavailable: libjemalloc.so.2 is not installed"},
+			},
+			Maps: []Map{{Caption: "a map", SVG: `<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>`}},
+		}},
+	}
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg.*?</svg>`)
+
+// TestWrite renders a report and checks it: every chart a well-formed SVG
+// with content, the text escaped, the table's rows present, nothing
+// fetched from elsewhere.
+func TestWrite(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, fakeReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	svgs := svgRE.FindAllString(out, -1)
+	if len(svgs) != 6 { // footprint, resident, bars, sizes, lifetimes, the map
+		t.Fatalf("%d charts, want 6", len(svgs))
+	}
+	for i, s := range svgs {
+		if err := xml.Unmarshal([]byte(s), new(struct{})); err != nil {
+			t.Errorf("chart %d is not well-formed XML: %v", i, err)
+		}
+		if !strings.Contains(s, "<path") && !strings.Contains(s, "<rect x=") && i < 5 {
+			t.Errorf("chart %d draws nothing", i)
+		}
+	}
+	for _, want := range []string{"carve report &lt;test&gt;", "a&amp;b.trace", "grew in second wave", "unavailable: libjemalloc.so.2", "first-fit", "glibc", "1.200"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"http://", "https://", "<script", "src="} {
+		if strings.Contains(strings.ReplaceAll(out, `xmlns="http://www.w3.org/2000/svg"`, ""), bad) {
+			t.Errorf("report contains %q: it must be self-contained", bad)
+		}
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	for _, tt := range []struct {
+		lo, hi float64
+		n      int
+	}{{0, 1, 5}, {0, 97, 6}, {0, 1e9, 6}, {0, 0, 4}, {0, 3.3e6, 8}} {
+		ts := niceTicks(tt.lo, tt.hi, tt.n)
+		if len(ts) < 2 || ts[0] > tt.lo || ts[len(ts)-1] < tt.hi*0.999 || len(ts) > 2*tt.n+2 {
+			t.Errorf("niceTicks(%v, %v, %d) = %v", tt.lo, tt.hi, tt.n, ts)
+		}
+	}
+}
+
+// TestPNG rasterizes every chart of a report: the PNG decodes, has the
+// chart's size times the scale, and is not blank.
+func TestPNG(t *testing.T) {
+	names, svgs := Charts(fakeReport().Traces[0])
+	if len(svgs) != 5 || names[0] != "footprint" || names[4] != "lifetimes" {
+		t.Fatalf("Charts = %v", names)
+	}
+	for i, s := range svgs {
+		var b bytes.Buffer
+		if err := WritePNG(&b, s, 2); err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		img, err := png.Decode(&b)
+		if err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		if img.Bounds().Dx() != 2*chartW {
+			t.Errorf("%s: %d pixels wide, want %d", names[i], img.Bounds().Dx(), 2*chartW)
+		}
+		colours := map[color.RGBA]bool{}
+		for y := 0; y < img.Bounds().Dy(); y += 3 {
+			for x := 0; x < img.Bounds().Dx(); x += 3 {
+				colours[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)] = true
+			}
+		}
+		if len(colours) < 5 {
+			t.Errorf("%s: %d colours, want a chart", names[i], len(colours))
+		}
+	}
+	if err := WritePNG(io.Discard, "<g/>", 1); err == nil {
+		t.Error("WritePNG of no <svg> succeeded")
+	}
+}
