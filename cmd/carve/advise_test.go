@@ -7,23 +7,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/advise"
 )
 
-// advise runs carve advise with --format json and decodes its report,
+// runAdvise runs carve advise with --format json and decodes its report,
 // checking what every report must hold.
-func advise(t *testing.T, args ...string) advice {
+func runAdvise(t *testing.T, args ...string) advise.Advice {
 	t.Helper()
 	var out bytes.Buffer
 	if err := cmdAdvise(append(args, "--format", "json", "--jobs", "2"), &out, io.Discard); err != nil {
 		t.Fatalf("carve advise %q: %v", args, err)
 	}
-	var adv advice
+	var adv advise.Advice
 	if err := json.Unmarshal(out.Bytes(), &adv); err != nil {
 		t.Fatalf("carve advise %q: %v\n%s", args, err, out.String())
 	}
@@ -34,10 +33,10 @@ func advise(t *testing.T, args ...string) advice {
 // checkAdvice checks the invariants of a report: every suggestion saved
 // at least the threshold and more than nothing, the peaks go down by the
 // savings, and each pool's waste is its footprint less its live bytes.
-func checkAdvice(t *testing.T, a advice) {
+func checkAdvice(t *testing.T, a advise.Advice) {
 	t.Helper()
-	if a.Schema != adviseSchema {
-		t.Errorf("schema = %q, want %q", a.Schema, adviseSchema)
+	if a.Schema != advise.Schema {
+		t.Errorf("schema = %q, want %q", a.Schema, advise.Schema)
 	}
 	peak := a.Baseline.PeakFootprint
 	for i, p := range a.Pools {
@@ -60,7 +59,7 @@ func checkAdvice(t *testing.T, a advice) {
 }
 
 // sizes returns the sizes of the suggested pools, in order.
-func (a advice) sizes() []int {
+func sizes(a advise.Advice) []int {
 	var s []int
 	for _, p := range a.Pools {
 		s = append(s, p.Size)
@@ -68,14 +67,14 @@ func (a advice) sizes() []int {
 	return s
 }
 
-// pool returns the suggested pool of size bytes.
-func (a advice) pool(size int) (advisedPool, bool) {
+// suggested returns the suggested pool of size bytes.
+func suggested(a advise.Advice, size int) (advise.Pool, bool) {
 	for _, p := range a.Pools {
 		if p.Size == size {
 			return p, true
 		}
 	}
-	return advisedPool{}, false
+	return advise.Pool{}, false
 }
 
 // TestAdviseScenarios replays the seeds' scenarios, smaller, with a
@@ -103,18 +102,18 @@ func TestAdviseScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.trace, func(t *testing.T) {
-			a := advise(t, tt.trace, "--min", "1")
+			a := runAdvise(t, tt.trace, "--min", "1")
 			for _, size := range tt.want {
-				if p, ok := a.pool(size); !ok || p.Saving <= 0 || p.Requests == 0 {
-					t.Errorf("pools %v (%+v): want a pool of %d B with a positive saving and requests", a.sizes(), p, size)
+				if p, ok := suggested(a, size); !ok || p.Saving <= 0 || p.Requests == 0 {
+					t.Errorf("pools %v (%+v): want a pool of %d B with a positive saving and requests", sizes(a), p, size)
 				}
 			}
 			if tt.first != 0 && (len(a.Pools) == 0 || a.Pools[0].Size != tt.first) {
-				t.Errorf("pools %v: want %d B first", a.sizes(), tt.first)
+				t.Errorf("pools %v: want %d B first", sizes(a), tt.first)
 			}
 			for _, size := range tt.not {
-				if _, ok := a.pool(size); ok {
-					t.Errorf("pools %v: want none of %d B", a.sizes(), size)
+				if _, ok := suggested(a, size); ok {
+					t.Errorf("pools %v: want none of %d B", sizes(a), size)
 				}
 			}
 		})
@@ -126,9 +125,9 @@ func TestAdviseScenarios(t *testing.T) {
 // 64 KiB slab of its own, while the heap, still serving the other size,
 // keeps its commitment. No pool lowers the peak.
 func TestAdviseNoPool(t *testing.T) {
-	a := advise(t, "gen:connection:n=50,next=1024", "--min", "1")
+	a := runAdvise(t, "gen:connection:n=50,next=1024", "--min", "1")
 	if len(a.Pools) != 0 || a.Go != "" {
-		t.Errorf("pools %v, Go %q: want none", a.sizes(), a.Go)
+		t.Errorf("pools %v, Go %q: want none", sizes(a), a.Go)
 	}
 	if len(a.Rounds) != 1 || len(a.Rounds[0]) != 2 || a.Rounds[0][0].Saving >= 0 {
 		t.Errorf("rounds %+v: want one round of two replays, both costing", a.Rounds)
@@ -145,20 +144,20 @@ func TestAdviseNoCandidate(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# carve trace v1\na 1 4\nm 2 64 100\na 3 100 16\nf 1\nf 2\nf 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := advise(t, path)
+	a := runAdvise(t, path)
 	if len(a.Candidates) != 0 || len(a.Pools) != 0 || len(a.Rounds) != 0 || !strings.Contains(a.Stop, "no size a pool could serve") {
-		t.Errorf("candidates %v, pools %v, rounds %v, stop %q: want none, and why", a.Candidates, a.sizes(), a.Rounds, a.Stop)
+		t.Errorf("candidates %v, pools %v, rounds %v, stop %q: want none, and why", a.Candidates, sizes(a), a.Rounds, a.Stop)
 	}
 }
 
 // TestAdviseMax: --max bounds the suggestions; the default threshold
 // (1%, 64 KiB at least) holds for what is suggested.
 func TestAdviseMax(t *testing.T) {
-	a := advise(t, "gen:connection:n=5000,next=1024", "--min", "1", "--max", "1")
+	a := runAdvise(t, "gen:connection:n=5000,next=1024", "--min", "1", "--max", "1")
 	if len(a.Pools) != 1 || !strings.Contains(a.Stop, "--max 1") {
-		t.Errorf("pools %v, stop %q: want one, stopped by --max", a.sizes(), a.Stop)
+		t.Errorf("pools %v, stop %q: want one, stopped by --max", sizes(a), a.Stop)
 	}
-	a = advise(t, "gen:connection:n=5000,next=4096")
+	a = runAdvise(t, "gen:connection:n=5000,next=4096")
 	if want := max(a.Baseline.PeakFootprint/100, 64<<10); a.Threshold != want {
 		t.Errorf("default threshold %d, want %d", a.Threshold, want)
 	}
@@ -182,127 +181,6 @@ func TestAdviseText(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
-// TestAdviseStackMatchesReplay: the meters the advisor puts around each
-// layer change nothing: its peak footprint is carve replay's for the same
-// pools, and its pools' figures add up.
-func TestAdviseStackMatchesReplay(t *testing.T) {
-	s, err := parseSource("gen:connection:n=3000,next=4096")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := adviseConfig{src: s, base: "best-fit"}
-	got := c.replay([]int{64, 1024})
-	if got.err != nil {
-		t.Fatal(got.err)
-	}
-
-	a, err := replay.New("best-fit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, size := range []int{64, 1024} {
-		if a, err = replay.WithPool(size, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer a.Close()
-	src, closer, err := s.open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	want, err := replay.Run(src, a, replay.Options{NoCheck: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.res.PeakFootprint != want.PeakFootprint || got.res.PeakLive != want.PeakLive {
-		t.Errorf("advisor's replay: peak footprint %d, peak live %d; replay.WithPool's: %d, %d", got.res.PeakFootprint, got.res.PeakLive, want.PeakFootprint, want.PeakLive)
-	}
-	for i, wantReqs := range []int64{3000, 3000} {
-		if p := got.pools[i]; p.Requests != wantReqs || p.Footprint > p.MaxFootprint || p.Waste != p.Footprint-p.Live {
-			t.Errorf("pool %d: %+v: want %d requests, footprint <= max, waste = footprint - live", i, p, wantReqs)
-		}
-	}
-}
-
-// TestAdviseMeter follows one block through a pool's stack: allocated in
-// the pool, moved to the base by a realloc, back, and freed.
-func TestAdviseMeter(t *testing.T) {
-	base, err := replay.New("best-fit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stack{layers: []*meter{{a: base}}}
-	defer s.Close()
-	if err := s.push(64); err != nil {
-		t.Fatal(err)
-	}
-	check := func(step string, poolLive, baseLive, requests int64) {
-		t.Helper()
-		s.Footprint()
-		if got := s.layers[1].live - s.layers[0].live; got != poolLive || s.layers[0].live != baseLive || s.layers[1].requests != requests {
-			t.Errorf("after %s: pool live %d, base live %d, requests %d; want %d, %d, %d", step, got, s.layers[0].live, s.layers[1].requests, poolLive, baseLive, requests)
-		}
-	}
-	b, err := s.Alloc(64, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("Alloc(64, 0)", 64, 0, 1)
-	if b, err = s.Realloc(b, 200); err != nil {
-		t.Fatal(err)
-	}
-	check("Realloc(b, 200)", 0, 200, 1)
-	if b, err = s.Realloc(b, 64); err != nil {
-		t.Fatal(err)
-	}
-	check("Realloc(b, 64)", 64, 0, 2)
-	if err := s.Free(b); err != nil {
-		t.Fatal(err)
-	}
-	check("Free(b)", 0, 0, 2)
-	if s.pools[0].Footprint == 0 || s.pools[0].MaxFootprint != s.pools[0].Footprint {
-		t.Errorf("pool at the peak: %+v: want its slab", s.pools[0])
-	}
-}
-
-func TestAdviseThreshold(t *testing.T) {
-	tests := []struct {
-		flag string
-		peak int64
-		want int64
-	}{
-		{"", 100 << 20, 1 << 20},
-		{"", 1 << 20, 64 << 10},
-		{"2%", 100 << 20, 2 << 20},
-		{"0.5%", 1000, 5},
-		{"65536", 1 << 30, 65536},
-		{"64KiB", 1 << 30, 64 << 10},
-		{"3MiB", 1 << 30, 3 << 20},
-		{"1GiB", 0, 1 << 30},
-		{"100B", 0, 100},
-		{"0", 1 << 30, 0},
-	}
-	for _, tt := range tests {
-		var th threshold
-		if tt.flag != "" {
-			if err := th.Set(tt.flag); err != nil {
-				t.Errorf("Set(%q) = %v", tt.flag, err)
-				continue
-			}
-		}
-		if got := th.of(tt.peak); got != tt.want {
-			t.Errorf("--min %q of %d = %d, want %d", tt.flag, tt.peak, got, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "x", "-1", "1.5KiB", "101%", "-2%", "1TiB", "NaN%"} {
-		var th threshold
-		if err := th.Set(bad); err == nil {
-			t.Errorf("Set(%q) = nil, want an error", bad)
 		}
 	}
 }
@@ -348,50 +226,5 @@ func TestAdviseErrors(t *testing.T) {
 				t.Errorf("carve advise %q: exit code %d, want 2", tt.args, code)
 			}
 		})
-	}
-}
-
-// TestAdviseCandidates: the most requested sizes and the ones taking the
-// most bytes, most requested first; unpoolable requests left out.
-func TestAdviseCandidates(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sizes.trace")
-	var b strings.Builder
-	b.WriteString("# carve trace v1\n")
-	id := 0
-	for _, sz := range []struct{ size, n int }{{16, 5}, {32, 4}, {100000, 1}, {4, 9}, {48, 3}} {
-		for range sz.n {
-			id++
-			b.WriteString("a " + strconv.Itoa(id) + " " + strconv.Itoa(sz.size) + "\n")
-		}
-	}
-	b.WriteString("m 99 64 48\nr 1 48\n")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := parseSource(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, held, err := poolCandidates(s, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// By requests: 16 (5); by bytes: 100000. The 4-byte requests are too
-	// small for a chunk; the memalign(64) of 48 does not count, the
-	// realloc to 48 does.
-	want := []sizeCount{{16, 5, 80}, {100000, 1, 100000}}
-	if !slices.Equal(got, want) {
-		t.Errorf("poolCandidates(1) = %v, want %v", got, want)
-	}
-	if len(held) != id+2 {
-		t.Errorf("held %d events, want %d", len(held), id+2)
-	}
-	got, _, err = poolCandidates(s, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = []sizeCount{{16, 5, 80}, {32, 4, 128}, {48, 4, 192}, {100000, 1, 100000}}
-	if !slices.Equal(got, want) {
-		t.Errorf("poolCandidates(8) = %v, want %v", got, want)
 	}
 }

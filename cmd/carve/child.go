@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"os"
 	"os/exec"
@@ -117,8 +118,8 @@ func (s allocSpec) child(args ...string) (*exec.Cmd, error) {
 }
 
 // replayInChild runs one row in a child process and reads its row back.
-func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) row {
-	rw := row{Trace: s.label, Allocator: spec.label(), Measured: "child"}
+func (c replayConfig) replayInChild(s traces.Trace, spec allocSpec, prog *progress) row {
+	rw := row{Trace: s.Label, Allocator: spec.label(), Measured: "child"}
 	if err := spec.available(); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), kindUnavailable
 		return rw
@@ -139,7 +140,7 @@ func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) ro
 	if c.series > 0 {
 		args = append(args, "--series", strconv.Itoa(c.series))
 	}
-	args = append(args, "--", s.label)
+	args = append(args, "--", s.Label)
 	cmd, err := spec.child(args...)
 	if err != nil {
 		rw.Error, rw.ErrorKind = fmt.Sprintf("cannot start a child: %v", err), kindAllocator
@@ -160,7 +161,7 @@ func (c replayConfig) replayInChild(s source, spec allocSpec, prog *progress) ro
 	if prog != nil {
 		prog.events.Add(got.Events)
 	}
-	got.Trace, got.Allocator, got.Measured = s.label, spec.label(), "child"
+	got.Trace, got.Allocator, got.Measured = s.Label, spec.label(), "child"
 	return got
 }
 
@@ -186,13 +187,13 @@ func cmdChild(args []string, stdout, _ io.Writer) error {
 	case err != nil || fs.NArg() != 1:
 		return badUsage("carve %s: want --alloc NAME [--pool SIZE]... [--strict] [--nocheck] -- SOURCE, or --stride --alloc NAME", childCommand)
 	}
-	s, err := parseSource(fs.Arg(0))
+	s, err := traces.Resolve(fs.Arg(0))
 	if err != nil {
 		return inputError{err}
 	}
 	spec := allocSpec{*name, pools}
 	c := replayConfig{strict: *strict, noCheck: *noCheck, touch: !*noTouch, series: *series}
-	rw := row{Trace: s.label, Allocator: spec.label(), Measured: "child"}
+	rw := row{Trace: s.Label, Allocator: spec.label(), Measured: "child"}
 	res, peakRSS, err := c.childReplay(s, spec)
 	rw = rw.fill(s, res, err)
 	rw.PeakRSS = peakRSS
@@ -201,11 +202,11 @@ func cmdChild(args []string, stdout, _ io.Writer) error {
 
 // childReplay replays in this, the child, process, and returns the result
 // and the peak RSS above the baseline taken just before the replay.
-func (c replayConfig) childReplay(s source, spec allocSpec) (replay.Result, int64, error) {
+func (c replayConfig) childReplay(s traces.Trace, spec allocSpec) (replay.Result, int64, error) {
 	if err := spec.available(); err != nil {
 		return replay.Result{}, 0, err
 	}
-	src, closer, err := s.open()
+	src, closer, err := s.Open()
 	if err != nil {
 		return replay.Result{}, 0, fmt.Errorf("%w: %w", replay.ErrSource, err)
 	}

@@ -63,7 +63,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 	// The shipped traces, one row per allocator.
 	shipped := base
 	for _, t := range traces.All() {
-		s, err := parseSource(t.Name)
+		s, err := traces.Resolve(t.Name)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	for _, sc := range labScenarios(*n) {
-		s, err := parseSource(genLabel(sc.gen, sc.args))
+		s, err := traces.Resolve(traces.Gen(sc.gen, sc.args))
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"math"
 	"runtime"
@@ -16,10 +17,10 @@ import (
 	"github.com/carvelab/carve/lab/replay"
 )
 
-// replayConfig is what carve replay and carve lab replay: every source
+// replayConfig is what carve replay and carve lab replay: every traces.Trace
 // through every allocator, with the options of the command line.
 type replayConfig struct {
-	sources []source
+	sources []traces.Trace
 	allocs  []allocSpec
 	isolate bool // every row in a child process of its own
 	touch   bool // write every byte of every block (the scenarios; children do unless untouched)
@@ -170,10 +171,10 @@ func (f *replayFlags) parse(fs *flag.FlagSet, cmd string, args []string) (replay
 		return replayConfig{}, err
 	}
 	if len(paths) == 0 {
-		return replayConfig{}, badUsage("carve %s: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", cmd, shippedNames())
+		return replayConfig{}, badUsage("carve %s: want at least one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...])", cmd, traces.Names())
 	}
 	for _, arg := range paths {
-		s, err := parseSource(arg)
+		s, err := traces.Resolve(arg)
 		if err != nil {
 			return replayConfig{}, inputError{err}
 		}
@@ -229,9 +230,9 @@ func emit(tables []table, f *replayFlags, stdout io.Writer) error {
 		for _, r := range t.rows {
 			switch {
 			case r.ErrorKind == kindInput && input == nil:
-				input = inputError{fmt.Errorf("carve: %s: %s", t.src.label, r.Error)}
+				input = inputError{fmt.Errorf("carve: %s: %s", t.src.Label, r.Error)}
 			case r.ErrorKind == kindCheck && check == nil:
-				check = checkFailed{fmt.Errorf("carve: %s on %s: %s", r.Allocator, t.src.label, r.Error)}
+				check = checkFailed{fmt.Errorf("carve: %s on %s: %s", r.Allocator, t.src.Label, r.Error)}
 			}
 		}
 	}
@@ -264,9 +265,9 @@ func errorKind(err error) string {
 	return kindAllocator
 }
 
-// table is the replays of one source.
+// table is the replays of one traces.Trace.
 type table struct {
-	src  source
+	src  traces.Trace
 	rows []row
 }
 
@@ -301,14 +302,14 @@ func (c replayConfig) run(prog *progress) []table {
 	return tables
 }
 
-// replayOne replays one source through one allocator: in this process,
+// replayOne replays one traces.Trace through one allocator: in this process,
 // or in a child process of its own (see child.go) for the real mallocs,
 // the Go heap, and every allocator with --isolate.
-func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
+func (c replayConfig) replayOne(s traces.Trace, spec allocSpec, prog *progress) row {
 	if c.isolate || spec.inChild() {
 		return c.replayInChild(s, spec, prog)
 	}
-	rw := row{Trace: s.label, Allocator: spec.label()}
+	rw := row{Trace: s.Label, Allocator: spec.label()}
 	res, err := func() (replay.Result, error) {
 		a, err := replay.New(spec.name)
 		if err != nil {
@@ -320,7 +321,7 @@ func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
 				return replay.Result{}, fmt.Errorf("--pool %d: %w", p, err)
 			}
 		}
-		src, closer, err := s.open()
+		src, closer, err := s.Open()
 		if err != nil {
 			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
 		}
@@ -330,20 +331,20 @@ func (c replayConfig) replayOne(s source, spec allocSpec, prog *progress) row {
 	return rw.fill(s, res, err)
 }
 
-// options are the replay options of c for source s.
-func (c replayConfig) options(s source, prog *progress) replay.Options {
+// options are the replay options of c for traces.Trace s.
+func (c replayConfig) options(s traces.Trace, prog *progress) replay.Options {
 	opt := replay.Options{Strict: c.strict, NoCheck: c.noCheck, Touch: c.touch, Series: c.series}
 	if prog != nil {
 		opt.Progress = &prog.events
 	}
-	for _, p := range s.phases {
+	for _, p := range s.Phases {
 		opt.Marks = append(opt.Marks, p.End)
 	}
 	return opt
 }
 
 // fill completes a row from a replay's result, or its error.
-func (rw row) fill(s source, res replay.Result, err error) row {
+func (rw row) fill(s traces.Trace, res replay.Result, err error) row {
 	if err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), errorKind(err)
 		return rw
@@ -363,7 +364,7 @@ func (rw row) fill(s source, res replay.Result, err error) row {
 		rw.FirstTraceError = res.FirstTraceError.Error()
 	}
 	for i, m := range res.Marks {
-		rw.Phases = append(rw.Phases, phaseRow{Name: s.phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
+		rw.Phases = append(rw.Phases, phaseRow{Name: s.Phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
 	}
 	return rw
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"math"
 	"os"
@@ -87,12 +88,12 @@ func writeReport(c replayConfig, f *replayFlags, path, command string, stdout, s
 	return emit(tables, f, stdout)
 }
 
-// summarize describes each source (sizes, lifetimes, peak live), or nil
+// summarize describes each traces.Trace (sizes, lifetimes, peak live), or nil
 // for one that cannot be read (its replays say why).
-func summarize(srcs []source) []*trace.Summary {
+func summarize(srcs []traces.Trace) []*trace.Summary {
 	out := make([]*trace.Summary, len(srcs))
 	for i, s := range srcs {
-		src, closer, err := s.open()
+		src, closer, err := s.Open()
 		if err != nil {
 			continue
 		}
@@ -106,7 +107,7 @@ func summarize(srcs []source) []*trace.Summary {
 
 // reportTrace turns a table into the report's trace.
 func reportTrace(t table, sum *trace.Summary) report.Trace {
-	rt := report.Trace{Name: t.src.label, Summary: sum}
+	rt := report.Trace{Name: t.src.Label, Summary: sum}
 	for _, r := range t.rows {
 		rr := report.Row{
 			Allocator: r.Allocator, Measured: r.Measured, Error: r.Error,
@@ -211,7 +212,7 @@ func drawMaps(c replayConfig, tables []table, traces []report.Trace, at int64) {
 // mapAt replays s through the heap of spec up to event at (0: the event
 // of the row's peak footprint) and returns the heap's map there, or nil
 // if the heap draws none.
-func mapAt(s source, spec allocSpec, rw row, at int64) *report.Map {
+func mapAt(s traces.Trace, spec allocSpec, rw row, at int64) *report.Map {
 	moment := "at its peak footprint"
 	if at == 0 {
 		at = rw.PeakFootprintAt
@@ -234,7 +235,7 @@ func mapAt(s source, spec allocSpec, rw row, at int64) *report.Map {
 			return nil
 		}
 	}
-	src, closer, err := s.open()
+	src, closer, err := s.Open()
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"strings"
 	"unsafe"
@@ -113,11 +114,11 @@ func cmdScenario(args []string, stdout, stderr io.Writer) error {
 // scenarioPhases replays a generated scenario through every allocator of
 // c and prints a line per allocator, written by line from its row.
 func scenarioPhases(c replayConfig, gen string, args trace.Args, w io.Writer, line func(row) string) error {
-	s, err := parseSource(genLabel(gen, args))
+	s, err := traces.Resolve(traces.Gen(gen, args))
 	if err != nil {
 		return badUsage("carve scenario %s: %v", gen, err)
 	}
-	c.sources = []source{s}
+	c.sources = []traces.Trace{s}
 	var failed error
 	for _, r := range c.run(nil)[0].rows {
 		switch {

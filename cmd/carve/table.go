@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// printTable prints the rows of one source in format: text, markdown or
-// csv. A source with phases gets a column for the growth of the footprint
+// printTable prints the rows of one traces.Trace in format: text, markdown or
+// csv. A traces.Trace with phases gets a column for the growth of the footprint
 // in its last phase, where the seeds' lessons are; stable leaves out the
 // columns that vary from run to run.
 func printTable(w io.Writer, format string, stable bool, t table) error {
@@ -62,14 +62,14 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 		cw.Flush()
 		return cw.Error()
 	case "markdown":
-		fmt.Fprintf(w, "%s\n\n| %s |\n|%s\n", t.src.label, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		fmt.Fprintf(w, "%s\n\n| %s |\n|%s\n", t.src.Label, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 		for _, r := range t.rows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
 		}
 		_, err := fmt.Fprintln(w)
 		return err
 	}
-	fmt.Fprintf(w, "%s\n", t.src.label)
+	fmt.Fprintf(w, "%s\n", t.src.Label)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	var errs []string

@@ -85,7 +85,7 @@ type batchReplayer struct {
 // are counted and skipped as Run does (Options.Strict makes
 // the first fatal); Options.TimeEvery and SampleEvery do not apply, and
 // the series has a point per sample at most.
-func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
+func RunBatch(src trace.Source, a BatchAllocator, opt Options) (Result, error) {
 	for i, m := range opt.Marks {
 		if m < 1 || i > 0 && m <= opt.Marks[i-1] {
 			return Result{}, fmt.Errorf("replay: Marks %v: want increasing event numbers from 1", opt.Marks)
@@ -106,7 +106,7 @@ func RunBatch(src Source, a BatchAllocator, opt Options) (Result, error) {
 	return r.res, err
 }
 
-func (r *batchReplayer) run(src Source) error {
+func (r *batchReplayer) run(src trace.Source) error {
 	buf := make([]trace.Event, 4096)
 	for {
 		n, err := src.Read(buf)

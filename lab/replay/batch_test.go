@@ -64,11 +64,11 @@ func TestRunBatch(t *testing.T) {
 	// A trace error in the middle: a free of an object never allocated.
 	evs = append(evs[:100:100], append([]trace.Event{free(1 << 50)}, evs[100:]...)...)
 	marks := []int64{2 * n, 3*n + 1, 4*n + 1, 5*n + 1}
-	want, err := Run(Events(evs), newAlloc(t, "first-fit"), Options{Marks: marks})
+	want, err := Run(trace.Events(evs), newAlloc(t, "first-fit"), Options{Marks: marks})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := RunBatch(Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Marks: marks})
+	got, err := RunBatch(trace.Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Marks: marks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +92,14 @@ func TestRunBatch(t *testing.T) {
 	}
 
 	// Strict: the trace error stops the replay.
-	if _, err := RunBatch(Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Strict: true}); !errors.As(err, new(*TraceError)) {
+	if _, err := RunBatch(trace.Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Strict: true}); !errors.As(err, new(*TraceError)) {
 		t.Errorf("strict: %v, want a *TraceError", err)
 	}
 	// A failing allocator stops it with the allocator's error.
-	if res, err := RunBatch(Events(evs), &batched{a: newAlloc(t, "first-fit"), fail: 5000}, Options{}); err == nil || !strings.Contains(err.Error(), "injected failure") || res.Events >= int64(len(evs)) {
+	if res, err := RunBatch(trace.Events(evs), &batched{a: newAlloc(t, "first-fit"), fail: 5000}, Options{}); err == nil || !strings.Contains(err.Error(), "injected failure") || res.Events >= int64(len(evs)) {
 		t.Errorf("failure: %v after %d events, want the injected failure before the end", err, res.Events)
 	}
-	if _, err := RunBatch(Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Marks: []int64{5, 5}}); err == nil {
+	if _, err := RunBatch(trace.Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Marks: []int64{5, 5}}); err == nil {
 		t.Error("bad marks accepted")
 	}
 }

@@ -30,7 +30,7 @@ func BenchmarkRun(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := Run(Events(evs), a, Options{NoCheck: !check})
+				res, err := Run(trace.Events(evs), a, Options{NoCheck: !check})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -65,7 +65,7 @@ func systemui(b *testing.B) []trace.Event {
 	}
 }
 
-// BenchmarkOverhead replays the parsed systemui trace (786,454 events)
+// BenchmarkOverhead replays the parsed systemui trace (770,279 events)
 // through first fit three ways: issuing its operations in a bare loop
 // (the floor: the allocator's own cost, objects found by ID in a slice),
 // through Run without the checks, and through Run with them. Run's
@@ -119,7 +119,7 @@ func BenchmarkOverhead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := Run(Events(evs), a, Options{NoCheck: !check}); err != nil {
+				if _, err := Run(trace.Events(evs), a, Options{NoCheck: !check}); err != nil {
 					b.Fatal(err)
 				}
 				a.Close()

@@ -22,7 +22,7 @@ func Example() {
 		{Op: trace.Free, ID: 2},
 		{Op: trace.Free, ID: 9}, // a trace error: counted and skipped
 	}
-	res, err := replay.Run(replay.Events(evs), a, replay.Options{})
+	res, err := replay.Run(trace.Events(evs), a, replay.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -47,7 +47,7 @@ func TestEveryAllocator(t *testing.T) {
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			a := newAlloc(t, name)
-			res, err := Run(Events(evs), a, Options{SampleEvery: 1})
+			res, err := Run(trace.Events(evs), a, Options{SampleEvery: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestTraceErrors(t *testing.T) {
 		alloc(1, 10), free(7), alloc(1, 20), free(1), free(1), realloc(1, 30), realloc(9, 4), alloc(2, 8),
 	}
 	a := newAlloc(t, "best-fit")
-	res, err := Run(Events(evs), a, Options{})
+	res, err := Run(trace.Events(evs), a, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestTraceErrors(t *testing.T) {
 	}
 
 	b := newAlloc(t, "best-fit")
-	_, err = Run(Events(evs), b, Options{Strict: true})
+	_, err = Run(trace.Events(evs), b, Options{Strict: true})
 	var te *TraceError
 	if !errors.As(err, &te) || te.Event != 2 {
 		t.Fatalf("strict: %v", err)
@@ -169,7 +169,7 @@ func TestViolations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.buf = make([]byte, 1<<16)
-			_, err := Run(Events(evs), tc.h, Options{})
+			_, err := Run(trace.Events(evs), tc.h, Options{})
 			var v *Violation
 			if !errors.As(err, &v) {
 				t.Fatalf("got %v, want a violation", err)
@@ -180,7 +180,7 @@ func TestViolations(t *testing.T) {
 			t.Log(v)
 			// Without the checks the replay runs through.
 			tc.h.next, tc.h.last = 0, nil
-			if _, err := Run(Events(evs), tc.h, Options{NoCheck: true}); err != nil {
+			if _, err := Run(trace.Events(evs), tc.h, Options{NoCheck: true}); err != nil {
 				t.Errorf("NoCheck: %v", err)
 			}
 		})
@@ -189,7 +189,7 @@ func TestViolations(t *testing.T) {
 
 func TestBalancedFragmentation(t *testing.T) {
 	a := newAlloc(t, "first-fit")
-	res, err := Run(Events([]trace.Event{alloc(1, 10), free(1)}), a, Options{})
+	res, err := Run(trace.Events([]trace.Event{alloc(1, 10), free(1)}), a, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestBlockSet(t *testing.T) {
 func TestMarks(t *testing.T) {
 	evs := []trace.Event{alloc(1, 100), alloc(2, 200), free(1), alloc(3, 50)}
 	a := newAlloc(t, "first-fit")
-	res, err := Run(Events(evs), a, Options{Marks: []int64{2, 3, 9}})
+	res, err := Run(trace.Events(evs), a, Options{Marks: []int64{2, 3, 9}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestMarks(t *testing.T) {
 		t.Errorf("stats at mark 2 = %+v", st)
 	}
 	for _, bad := range [][]int64{{0}, {3, 3}, {4, 2}} {
-		if _, err := Run(Events(evs), newAlloc(t, "first-fit"), Options{Marks: bad}); err == nil {
+		if _, err := Run(trace.Events(evs), newAlloc(t, "first-fit"), Options{Marks: bad}); err == nil {
 			t.Errorf("Marks %v accepted", bad)
 		}
 	}

@@ -14,25 +14,6 @@ import (
 	"github.com/carvelab/carve/lab/trace"
 )
 
-// Source gives events in batches, as *trace.Reader does.
-type Source interface {
-	Read(dst []trace.Event) (n int, err error)
-}
-
-// Events returns a Source that gives evs.
-func Events(evs []trace.Event) Source { return &sliceSource{evs: evs} }
-
-type sliceSource struct{ evs []trace.Event }
-
-func (s *sliceSource) Read(dst []trace.Event) (int, error) {
-	if len(s.evs) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(dst, s.evs)
-	s.evs = s.evs[n:]
-	return n, nil
-}
-
 // Options tune a replay. The zero value checks every block, counts trace
 // errors and samples every 4096 events.
 type Options struct {
@@ -259,7 +240,7 @@ type replayer struct {
 // of live blocks by address (O(log n)), the allocator's Contains (when it
 // is a Container) and writing up to 64 bytes; per free, the same reads and
 // a deletion.
-func Run(src Source, a Allocator, opt Options) (Result, error) {
+func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if opt.SampleEvery <= 0 {
@@ -282,7 +263,7 @@ func Run(src Source, a Allocator, opt Options) (Result, error) {
 	return r.res, err
 }
 
-func (r *replayer) run(src Source) error {
+func (r *replayer) run(src trace.Source) error {
 	buf := make([]trace.Event, 4096)
 	for {
 		n, err := src.Read(buf)

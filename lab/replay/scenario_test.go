@@ -46,7 +46,7 @@ func phases(t *testing.T, alloc string, poolSize int, gen string, args trace.Arg
 			t.Fatal(err)
 		}
 	}
-	res, err := Run(Events(generate(t, gen, args)), a, Options{Marks: marks})
+	res, err := Run(trace.Events(generate(t, gen, args)), a, Options{Marks: marks})
 	if err != nil {
 		t.Fatal(err)
 	}

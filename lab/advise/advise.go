@@ -1,9 +1,7 @@
-package main
-
-// carve advise: which dedicated pools would lower an allocator's peak
-// footprint on a trace. The advisor does not estimate: it replays the
-// trace through the base allocator behind each candidate pool and keeps
-// the one that measured best, greedily, one pool per round.
+// Package advise finds the dedicated pools that would lower an
+// allocator's peak footprint on a trace. It does not estimate: it replays
+// the trace through the base allocator behind each candidate pool and
+// keeps the one that measured best, greedily, one pool per round.
 //
 //	candidates  the request sizes the trace asks for most often and the
 //	            ones that take the most bytes (one pass over the trace);
@@ -15,22 +13,24 @@ package main
 //	            the lowest peak footprint, pools included, is chosen if it
 //	            saves at least the threshold
 //
-// The replays skip the correctness checks (replay.Options.NoCheck, what
-// carve replay --nocheck does): the advisor measures, the lab checks. A
-// meter around each layer of the stack (see stack) tells each pool's own
-// footprint and live bytes apart from the whole's, for its cost: its slab
-// waste, Footprint - Live, at the peak. A trace of up to maxHeldEvents is
-// read once, by the candidates' pass, and replayed from memory.
+// The replays skip the correctness checks (replay.Options.NoCheck): the
+// advisor measures, the lab checks. A meter around each layer of the
+// stack (see stack) tells each pool's own footprint and live bytes apart
+// from the whole's, for its cost: its slab waste, Footprint - Live, at the
+// peak. A trace of up to traces.MaxHeld events is read once, by the
+// candidates' pass, and replayed from memory.
+//
+// carve advise is this package's command line; see the lab's overview
+// (package lab) for the measures.
+package advise
 
 import (
 	"cmp"
-	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,22 +38,24 @@ import (
 	"text/tabwriter"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/lab/internal/size"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/pool"
 )
 
-// adviseSchema names the version of the JSON that carve advise prints.
-const adviseSchema = "carve.advise/v1"
+// Schema names the version of the JSON of an Advice.
+const Schema = "carve.advise/v1"
 
-// defaultAdviseBase is the allocator the pools are put in front of unless
-// --base says otherwise: best fit, because its index finds a block in
+// DefaultBase is the allocator the pools are put in front of unless
+// Config.Base says otherwise: best fit, because its index finds a block in
 // O(log n) where first fit scans its free list (the seeds' 100,000
 // connections then take minutes per replay, and the advisor makes dozens),
 // and because, with its exact-size bins for small blocks and its
 // size-ordered tree for the rest, it is the carve heap closest to what
 // glibc's malloc does, which cannot be replayed in this process.
-const defaultAdviseBase = "best-fit"
+const DefaultBase = "best-fit"
 
 // The default threshold: a pool must save 1% of the baseline's peak
 // footprint, and at least 64 KiB (one slab of a pool).
@@ -62,121 +64,99 @@ const (
 	defaultMinBytes   = 64 << 10
 )
 
-// adviseConfig is what carve advise was asked to do.
-type adviseConfig struct {
-	src        source
-	base       string
-	min        threshold
-	maxPools   int
-	candidates int // sizes taken from each ranking
-	jobs       int // replays at once
+// Config is what to advise on, and how.
+type Config struct {
+	Trace traces.Trace
+	// Base is the allocator the pools go in front of: one of
+	// replay.Names() (DefaultBase when empty).
+	Base string
+	// Min is the least saving a pool must bring (the zero Threshold: 1%
+	// of the baseline's peak, at least 64 KiB).
+	Min Threshold
+	// MaxPools is the most pools suggested (4 when 0); Candidates the
+	// sizes taken from each ranking (8 when 0); Jobs the replays run at
+	// once (1 when 0; the Go heap's replays always run one at a time, as
+	// replays side by side would share, and measure, one Go heap).
+	MaxPools, Candidates, Jobs int
+}
 
+// advisor is one run of Advise.
+type advisor struct {
+	Config
 	// held is the trace's events, read by the candidates' pass, when
-	// there are at most maxHeldEvents: the replays read them from memory
-	// rather than decode the trace again. nil: src.open each time.
+	// there are at most traces.MaxHeld: the replays read them from memory
+	// rather than decode the trace again. nil: Trace.Open each time.
 	held []trace.Event
 }
 
-// cmdAdvise suggests pools for a trace: carve advise [flags] TRACE.
-func cmdAdvise(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c := adviseConfig{}
-	fs.StringVar(&c.base, "base", defaultAdviseBase, "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", "))
-	fs.Var(&c.min, "min", "the least `SAVING` of peak footprint a pool must bring: bytes (65536, 64KiB, 1MiB) or a percentage of the baseline's peak (2%); default 1%, at least 64 KiB")
-	fs.IntVar(&c.maxPools, "max", 4, "suggest at most `N` pools")
-	fs.IntVar(&c.candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
-	fs.IntVar(&c.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
-	format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+adviseSchema+")")
-	paths, err := parseInterspersed(fs, args)
+// ErrBase is wrapped by Advise's error for a base it cannot replay.
+var ErrBase = errors.New("advise: unknown base allocator")
+
+// Advise measures the baseline, then chooses pools round by round, and
+// returns what it measured. Its error wraps replay.ErrSource for a trace
+// that cannot be read, a *replay.Violation or a *replay.TraceError for a
+// failed check (a strict trace error), ErrBase for a base it does not
+// know; an allocator that fails (exhausted, say) rules out its candidate
+// only.
+func Advise(c Config) (*Advice, error) {
+	if c.Base == "" {
+		c.Base = DefaultBase
+	}
+	if c.MaxPools <= 0 {
+		c.MaxPools = 4
+	}
+	if c.Candidates <= 0 {
+		c.Candidates = 8
+	}
+	if c.Jobs <= 0 || c.Base == "go" {
+		c.Jobs = 1
+	}
+	a, err := replay.New(c.Base)
 	if err != nil {
-		return badUsage("carve advise: %v", err)
-	}
-	switch {
-	case len(paths) != 1:
-		return badUsage("carve advise: want one TRACE (a file, a shipped trace: %s, or gen:NAME[:param=value,...]), got %d", shippedNames(), len(paths))
-	case *format != "text" && *format != "json":
-		return badUsage("carve advise: --format %q: want text or json", *format)
-	case c.maxPools < 1:
-		return badUsage("carve advise: --max %d: want 1 or more", c.maxPools)
-	case c.candidates < 1:
-		return badUsage("carve advise: --candidates %d: want 1 or more", c.candidates)
-	case c.jobs < 1:
-		return badUsage("carve advise: --jobs %d: want 1 or more", c.jobs)
-	}
-	if _, real := realMallocs[c.base]; real {
-		return badUsage("carve advise: --base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", c.base, strings.Join(replay.Names(), ", "))
-	}
-	a, err := replay.New(c.base)
-	if err != nil {
-		return badUsage("carve advise: --base: %v", err)
+		return nil, fmt.Errorf("%w: %w", ErrBase, err)
 	}
 	a.Close()
-	if c.base == "go" {
-		c.jobs = 1 // replays side by side would share, and measure, one Go heap
-	}
-	if c.src, err = parseSource(paths[0]); err != nil {
-		return inputError{fmt.Errorf("carve advise: %w", err)}
-	}
-
-	cands, held, err := poolCandidates(c.src, c.candidates)
+	ad := &advisor{Config: c}
+	cands, held, err := poolCandidates(c.Trace, c.Candidates)
 	if err != nil {
-		return inputError{fmt.Errorf("carve advise: %s: %w", c.src.label, err)}
+		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
 	}
-	c.held = held
-	adv, err := c.advise(cands)
-	if err != nil {
-		return err
-	}
-	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // the Go snippet's << as is
-		return enc.Encode(adv)
-	}
-	return adv.print(stdout)
+	ad.held = held
+	return ad.advise(cands)
 }
 
-// threshold is the --min flag: the least saving a pool must bring, in
-// bytes or as a percentage of the baseline's peak footprint. The zero
-// value is the default: 1%, at least 64 KiB.
-type threshold struct {
+// Threshold is the least saving a pool must bring, in bytes or as a
+// percentage of the baseline's peak footprint. The zero value is the
+// default: 1%, at least 64 KiB. It is a flag.Value (carve advise --min).
+type Threshold struct {
 	text    string
 	bytes   int64
 	percent float64
 }
 
-func (t *threshold) String() string { return t.text }
+func (t *Threshold) String() string { return t.text }
 
-func (t *threshold) Set(s string) error {
+// Set reads a threshold: bytes (65536, 64KiB, 1MiB) or a percentage of
+// the baseline's peak (2%).
+func (t *Threshold) Set(s string) error {
 	if p, ok := strings.CutSuffix(s, "%"); ok {
 		v, err := strconv.ParseFloat(p, 64)
 		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
 			return fmt.Errorf("want a percentage from 0%% to 100%%, got %q", s)
 		}
-		*t = threshold{text: s, percent: v}
+		*t = Threshold{text: s, percent: v}
 		return nil
 	}
-	num, unit := s, int64(1)
-	for _, u := range []struct {
-		suffix string
-		n      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			num, unit = n, u.n
-			break
-		}
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt64/unit {
+	v, err := size.Parse(s)
+	if err != nil {
 		return fmt.Errorf("want bytes (65536, 64KiB, 1MiB) or a percentage (2%%), got %q", s)
 	}
-	*t = threshold{text: s, bytes: v * unit}
+	*t = Threshold{text: s, bytes: v}
 	return nil
 }
 
 // of returns the threshold for a baseline peak footprint of peak bytes.
-func (t threshold) of(peak int64) int64 {
+func (t Threshold) of(peak int64) int64 {
 	switch {
 	case t.text == "":
 		return max(peak*defaultMinPercent/100, defaultMinBytes)
@@ -187,10 +167,10 @@ func (t threshold) of(peak int64) int64 {
 }
 
 // describe says how the threshold was set, for the report.
-func (t threshold) describe() string {
+func (t Threshold) describe() string {
 	switch {
 	case t.text == "":
-		return fmt.Sprintf("%d%% of the baseline's peak, at least %s", defaultMinPercent, mb(defaultMinBytes))
+		return fmt.Sprintf("%d%% of the baseline's peak, at least %s", defaultMinPercent, size.Format(defaultMinBytes))
 	case t.percent > 0:
 		return t.text + " of the baseline's peak"
 	}
@@ -200,8 +180,8 @@ func (t threshold) describe() string {
 // maxPoolChunk is the largest chunk pool.New takes.
 const maxPoolChunk = 1 << 30
 
-// sizeCount is how often a trace asks for one size a pool could serve.
-type sizeCount struct {
+// SizeCount is how often a trace asks for one size a pool could serve.
+type SizeCount struct {
 	Size     int   `json:"size"`
 	Requests int64 `json:"requests"`
 	Bytes    int64 `json:"bytes"` // Size × Requests
@@ -213,9 +193,9 @@ type sizeCount struct {
 // A request counts if replay.WithPool would send it to a pool of its
 // size: an allocation with an alignment of at most 8, or a realloc's new
 // size; a pool's chunk holds at least pool.LinkSize bytes. It returns
-// the trace's events too, if there are at most maxHeldEvents, or nil.
-func poolCandidates(s source, n int) ([]sizeCount, []trace.Event, error) {
-	src, closer, err := s.open()
+// the trace's events too, if there are at most traces.MaxHeld, or nil.
+func poolCandidates(s traces.Trace, n int) ([]SizeCount, []trace.Event, error) {
+	src, closer, err := s.Open()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +205,7 @@ func poolCandidates(s source, n int) ([]sizeCount, []trace.Event, error) {
 	buf := make([]trace.Event, 4096)
 	for {
 		k, err := src.Read(buf)
-		if held != nil && len(held)+k <= maxHeldEvents {
+		if held != nil && len(held)+k <= traces.MaxHeld {
 			held = append(held, buf[:k]...)
 		} else {
 			held = nil
@@ -246,31 +226,31 @@ func poolCandidates(s source, n int) ([]sizeCount, []trace.Event, error) {
 			return nil, nil, err
 		}
 	}
-	all := make([]sizeCount, 0, len(counts))
+	all := make([]SizeCount, 0, len(counts))
 	for size, reqs := range counts {
-		all = append(all, sizeCount{Size: int(size), Requests: reqs, Bytes: int64(size) * reqs})
+		all = append(all, SizeCount{Size: int(size), Requests: reqs, Bytes: int64(size) * reqs})
 	}
 	// The sizes first by bytes, then by requests: the order returned.
 	picked := map[int]bool{}
-	for _, key := range []func(sizeCount) int64{
-		func(c sizeCount) int64 { return c.Bytes },
-		func(c sizeCount) int64 { return c.Requests },
+	for _, key := range []func(SizeCount) int64{
+		func(c SizeCount) int64 { return c.Bytes },
+		func(c SizeCount) int64 { return c.Requests },
 	} {
-		slices.SortFunc(all, func(a, b sizeCount) int {
+		slices.SortFunc(all, func(a, b SizeCount) int {
 			return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Size, b.Size))
 		})
 		for _, c := range all[:min(n, len(all))] {
 			picked[c.Size] = true
 		}
 	}
-	all = slices.DeleteFunc(all, func(c sizeCount) bool { return !picked[c.Size] })
+	all = slices.DeleteFunc(all, func(c SizeCount) bool { return !picked[c.Size] })
 	return all, held, nil
 }
 
-// advice is what carve advise prints: the text report, or this as JSON.
-// The JSON field names are part of the versioned schema (adviseSchema):
-// fields are added, never renamed.
-type advice struct {
+// Advice is what the advisor measured and suggests. WriteText prints it
+// for a reader; as JSON its field names are part of the versioned schema
+// (Schema): fields are added, never renamed.
+type Advice struct {
 	Schema    string `json:"schema"`
 	Trace     string `json:"trace"`
 	Base      string `json:"base"`
@@ -282,47 +262,47 @@ type advice struct {
 	Replays       int    `json:"replays"`
 	Note          string `json:"note,omitempty"` // a caveat about the base's measurements
 
-	Candidates []sizeCount `json:"candidates"`
+	Candidates []SizeCount `json:"candidates"`
 	Baseline   struct {
 		PeakFootprint int64 `json:"peak_footprint"`
 		PeakLive      int64 `json:"peak_live"`
 		TraceErrors   int64 `json:"trace_errors"`
 	} `json:"baseline"`
 	// Rounds are every replay of each round, best saving first.
-	Rounds [][]tried `json:"rounds"`
+	Rounds [][]Tried `json:"rounds"`
 	// Pools are the suggestions, in the order they were chosen.
-	Pools              []advisedPool `json:"pools"`
-	FinalPeakFootprint int64         `json:"final_peak_footprint"`
-	Stop               string        `json:"stop"` // why no further pool was chosen
-	Go                 string        `json:"go"`   // the code that makes the pools
+	Pools              []Pool `json:"pools"`
+	FinalPeakFootprint int64  `json:"final_peak_footprint"`
+	Stop               string `json:"stop"` // why no further pool was chosen
+	Go                 string `json:"go"`   // the code that makes the pools
 }
 
-// tried is one candidate's replay in one round.
-type tried struct {
+// Tried is one candidate's replay in one round.
+type Tried struct {
 	Size          int    `json:"size"`
 	PeakFootprint int64  `json:"peak_footprint"`
 	Saving        int64  `json:"saving"` // the round's starting peak less PeakFootprint; negative: it cost
 	Error         string `json:"error,omitempty"`
 }
 
-// advisedPool is one suggested pool. Saving is measured in the round that
+// Pool is one suggested pool. Saving is measured in the round that
 // chose it (behind the pools chosen before it); the rest is read from the
 // final replay, with every suggested pool, at its peak footprint.
-type advisedPool struct {
+type Pool struct {
 	Size          int     `json:"size"`
 	Saving        int64   `json:"saving"`
 	SavingPercent float64 `json:"saving_percent"` // of the baseline's peak footprint
 	PeakFootprint int64   `json:"peak_footprint"` // the whole heap's, pools included, once this pool was added
-	poolAtPeak
+	PoolAtPeak
 	Limit int64 `json:"limit"` // the Limit of the Go snippet: twice MaxFootprint, rounded up to a power of two
 }
 
-// poolAtPeak is one pool of a replay, measured at the replay's peak
+// PoolAtPeak is one pool of a replay, measured at the replay's peak
 // footprint: of the events at the peak, the one with the most live
 // memory, the first of them (the heap at its fullest: the first event at
 // the peak may come before the program refilled memory it had freed, and
 // show the pool nearly empty).
-type poolAtPeak struct {
+type PoolAtPeak struct {
 	Requests     int64 `json:"requests"`          // requests of its size, over the whole trace
 	Footprint    int64 `json:"footprint_at_peak"` // its own footprint
 	Live         int64 `json:"live_at_peak"`      // the bytes of the chunks it had handed out
@@ -334,18 +314,18 @@ type poolAtPeak struct {
 type trial struct {
 	sizes []int
 	res   replay.Result
-	pools []poolAtPeak // in the order of sizes
+	pools []PoolAtPeak // in the order of sizes
 	err   error
 }
 
 // advise measures the baseline, then chooses pools round by round.
-func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
-	adv := &advice{Schema: adviseSchema, Trace: c.src.label, Base: c.base, MaxPools: c.maxPools, Candidates: cands}
-	if c.base == "go" {
+func (c *advisor) advise(cands []SizeCount) (*Advice, error) {
+	adv := &Advice{Schema: Schema, Trace: c.Trace.Label, Base: c.Base, MaxPools: c.MaxPools, Candidates: cands}
+	if c.Base == "go" {
 		adv.Note = "the Go heap's footprint is read at samples only (every 4096 events), after the garbage collector has run or not, and includes the replayer's own bookkeeping: its savings are rough"
 	}
 	if adv.Candidates == nil {
-		adv.Candidates = []sizeCount{}
+		adv.Candidates = []SizeCount{}
 	}
 	cur := c.replay(nil)
 	adv.Replays++
@@ -353,10 +333,10 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 		if err := c.fatal(cur); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("carve advise: %s on %s: %w", c.base, c.src.label, cur.err)
+		return nil, fmt.Errorf("%s on %s: %w", c.Base, c.Trace.Label, cur.err)
 	}
 	adv.Baseline.PeakFootprint, adv.Baseline.PeakLive, adv.Baseline.TraceErrors = cur.res.PeakFootprint, cur.res.PeakLive, cur.res.TraceErrors
-	adv.Threshold, adv.ThresholdRule = c.min.of(cur.res.PeakFootprint), c.min.describe()
+	adv.Threshold, adv.ThresholdRule = c.Min.of(cur.res.PeakFootprint), c.Min.describe()
 
 	var left []int
 	for _, cd := range cands {
@@ -364,8 +344,8 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 	}
 	var savings []int64
 	for {
-		if len(savings) == c.maxPools {
-			adv.Stop = fmt.Sprintf("--max %d pools suggested", c.maxPools)
+		if len(savings) == c.MaxPools {
+			adv.Stop = fmt.Sprintf("--max %d pools suggested", c.MaxPools)
 			break
 		}
 		if len(left) == 0 {
@@ -387,11 +367,11 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 		}
 		saving := cur.res.PeakFootprint - trials[best].res.PeakFootprint
 		if saving <= 0 {
-			adv.Stop = fmt.Sprintf("no remaining candidate lowers the peak: the best, %d B, raises it by %s", left[best], mb(-saving))
+			adv.Stop = fmt.Sprintf("no remaining candidate lowers the peak: the best, %d B, raises it by %s", left[best], size.Format(-saving))
 			break
 		}
 		if saving < adv.Threshold {
-			adv.Stop = fmt.Sprintf("the best remaining candidate, %d B, would save %s, below the threshold %s", left[best], mb(saving), mb(adv.Threshold))
+			adv.Stop = fmt.Sprintf("the best remaining candidate, %d B, would save %s, below the threshold %s", left[best], size.Format(saving), size.Format(adv.Threshold))
 			break
 		}
 		savings = append(savings, saving)
@@ -405,13 +385,13 @@ func (c *adviseConfig) advise(cands []sizeCount) (*advice, error) {
 
 // suggest fills in the pools of the final trial, cur, which the rounds
 // chose in order, saving savings[i] each, and the code that makes them.
-func (a *advice) suggest(cur trial, savings []int64) {
+func (a *Advice) suggest(cur trial, savings []int64) {
 	a.FinalPeakFootprint = cur.res.PeakFootprint
-	a.Pools = []advisedPool{}
+	a.Pools = []Pool{}
 	peak := a.Baseline.PeakFootprint
 	for i, size := range cur.sizes {
 		peak -= savings[i]
-		p := advisedPool{Size: size, Saving: savings[i], PeakFootprint: peak, poolAtPeak: cur.pools[i]}
+		p := Pool{Size: size, Saving: savings[i], PeakFootprint: peak, PoolAtPeak: cur.pools[i]}
 		p.SavingPercent = 100 * float64(p.Saving) / float64(a.Baseline.PeakFootprint) // > 0: a pool saved some of it
 		p.Limit = poolLimit(p.MaxFootprint)
 		a.Pools = append(a.Pools, p)
@@ -423,14 +403,14 @@ func (a *advice) suggest(cur trial, savings []int64) {
 // size of left, and returns what each replay measured, best saving first,
 // the trials in the order of left, and the index in left of the best
 // (the first of equals; -1 if every replay failed).
-func (c *adviseConfig) round(cur trial, left []int) (round []tried, trials []trial, best int, err error) {
+func (c *advisor) round(cur trial, left []int) (round []Tried, trials []trial, best int, err error) {
 	trials = c.replayAll(cur.sizes, left)
 	best = -1
 	for i, t := range trials {
 		if err := c.fatal(t); err != nil {
 			return nil, nil, -1, err
 		}
-		tr := tried{Size: left[i], PeakFootprint: t.res.PeakFootprint, Saving: cur.res.PeakFootprint - t.res.PeakFootprint}
+		tr := Tried{Size: left[i], PeakFootprint: t.res.PeakFootprint, Saving: cur.res.PeakFootprint - t.res.PeakFootprint}
 		if t.err != nil {
 			tr.PeakFootprint, tr.Saving, tr.Error = 0, 0, t.err.Error()
 		} else if best < 0 || t.res.PeakFootprint < trials[best].res.PeakFootprint {
@@ -438,31 +418,33 @@ func (c *adviseConfig) round(cur trial, left []int) (round []tried, trials []tri
 		}
 		round = append(round, tr)
 	}
-	slices.SortStableFunc(round, func(a, b tried) int { return cmp.Compare(b.Saving, a.Saving) })
+	slices.SortStableFunc(round, func(a, b Tried) int { return cmp.Compare(b.Saving, a.Saving) })
 	return round, trials, best, nil
 }
 
 // fatal returns the error a trial's failure ends the advice with: an
-// unreadable trace (exit 2) or a failed check (exit 1). An allocator's
-// failure (exhausted, say) rules its candidate out only: nil.
-func (c *adviseConfig) fatal(t trial) error {
-	switch errorKind(t.err) {
-	case kindInput:
-		return inputError{fmt.Errorf("carve advise: %s: %w", c.src.label, t.err)}
-	case kindCheck:
-		return checkFailed{fmt.Errorf("carve advise: %s behind pools %v on %s: %w", c.base, t.sizes, c.src.label, t.err)}
+// unreadable trace or a failed check. An allocator's failure (exhausted,
+// say) rules its candidate out only: nil.
+func (c *advisor) fatal(t trial) error {
+	var v *replay.Violation
+	var te *replay.TraceError
+	switch {
+	case errors.Is(t.err, replay.ErrSource):
+		return fmt.Errorf("%s: %w", c.Trace.Label, t.err)
+	case errors.As(t.err, &v), errors.As(t.err, &te):
+		return fmt.Errorf("%s behind pools %v on %s: %w", c.Base, t.sizes, c.Trace.Label, t.err)
 	}
 	return nil
 }
 
 // replayAll replays the base behind the pools of chosen and one more,
-// each size of cands in turn, c.jobs replays at once, and returns the
+// each size of cands in turn, c.Jobs replays at once, and returns the
 // trials in the order of cands.
-func (c *adviseConfig) replayAll(chosen, cands []int) []trial {
+func (c *advisor) replayAll(chosen, cands []int) []trial {
 	out := make([]trial, len(cands))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(c.jobs, len(cands)) {
+	for range min(c.Jobs, len(cands)) {
 		wg.Go(func() {
 			for i := range next {
 				out[i] = c.replay(append(slices.Clone(chosen), cands[i]))
@@ -479,9 +461,9 @@ func (c *adviseConfig) replayAll(chosen, cands []int) []trial {
 
 // replay replays the trace (held in memory, or opened afresh) through the
 // base allocator behind pools of sizes, without the correctness checks.
-func (c *adviseConfig) replay(sizes []int) trial {
+func (c *advisor) replay(sizes []int) trial {
 	t := trial{sizes: sizes}
-	base, err := replay.New(c.base)
+	base, err := replay.New(c.Base)
 	if err != nil {
 		t.err = err
 		return t
@@ -494,11 +476,11 @@ func (c *adviseConfig) replay(sizes []int) trial {
 			return t
 		}
 	}
-	var src replay.Source
+	var src trace.Source
 	if c.held != nil {
-		src = replay.Events(c.held)
+		src = trace.Events(c.held)
 	} else {
-		s, closer, err := c.src.open()
+		s, closer, err := c.Trace.Open()
 		if err != nil {
 			t.err = fmt.Errorf("%w: %w", replay.ErrSource, err)
 			return t
@@ -525,7 +507,7 @@ type stack struct {
 	layers   []*meter
 	peak     int64
 	peakLive int64        // the most live memory at the peak
-	pools    []poolAtPeak // pool i: layers[i+1] less layers[i]
+	pools    []PoolAtPeak // pool i: layers[i+1] less layers[i]
 }
 
 // push puts a pool of size bytes in front of the stack.
@@ -535,7 +517,7 @@ func (s *stack) push(size int) error {
 		return err
 	}
 	s.layers = append(s.layers, &meter{a: p, size: size})
-	s.pools = append(s.pools, poolAtPeak{})
+	s.pools = append(s.pools, PoolAtPeak{})
 	return nil
 }
 
@@ -561,7 +543,7 @@ func (s *stack) Stats() carve.Stats {
 
 // note keeps each pool's largest footprint and, when fp is a new peak of
 // the whole, or the peak with more live memory than before, each pool's
-// figures there (see poolAtPeak). Every layer's fp is fresh: the call
+// figures there (see PoolAtPeak). Every layer's fp is fresh: the call
 // that returned fp went down through all of them.
 func (s *stack) note(fp int64) {
 	live := s.top().live
@@ -652,7 +634,7 @@ func poolLimit(fp int64) int64 {
 	return max(int64(1)<<bits.Len64(uint64(max(2*fp-1, 0))), 64<<10)
 }
 
-// shifted writes a power of two of at least 1 KiB as Go source: 16<<20.
+// shifted writes a power of two of at least 1 KiB as Go traces.Trace: 16<<20.
 func shifted(n int64) string {
 	for _, s := range []int{30, 20, 10} {
 		if n%(1<<s) == 0 {
@@ -663,7 +645,7 @@ func shifted(n int64) string {
 }
 
 // goSnippet writes the code that makes the pools, for the report.
-func goSnippet(pools []advisedPool) string {
+func goSnippet(pools []Pool) string {
 	if len(pools) == 0 {
 		return ""
 	}
@@ -671,7 +653,7 @@ func goSnippet(pools []advisedPool) string {
 	b.WriteString("// import \"github.com/carvelab/carve/pool\"\n")
 	for _, p := range pools {
 		v := fmt.Sprintf("p%d", p.Size)
-		fmt.Fprintf(&b, "%s, err := pool.New(%d, pool.Limit(%s)) // twice the %s it reached on the trace\n", v, p.Size, shifted(p.Limit), mb(p.MaxFootprint))
+		fmt.Fprintf(&b, "%s, err := pool.New(%d, pool.Limit(%s)) // twice the %s it reached on the trace\n", v, p.Size, shifted(p.Limit), size.Format(p.MaxFootprint))
 		fmt.Fprintf(&b, "if err != nil {\n\treturn err\n}\ndefer %s.Close()\n", v)
 	}
 	b.WriteString("// A request of exactly one of these sizes: b, err := p<size>.Alloc(), and\n")
@@ -679,8 +661,9 @@ func goSnippet(pools []advisedPool) string {
 	return b.String()
 }
 
-// print writes the text report.
-func (a *advice) print(w io.Writer) error {
+// WriteText writes the advice for a reader: the candidates, every round's
+// savings, the suggested pools and the Go code that makes them.
+func (a *Advice) WriteText(w io.Writer) error {
 	ew := &firstErrWriter{w: w}
 	ew.printf("carve advise: %s, pools in front of %s\n", a.Trace, a.Base)
 	ew.printf("every figure measured by a replay, without the correctness checks (as --nocheck): %d replays in %d rounds\n", a.Replays, len(a.Rounds))
@@ -695,18 +678,18 @@ func (a *advice) print(w io.Writer) error {
 		ew.printf("note: %s\n", a.Note)
 	}
 	ew.printf("candidates: %s\n", strings.Join(cs, ", "))
-	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", mb(a.Baseline.PeakFootprint), mb(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
+	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", size.Format(a.Baseline.PeakFootprint), size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
 	if a.Baseline.TraceErrors > 0 {
 		ew.printf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)
 	}
-	ew.printf("\nthreshold: %s (%s)\n\n", mb(a.Threshold), a.ThresholdRule)
+	ew.printf("\nthreshold: %s (%s)\n\n", size.Format(a.Threshold), a.ThresholdRule)
 	for i, r := range a.Rounds {
 		var ts []string
 		for _, t := range r {
 			if t.Error != "" {
 				ts = append(ts, fmt.Sprintf("%d B failed (%s)", t.Size, t.Error))
 			} else {
-				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, mb(t.Saving)))
+				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, size.Format(t.Saving)))
 			}
 		}
 		ew.printf("round %d, saving per candidate: %s\n", i+1, strings.Join(ts, ", "))
@@ -719,11 +702,11 @@ func (a *advice) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "#\tsize\trequests\tsaving\tpeak footprint after\tpool footprint\tpool live\twaste\t\n")
 	for i, p := range a.Pools {
-		fmt.Fprintf(tw, "%d\t%d B\t%d\t%s (%.2f%%)\t%s\t%s\t%s\t%s\t\n", i+1, p.Size, p.Requests, mb(p.Saving), p.SavingPercent, mb(p.PeakFootprint), mb(p.Footprint), mb(p.Live), mb(p.Waste))
+		fmt.Fprintf(tw, "%d\t%d B\t%d\t%s (%.2f%%)\t%s\t%s\t%s\t%s\t\n", i+1, p.Size, p.Requests, size.Format(p.Saving), p.SavingPercent, size.Format(p.PeakFootprint), size.Format(p.Footprint), size.Format(p.Live), size.Format(p.Waste))
 	}
 	tw.Flush()
 	saved := a.Baseline.PeakFootprint - a.FinalPeakFootprint
-	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", mb(a.FinalPeakFootprint), mb(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive))
+	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", size.Format(a.FinalPeakFootprint), size.Format(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive))
 	ew.printf("stopped: %s\n\n", a.Stop)
 	for line := range strings.Lines(a.Go) {
 		ew.printf("\t%s", line)
