@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/lab/libc"
-	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
 )
@@ -110,17 +110,19 @@ func (c *cAllocator) poolOf(b []byte) *pool.Pool {
 
 // Stats reads the allocator's own figure of its heap, the pools', and the
 // RSS.
-func (c *cAllocator) Stats() (replay.Stats, error) {
+func (c *cAllocator) Stats() (carve.Stats, error) {
 	st, err := libc.Stats()
 	if err != nil {
-		return replay.Stats{}, err
+		return carve.Stats{}, err
 	}
-	fp := st.Footprint
+	fp, used := st.Footprint, st.Allocated
 	for _, p := range c.pools {
-		fp += p.Footprint()
+		ps := p.Stats()
+		fp += ps.Footprint
+		used += ps.Used
 	}
 	// The loop's table of blocks is mapped by the loop, not the allocator.
-	return replay.Stats{Footprint: fp, Resident: max(c.rss.now()-c.loop.TableBytes(), 0)}, nil
+	return carve.Stats{Footprint: fp, Used: used, Resident: max(c.rss.now()-c.loop.TableBytes(), 0)}, nil
 }
 
 func (c *cAllocator) Close() error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+
+	"github.com/carvelab/carve/lab/traces"
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/lab/libc"

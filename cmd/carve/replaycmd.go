@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"math"
 	"runtime"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/carvelab/carve/lab/traces"
 
 	"github.com/carvelab/carve/lab/replay"
 )

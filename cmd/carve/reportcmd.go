@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"math"
 	"os"
@@ -11,6 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/carvelab/carve/internal/size"
+
+	"github.com/carvelab/carve/lab/traces"
 
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/report"
@@ -247,7 +250,7 @@ func mapAt(s traces.Trace, spec allocSpec, rw row, at int64) *report.Map {
 	hm.Name = fmt.Sprintf("%s %s (event %d)", spec.label(), moment, at)
 	st := hm.Stats()
 	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
-		spec.label(), moment, at, rw.Events, st.Holes, mb(st.Largest), mb(st.Free), mb(st.Header))
+		spec.label(), moment, at, rw.Events, st.Holes, size.Format(st.Largest), size.Format(st.Free), size.Format(st.Header))
 	if len(spec.pools) > 0 {
 		caption += " The pools in front of it are not drawn."
 	}

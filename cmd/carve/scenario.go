@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/carvelab/carve/lab/traces"
 	"io"
 	"strings"
 	"unsafe"
+
+	"github.com/carvelab/carve/lab/traces"
 
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/carvelab/carve/internal/size"
 )
 
 // printTable prints the rows of one traces.Trace in format: text, markdown or
@@ -41,14 +43,14 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 		if r.Fragmentation != nil {
 			frag = strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
 		}
-		c := []string{r.Allocator, mb(r.PeakLive), mb(r.PeakFootprint),
+		c := []string{r.Allocator, size.Format(r.PeakLive), size.Format(r.PeakFootprint),
 			strconv.FormatFloat(r.PeakRatio, 'f', 3, 64), strconv.FormatFloat(r.AvgRatio, 'f', 3, 64), frag}
 		if phase != "" {
 			_, grew, _ := r.growth()
-			c = append(c, mb(grew))
+			c = append(c, size.Format(grew))
 		}
 		if !stable {
-			c = append(c, mb(r.PeakResident), strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
+			c = append(c, size.Format(r.PeakResident), strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
 		}
 		return append(c, strconv.FormatInt(r.TraceErrors, 10))
 	}
@@ -98,21 +100,6 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
-}
-
-// mb writes a byte count in the unit that suits it: B below 1 KiB, KiB
-// below 1 MiB, MiB below 1 GiB, then GiB.
-func mb(n int64) string {
-	abs := max(n, -n)
-	switch {
-	case abs < 1<<10:
-		return strconv.FormatInt(n, 10) + " B"
-	case abs < 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
-	case abs < 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + " MiB"
-	}
-	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
 }
 
 // startProgress shows progress on w if it is a terminal (a character

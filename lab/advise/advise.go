@@ -38,7 +38,7 @@ import (
 	"text/tabwriter"
 
 	carve "github.com/carvelab/carve"
-	"github.com/carvelab/carve/lab/internal/size"
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"

@@ -1,0 +1,153 @@
+package replay
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// Options tune a replay. The zero value checks every block, counts trace
+// errors and samples every 4096 events.
+type Options struct {
+	// Strict makes the first trace error fatal: Run returns a *TraceError.
+	Strict bool
+	// NoCheck turns off the correctness checks (alignment, length,
+	// overlap, the pattern written into blocks).
+	NoCheck bool
+	// SampleEvery is the number of events between two calls of the
+	// allocator's Stats (0: 4096; 1: after every event, exact but slow).
+	// For RunBatch it is also the most events one batch holds (at most
+	// 4096).
+	SampleEvery int
+	// TimeEvery (Run only) times the first 1024 allocator calls, then one
+	// call in TimeEvery, drawn at random (0: 16; 1: every call). Reading the
+	// clock twice costs about as much as a fast allocator's call: timing
+	// a sample keeps the replay near the allocator's own speed, and each
+	// sampled call's time, counted TimeEvery times, estimates the time of
+	// all of them.
+	TimeEvery int
+	// Marks are event numbers (counting from 1, increasing) after which
+	// the replay takes a sample and keeps it in Result.Marks: the ends of
+	// a trace's phases (trace.Generator.Phases), to tell how much the heap
+	// grew in each.
+	Marks []int64
+	// Touch writes every byte of every block the allocator hands out (and
+	// of the part a realloc adds), untimed, as a program would: the pages
+	// become resident, and resident memory measures them. Without it only
+	// the checks' pattern is written (the first and last bytes).
+	Touch bool
+	// StopAfter, when positive, ends the replay after that event (counting
+	// from 1), the allocator left as the trace made it there: to look at
+	// the heap at a moment (a map of it at its peak, say).
+	StopAfter int64
+	// Series keeps, in Result.Series, between Series and 2 × Series points
+	// over the trace, for charts of live memory, footprint and resident
+	// memory over time (0: none). Each point holds the maxima of the
+	// events it stands for.
+	Series int
+	// Progress, when not nil, has the events replayed added to it after
+	// each batch (4096 events), for a progress display in another
+	// goroutine.
+	Progress *atomic.Int64
+}
+
+// Result is what a replay measured. Live memory is the sum of the sizes
+// the trace asked for and has not freed, kept exactly after every event.
+// The footprint is read by Run after every event (Allocator.Footprint:
+// exact for carve's heaps; the Go heap's adapter returns the figure of
+// its last sample) and by RunBatch at each sample. "Time" is counted in
+// events. Run and RunBatch set every field.
+type Result struct {
+	// Events is the number of events read; Ops the allocator calls made
+	// (Alloc, Free, Realloc); TimedOps those of them timed (see
+	// Options.TimeEvery); Nanos the time spent inside all calls, estimated
+	// from the timed ones, and NsPerOp = Nanos / Ops.
+	Events, Ops, TimedOps, Nanos int64
+	NsPerOp                      float64
+	// TraceErrors counts the events skipped because they named a dead or
+	// unknown object, reused a live one's ID, or asked for an impossible
+	// size; FirstTraceError is the first of them.
+	TraceErrors     int64
+	FirstTraceError *TraceError
+	// Samples counts the calls of the allocator's Stats.
+	Samples int64
+
+	// PeakLive is the largest live memory; FootprintAtPeakLive the
+	// footprint when live memory first reached it (refreshed by a sample
+	// taken while live memory still stood at the peak).
+	PeakLive, FootprintAtPeakLive int64
+	// PeakFootprint is the largest footprint read; LiveAtPeakFootprint the
+	// live memory when it was first read, and PeakFootprintAt the event
+	// after which it was (for RunBatch, the last event of the batch).
+	PeakFootprint, LiveAtPeakFootprint int64
+	PeakFootprintAt                    int64
+	// PeakResident is the largest Resident of the samples.
+	PeakResident int64
+
+	// Johnstone and Wilson's four measures (ISMM 1998), as ratios of heap
+	// to live memory (1 is no fragmentation); 0 when the denominator is.
+	//   AvgRatio             #1: sum over events of footprint / sum of live
+	//   RatioAtPeakLive      #2: FootprintAtPeakLive / PeakLive
+	//   RatioAtPeakFootprint #3: PeakFootprint / LiveAtPeakFootprint
+	//   PeakRatio            #4: PeakFootprint / PeakLive
+	AvgRatio, RatioAtPeakLive, RatioAtPeakFootprint, PeakRatio float64
+
+	// Marks are the allocator's Stats after each of Options.Marks that the
+	// trace reached, with the live memory there.
+	Marks []Mark
+	// Series is the replay over time (Options.Series).
+	Series []Point
+
+	// Live is the live memory at the end of the trace, End the allocator's
+	// Stats there.
+	Live int64
+	End  carve.Stats
+	// Fragmentation is the FREENIX paper's 100 × (End.Footprint / Live -
+	// 1) at the end, NaN when Live is 0 (a balanced trace).
+	Fragmentation float64
+	// Internal = End.Used - End.Live and External = End.Footprint -
+	// End.Used: the end's fragmentation split.
+	Internal, External int64
+}
+
+// Mark is the state of a replay after one event.
+type Mark struct {
+	Event int64 // the event's number, counting from 1
+	Live  int64 // the live memory the trace asked for
+	Stats carve.Stats
+}
+
+// TraceError is an event that does not fit the objects alive at its
+// point of the trace.
+type TraceError struct {
+	Event  int64 // the event's number, counting from 1
+	Ev     trace.Event
+	Reason string
+}
+
+func (e *TraceError) Error() string {
+	return fmt.Sprintf("replay: trace error at event %d (%v): %s", e.Event, e.Ev, e.Reason)
+}
+
+// Violation is an allocator found wrong by the checks: a block of the
+// wrong length or alignment, overlapping another live block, or whose
+// bytes changed while the replayer held it.
+type Violation struct {
+	Event  int64 // the event's number, counting from 1
+	Ev     trace.Event
+	ID     uint64  // the object at fault
+	Addr   uintptr // its block's address
+	Other  uint64  // the object it overlaps, or 0
+	OAddr  uintptr // that block's address
+	Reason string
+}
+
+func (v *Violation) Error() string {
+	s := fmt.Sprintf("replay: violation at event %d (%v): object %d at %#x: %s", v.Event, v.Ev, v.ID, v.Addr, v.Reason)
+	if v.Other != 0 || v.OAddr != 0 {
+		s += fmt.Sprintf(" (object %d at %#x)", v.Other, v.OAddr)
+	}
+	return s
+}
