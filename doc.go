@@ -93,32 +93,20 @@
 //	           fit (a max-tree over pages).
 //	buddy      power-of-two blocks split and merged with their buddies; the
 //	           "header" mode puts a 16-byte header before every block, the
-//	           paper's modified buddy, so an exact 2^k request takes 2^(k+1).
+//	           FREENIX paper's modified buddy, so an exact 2^k request
+//	           takes 2^(k+1).
 //	sizeclass  requests rounded up to one of 80 generated classes (8 B to
 //	           32 KiB), each served by a pool; larger ones get a mapping of
 //	           their own, returned to the OS when freed.
 //
 // # The lab
 //
-// Package trace reads and writes allocation traces (carve's native format,
-// CS:APP .rep, valgrind --trace-malloc, heaptrack, glibc mtrace, AOSP
-// memory_replay; gzip and zstd) as streams of events on object ids, and
-// generates the seeds' scenarios and synthetic workloads; package traces
-// ships a real program's trace in the binary. Package replay drives one
-// allocator with one trace: it keeps live memory and the footprint after
-// every event, samples resident memory, computes the paper's
-// fragmentation and Johnstone and Wilson's four measures, times a sample
-// of the allocator's calls, and checks every block (inside the heap,
-// aligned, overlapping no other, its contents intact). The carve command
-// runs the lab: with no arguments, the shipped trace and the seeds'
-// scenarios through every heap, one table per trace; carve replay for any
-// trace, file or generated, with --pool rows that answer "would a pool for
-// these objects have helped?"; carve report for the same as one HTML file
-// of charts (package report) and heap maps (package heapmap); carve
-// advise for the pools a trace needs, found by replaying candidates; carve
-// scenario for the seeds' experiments; carve record for a program's own
-// trace (package record). Package libc reaches the C allocators, each
-// measured in a child process with LD_PRELOAD.
+// carve's second half, under lab/, measures allocators instead of
+// providing them: it records a program's allocation trace, replays it
+// through carve's heaps and the real mallocs (glibc, jemalloc, tcmalloc,
+// mimalloc, the Go heap), and shows how far each heap grows beyond live
+// memory. No package of the library imports it. Its overview is package
+// lab (github.com/carvelab/carve/lab); its command line is cmd/carve.
 //
 // # Which allocator for which job
 //
@@ -137,10 +125,14 @@
 // pool: Alloc and Free are O(1), inline into the caller, and make no
 // system call except to commit a slab; a chunk in use costs its stride and
 // nothing else; the pool keeps one reservation, a few words, and (in
-// checked builds only) one bit per chunk. Stats walks the free list. arena: Alloc is O(1), a compare and an add on the fast path; it
-// loses at most align-1 bytes to alignment per request and the unused tail
-// of each full block. Neither is safe for concurrent use: give each
-// goroutine its own, or guard one with a mutex.
+// checked builds only) one bit per chunk. Stats walks the free list.
+//
+// arena: Alloc is O(1), a compare and an add on the fast path; it loses at
+// most align-1 bytes to alignment per request and the unused tail of each
+// full block.
+//
+// Neither is safe for concurrent use: give each goroutine its own, or
+// guard one with a mutex; lockfree is the pool to share.
 //
 // # Checked builds
 //
@@ -150,4 +142,36 @@
 // memory after it was freed, reset or released is a bug the Go runtime
 // cannot catch in release builds; after the memory went back to the OS it
 // is a fatal fault.
+//
+// # Sources
+//
+// carve is built on these, and names them by what they are:
+//
+//   - the block-allocator article: "Block Allocators and Memory
+//     Fragmentation" (undated). The pool with its free list inside the
+//     free chunks (its pool.cpp: four chunks, and a freed chunk is the
+//     next one handed out); the connection experiment (100,000 connections
+//     whose 1 KB scratch buffers are freed: 1 KB follow-ups fit the holes,
+//     4 KB ones grow the process by 392 MB), the carving experiment (small
+//     objects settling into the holes of freed buffers, so that a second
+//     wave of buffers grows the heap by 19 MB unless the buffers have a
+//     pool of their own), the stride of malloc's per-block bookkeeping
+//     (two malloc(16) 32 bytes apart), and the ABA hazard of a lock-free
+//     free list.
+//   - the FREENIX paper: Bohra and Gabber, "Are Mallocs Free of
+//     Fragmentation?", USENIX Annual Technical Conference, FREENIX
+//     track, 2001. Nine mallocs run on one trace (Hummingbird's) and
+//     compared by how far each heap grows beyond live memory, its
+//     fragmentation 100 × (heap size / live memory - 1): the best at
+//     30.5%, the modified binary buddy (a header on every block) at 50.7%.
+//   - the post "Bump Allocator" (30 Sep 2026): a bump allocator, and its
+//     benchmark of 5,000,000 Person objects allocated one after the other.
+//   - Johnstone and Wilson, "The Memory Fragmentation Problem: Solved?",
+//     ISMM 1998: the four measures of fragmentation the lab reports, and
+//     the finding that best fit and address-ordered first fit stay within
+//     about 1% of live memory on real programs.
+//   - Robson's worst-case bounds for first fit and best fit (J. M.
+//     Robson, "Worst case fragmentation of first fit and best fit storage
+//     allocation strategies", The Computer Journal, 1977), which carve
+//     stats computes for a trace.
 package carve

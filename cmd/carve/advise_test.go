@@ -77,7 +77,7 @@ func suggested(a advise.Advice, size int) (advise.Pool, bool) {
 	return advise.Pool{}, false
 }
 
-// TestAdviseScenarios replays the seeds' scenarios, smaller, with a
+// TestAdviseScenarios replays the block-allocator article's scenarios, smaller, with a
 // threshold of 1 byte: any pool that lowers the peak is suggested.
 func TestAdviseScenarios(t *testing.T) {
 	tests := []struct {

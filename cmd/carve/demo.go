@@ -23,7 +23,7 @@ var defaultDemo = demoConfig{connections: 100_000, persons: 5_000_000}
 
 // demo runs every demonstration in turn. A failed check is an error.
 func demo(w io.Writer, cfg demoConfig) error {
-	fmt.Fprintln(w, "carve: the fixed-size pool and the bump arena, on the seeds' experiments")
+	fmt.Fprintln(w, "carve: the fixed-size pool and the bump arena, on the block-allocator article's experiments")
 	for _, step := range []struct {
 		title string
 		run   func(io.Writer, demoConfig) error
@@ -41,7 +41,7 @@ func demo(w io.Writer, cfg demoConfig) error {
 	return nil
 }
 
-// demoFourChunks is the seed's pool.cpp: four chunks are four distinct
+// demoFourChunks is the article's pool.cpp: four chunks are four distinct
 // addresses, a fifth request is refused, and a freed chunk is the next one
 // handed out.
 func demoFourChunks(w io.Writer, _ demoConfig) error {
@@ -73,7 +73,7 @@ func demoFourChunks(w io.Writer, _ demoConfig) error {
 	fmt.Fprintf(w, "freed chunk reused: %d\n", b2i(reused))
 	fmt.Fprintf(w, "(the fifth request: %v)\n", errOrNone(fifthRefused, err))
 	if !fifthRefused || len(seen) != 4 || !reused {
-		return errors.New("the pool broke the seed's check")
+		return errors.New("the pool broke the article's check")
 	}
 	return nil
 }
@@ -103,14 +103,14 @@ func demoStride(w io.Writer, _ demoConfig) error {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "(the seed, on glibc: malloc(16) twice: 32 bytes apart, malloc_usable_size = 24)")
+	fmt.Fprintln(w, "(the article, on glibc: malloc(16) twice: 32 bytes apart, malloc_usable_size = 24)")
 	return nil
 }
 
-// demoConnection runs the seed's connection scenario with the 1 KiB
+// demoConnection runs the article's connection scenario with the 1 KiB
 // scratch buffers in one pool and the 64-byte sessions in another, then
 // allocates a new buffer per connection: 1 KiB buffers reuse the scratch
-// chunks and the process does not grow; 4 KiB buffers cannot (the seed's
+// chunks and the process does not grow; 4 KiB buffers cannot (the article's
 // point: a pool must exist before the fragmentation), and grow it by what
 // they take. Trim then gives the empty slabs back and RSS falls.
 func demoConnection(w io.Writer, cfg demoConfig) error {
@@ -172,17 +172,17 @@ func demoConnection(w io.Writer, cfg demoConfig) error {
 			}
 		}
 	}
-	fmt.Fprintln(w, "(the seed, on glibc: grew 0 MB for 1024 B and 392 MB for 4096 B, and freeing the scratch buffers never lowers RSS)")
+	fmt.Fprintln(w, "(the article, on glibc: grew 0 MB for 1024 B and 392 MB for 4096 B, and freeing the scratch buffers never lowers RSS)")
 	return nil
 }
 
-// Person is the bump post's struct: 36 bytes.
+// Person is the struct of the post "Bump Allocator": 36 bytes.
 type Person struct {
 	ID   int32
 	Name [32]byte
 }
 
-// demoArena is the bump post's example and its benchmark: 5,000,000
+// demoArena is the example of the post "Bump Allocator" and its benchmark: 5,000,000
 // Person values from a pre-faulted arena against the Go heap with all of
 // them kept live, timed side by side in this run.
 func demoArena(w io.Writer, cfg demoConfig) error {

@@ -12,15 +12,15 @@ import (
 // The lab on its embedded defaults, what carve runs with no arguments: the
 // paper's method (one trace, many allocators, how far each heap grows
 // beyond live memory) on the real traces shipped in the binary, and the
-// seeds' scenarios, each through every allocator and, for the scenarios,
-// every allocator behind a pool for the 1 KiB buffers: the seeds' question
+// block-allocator article's scenarios, each through every allocator and, for the scenarios,
+// every allocator behind a pool for the 1 KiB buffers: the block-allocator article's question
 // "would a pool for these objects have helped?".
 
 // labPool is the request size the scenarios' pool rows put in a pool: the
-// seeds' scratch buffers.
+// article's scratch buffers.
 const labPool = 1024
 
-// labScenarios are the seeds' scenarios the lab replays, with n set by
+// labScenarios are the article's scenarios the lab replays, with n set by
 // --n: the connection scenario with follow-up buffers too large for the
 // holes, and the carving scenario with small objects between the waves.
 func labScenarios(n int) []struct {
@@ -42,7 +42,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	var f replayFlags
 	f.register(fs)
-	n := fs.Int("n", 10000, "connections in the seeds' scenarios (the seeds use 100000; first and next fit then take minutes)")
+	n := fs.Int("n", 10000, "connections in the block-allocator article's scenarios (the article uses 100000; first and next fit then take minutes)")
 	if err := fs.Parse(args); err != nil {
 		return badUsage("carve lab: %v", err)
 	}
@@ -101,7 +101,7 @@ func cmdLab(args []string, stdout, stderr io.Writer) error {
 	err = emit(tables, &f, stdout)
 	if f.format == "text" {
 		fmt.Fprint(stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps of the heaps);
-      carve scenario connection --next 4096 (the seeds' experiments, in their words, on every malloc);
+      carve scenario connection --next 4096 (the block-allocator article's experiments, in its words, on every malloc);
       carve advise aosp-systemui (which pools would lower the peak, measured); carve help (all commands).
 `)
 	}

@@ -10,7 +10,7 @@
 //	carve replay [flags] TRACE...
 //	carve report [-o FILE] TRACE...  the HTML report
 //	carve advise [--base HEAP] TRACE  the pools a trace needs, measured
-//	carve scenario NAME [flags]    the seeds' experiments, a line per allocator
+//	carve scenario NAME [flags]    the block-allocator article's experiments, a line per allocator
 //	carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]
 //	carve gen NAME [-o FILE] [param=value...]
 //	carve convert [-o FILE] TRACE
@@ -31,10 +31,10 @@ const usage = `carve: memory allocators outside the Go heap, and a lab for heap 
 
 Usage:
   carve            the lab on its embedded defaults: the shipped trace and
-                   the seeds' scenarios through every allocator
+                   the block-allocator article's scenarios through every allocator
   carve lab [--n N] [replay flags]
                    the same, the scenarios with N connections (10000)
-  carve demo       the seeds' pool and arena checks, the stride lesson, the
+  carve demo       the article's pool and arena checks, the stride lesson, the
                    connection scenario on carve's pools, the bump benchmark
   carve replay [flags] TRACE...
                    replay each trace through the allocators, one table per
@@ -63,7 +63,7 @@ Usage:
                    peak footprint most, by replaying candidates; prints
                    the measured savings and the Go code for the pools
   carve scenario connection|carving|stride|pool|bump [flags]
-                   the seeds' experiments, a line per allocator:
+                   the block-allocator article's experiments, a line per allocator:
                    connection [--next 1024|4096] [--n N]
                    carving [--from malloc|pool] [--smalls 0|1] [--n N]
   carve record [-o FILE] [--recorder NAME] -- COMMAND [ARGS...]

@@ -329,9 +329,9 @@ func TestRealRows(t *testing.T) {
 	}
 }
 
-// TestScenarios runs the seeds' experiments as commands, on glibc (the
-// seed's malloc) and first fit, at a twentieth of their size where they
-// grow the heap, and checks the seeds' lessons in their lines.
+// TestScenarios runs the article's experiments as commands, on glibc (the
+// article's malloc) and first fit, at a twentieth of their size where they
+// grow the heap, and checks the article's lessons in their lines.
 func TestScenarios(t *testing.T) {
 	line := func(out, prefix string) string {
 		for _, l := range strings.Split(out, "\n") {
@@ -351,7 +351,7 @@ func TestScenarios(t *testing.T) {
 	}
 	out := scenario("stride", "--alloc", "glibc,first-fit,sizeclass")
 	if l := line(out, "glibc:"); !strings.Contains(l, "32 bytes apart, 24 usable") && !strings.Contains(l, "unavailable") {
-		t.Errorf("stride on glibc: %q, want the seed's 32 bytes apart, 24 usable", l)
+		t.Errorf("stride on glibc: %q, want the article's 32 bytes apart, 24 usable", l)
 	}
 	if l := line(out, "first-fit:"); !strings.Contains(l, "32 bytes apart, 24 usable") {
 		t.Errorf("stride on first fit: %q", l)

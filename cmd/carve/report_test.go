@@ -122,7 +122,7 @@ func BenchmarkReport(b *testing.B) {
 }
 
 // TestReportMapAt draws first fit's map after the connection scenario's
-// scratch buffers are freed: the seed's holes, one per connection, each
+// scratch buffers are freed: the article's holes, one per connection, each
 // next to a live session.
 func TestReportMapAt(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "r.html")

@@ -16,13 +16,13 @@ import (
 	"github.com/carvelab/carve/pool"
 )
 
-// The seeds' experiments, command by command: each prints one line per
-// allocator in the seed's wording, beginning with the allocator's name and
+// The block-allocator article's experiments, command by command: each prints one line per
+// allocator in the article's wording, beginning with the allocator's name and
 // a colon. The real mallocs run in child processes and are measured by
-// their anonymous RSS above the child's baseline, as the seed measured
+// their anonymous RSS above the child's baseline, as the article measured
 // glibc; carve's heaps run here and report the resident bytes of their
 // own memory (mincore) and their footprint. Every byte of every block is
-// written, as the seed's programs write theirs.
+// written, as the article's programs write theirs.
 
 const scenarioUsage = `carve scenario connection [--next 1024|4096] [--n N] [--alloc LIST]
 carve scenario carving [--from malloc|pool] [--smalls 0|1] [--n N] [--alloc LIST]
@@ -30,7 +30,7 @@ carve scenario stride [--alloc LIST]
 carve scenario pool
 carve scenario bump [--n N] [--alloc LIST]`
 
-// cmdScenario runs one of the seeds' experiments: carve scenario NAME [flags].
+// cmdScenario runs one of the block-allocator article's experiments: carve scenario NAME [flags].
 func cmdScenario(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return badUsage("carve scenario: want one of connection, carving, stride, pool, bump:\n%s", scenarioUsage)
@@ -53,7 +53,7 @@ func cmdScenario(args []string, stdout, stderr io.Writer) error {
 	nSet := false
 	fs.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
 	if name == "bump" && !nSet {
-		*n = 5000000 // the bump post's benchmark
+		*n = 5000000 // the benchmark of the post "Bump Allocator"
 	}
 	if *n < 1 || *n > 1e8 || *next < 0 || *jobs < 1 || *smalls != 0 && *smalls != 1 || *from != "malloc" && *from != "pool" {
 		return badUsage("carve scenario %s: want --n from 1, --next >= 0, --smalls 0 or 1, --from malloc or pool, --jobs >= 1", name)
@@ -103,7 +103,7 @@ func cmdScenario(args []string, stdout, stderr io.Writer) error {
 		if err := demoArena(prefixed{stdout, "arena: "}, demoConfig{persons: *n}); err != nil {
 			return err
 		}
-		c.touch, c.untouched = false, true // the seed's benchmark times the calls, not the writes
+		c.touch, c.untouched = false, true // the post's benchmark times the calls, not the writes
 		return scenarioPhases(c, "bump", trace.Args{"n": float64(*n)}, stdout, func(r row) string {
 			return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
 				*n, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
@@ -169,7 +169,7 @@ type strideResult struct {
 
 // scenarioStride allocates 16 bytes twice from each allocator and prints
 // how far apart the two blocks are and how many bytes the first can hold:
-// the seed's per-block bookkeeping.
+// the article's per-block bookkeeping.
 func scenarioStride(names []string, w io.Writer) error {
 	if p, err := pool.New(16); err == nil {
 		a, _ := p.Alloc()

@@ -15,7 +15,7 @@ import (
 
 // printTable prints the rows of one traces.Trace in format: text, markdown or
 // csv. A traces.Trace with phases gets a column for the growth of the footprint
-// in its last phase, where the seeds' lessons are; stable leaves out the
+// in its last phase, where the article's lessons are; stable leaves out the
 // columns that vary from run to run.
 func printTable(w io.Writer, format string, stable bool, t table) error {
 	head := []string{"allocator", "peak live", "peak footprint", "peak fp/live", "avg fp/live", "frag. at end"}

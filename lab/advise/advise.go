@@ -50,7 +50,7 @@ const Schema = "carve.advise/v1"
 
 // DefaultBase is the allocator the pools are put in front of unless
 // Config.Base says otherwise: best fit, because its index finds a block in
-// O(log n) where first fit scans its free list (the seeds' 100,000
+// O(log n) where first fit scans its free list (the article's 100,000
 // connections then take minutes per replay, and the advisor makes dozens),
 // and because, with its exact-size bins for small blocks and its
 // size-ordered tree for the rest, it is the carve heap closest to what

@@ -48,8 +48,9 @@
 // same API: [Available] reports false and every call fails with
 // [ErrUnavailable].
 //
-// See the carve package documentation for the vocabulary of the lab's
-// statistics (Footprint, Used) that [HeapStats] maps onto.
+// See package lab for the lab's overview, and the carve package (the
+// module's root) for the vocabulary of its statistics (Footprint, Used)
+// that [HeapStats] maps onto.
 package libc
 
 import "errors"

@@ -1,7 +1,7 @@
 // Package record runs a program and writes its allocation trace in carve's
 // native format (package trace), for the lab to replay against every
-// allocator. It is what carve record runs. See the carve package
-// documentation for the overview.
+// allocator. It is what carve record runs. See package lab for the
+// lab's overview.
 //
 // [Record] runs the program under a recorder, a tool that sees its calls
 // to the C allocator, then converts the recorder's log with the importer

@@ -230,7 +230,7 @@ func (g *goHeap) Stats() carve.Stats {
 
 // WithPool returns an allocator that sends the requests of exactly size
 // bytes (with an alignment of at most 8) to a dedicated pool.Pool of
-// chunks of that size, and every other request to a: the seeds' question
+// chunks of that size, and every other request to a: the block-allocator article's question
 // "would a pool for these objects have helped?". A Realloc moves a block
 // between the two when its new size calls for it. Stats and Footprint are
 // the sums of both; Close closes both.

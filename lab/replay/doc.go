@@ -1,28 +1,33 @@
-// Package replay is carve's lab: it runs an allocation trace (package
-// trace) through one allocator, checks the allocator while doing so, and
-// measures how far its heap grows beyond the memory the trace holds.
+// Package replay drives one allocator with one allocation trace (package
+// trace), checks the allocator while doing so, and measures how far its
+// heap grows beyond the memory the trace holds. See package lab for the
+// lab's overview and its measures.
 //
 // The lab's interface belongs to the lab: Allocator is the little replay
 // needs, New adapts carve's heaps to it by their fixed names (first-fit,
 // next-fit, best-fit, ao-first-fit, buddy, buddy-header, sizeclass) and
 // the Go heap ("go"), and WithPool puts a dedicated pool in front of one
-// for the objects of one size.
+// for the objects of one size. BatchAllocator is what an allocator
+// driven a batch of events at a time provides: the C allocators of
+// package libc.
 //
-// Run replays events in order on one locked OS thread: a multi-threaded
-// recording is replayed in its recorded order. Object IDs map to live
-// blocks; an event naming a dead or unknown object, or reusing a live
+// Two engines share one ledger (ledger.go). Run replays events in order
+// on one locked OS thread, calling the allocator for each; RunBatch hands
+// them to a BatchAllocator in batches. Both hold each event to the trace's
+// rules: an event naming a dead or unknown object, or reusing a live
 // one's ID, is a trace error, counted and skipped (fatal with
-// Options.Strict). Live memory is kept exactly after every event,
-// footprint through Allocator.Footprint after every event, and the
-// allocator's full Stats at samples; see Result for what each measure
-// means.
+// Options.Strict). Both keep live memory exactly after every event; Run
+// reads the footprint after every event (Allocator.Footprint) and RunBatch
+// at the end of each batch; both read the allocator's full figures at
+// samples. See Result for what each measure means.
 //
 // While replaying, Run checks that every block has the length asked for,
-// honours the alignment asked for (when the event names one), overlaps
-// no live block, and keeps the bytes written into it (a pattern derived
-// from the object's ID in every byte of a block of up to 64 bytes, else
-// in its first and last 8) until it is freed or reallocated, and across a
-// reallocation up to the smaller size. The first failure stops the
-// replay with a *Violation. Not checked: that a block lies inside the
-// allocator's memory (the heaps export no bounds).
+// lies inside the allocator's memory (when the allocator is a Container,
+// as carve's heaps are), honours the alignment asked for (when the event
+// names one), overlaps no live block, and keeps the bytes written into it
+// (a pattern derived from the object's ID in every byte of a block of up
+// to 64 bytes, else in its first and last 8) until it is freed or
+// reallocated, and across a reallocation up to the smaller size. The
+// first failure stops the replay with a *Violation. RunBatch cannot see
+// the blocks and checks none.
 package replay

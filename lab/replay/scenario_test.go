@@ -57,7 +57,7 @@ func phases(t *testing.T, alloc string, poolSize int, gen string, args trace.Arg
 	return fp, res, inner.Stats()
 }
 
-// The seed's connection scenario, at n connections: after the setup frees
+// The block-allocator article's connection scenario, at n connections: after the setup frees
 // every scratch buffer, 1 KiB buffers fit in the holes and the heap does
 // not grow; 4 KiB ones do not, and the heap grows by about n × 4 KiB; a
 // pool for the scratch buffers leaves no holes between the sessions.
@@ -89,10 +89,10 @@ func TestConnection(t *testing.T) {
 	}
 }
 
-// The seed's carving scenario, at n connections: with no small objects the
+// The block-allocator article's carving scenario, at n connections: with no small objects the
 // second wave of 1 KiB buffers reuses the holes; 200-byte small objects
 // settle in the holes first (five to a hole of 1040 bytes) and the second
-// wave grows the heap by about n × 208 B (the seed's 19 MB for 100,000 on
+// wave grows the heap by about n × 208 B (the article's 19 MB for 100,000 on
 // glibc); with the scratch buffers in a pool the second wave costs
 // nothing, and the small objects grow the heap instead.
 func TestCarving(t *testing.T) {

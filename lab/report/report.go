@@ -1,11 +1,11 @@
 // Package report writes carve's fragmentation report: one self-contained
 // HTML file (no network, no script, no font file) that shows, for each
-// trace replayed through each allocator, what the paper's Figures 7 and 8
+// trace replayed through each allocator, what the FREENIX paper's Figures 7 and 8
 // show (footprint over time against the live-memory line), resident
 // memory over time, the fragmentation of each allocator by the headline
 // measures (peak footprint / peak live, which is Johnstone and Wilson's
-// measure #4, and peak RSS / peak live) and by the paper's formula, the
-// size histogram and lifetime distribution of the trace (the paper's
+// measure #4, and peak RSS / peak live) and by the FREENIX paper's formula, the
+// size histogram and lifetime distribution of the trace (the FREENIX paper's
 // Figure 1), the comparison table, and, when given, a map of a heap at
 // its peak.
 //
@@ -40,7 +40,7 @@ type Row struct {
 	PeakLive, PeakFootprint             int64
 	PeakResident                        int64
 	AvgRatio, PeakRatio                 float64 // Johnstone and Wilson's #1 and #4
-	Fragmentation                       float64 // the paper's, at the end; NaN when live is 0 there
+	Fragmentation                       float64 // the FREENIX paper's, at the end; NaN when live is 0 there
 	NsPerOp                             float64
 	TraceErrors                         int64
 	Series                              []replay.Point
@@ -169,7 +169,7 @@ func charts(t Trace) []chart {
 	if len(live.xs) > 0 {
 		out = append(out,
 			chart{template.HTML(lineChart("Footprint over time: "+t.Name, "events", append(fp, live))),
-				"Bytes each allocator holds from the OS after each event (the paper's Figures 7 and 8), against the bytes the trace has live (dashed). The gap is fragmentation.", "footprint"},
+				"Bytes each allocator holds from the OS after each event (the FREENIX paper's Figures 7 and 8), against the bytes the trace has live (dashed). The gap is fragmentation.", "footprint"},
 			chart{template.HTML(lineChart("Resident memory over time: "+t.Name, "events", append(rss, live))),
 				"Bytes of each allocator's memory in RAM, sampled: its own pages (mincore) in this process, or the anonymous RSS above the baseline for a child process (real mallocs, the Go heap).", "resident"})
 	}
@@ -179,13 +179,13 @@ func charts(t Trace) []chart {
 			groups = append(groups, barGroup{"fp / live at the end", frag})
 		}
 		out = append(out, chart{template.HTML(barChart("Fragmentation by allocator: "+t.Name, "heap / live (1: none)", cats, groups, 1)),
-			"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. Peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end is the paper's 1 + fragmentation / 100.", "fragmentation"})
+			"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. Peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end is the FREENIX paper's 1 + fragmentation / 100.", "fragmentation"})
 	}
 	if s := t.Summary; s != nil {
 		labels, sizes, lifes := histBuckets(s)
 		out = append(out,
 			chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets)", labels, sizes)),
-				"How many requests fell in each size bucket (the paper's Figure 1).", "sizes"},
+				"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"},
 			chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets)", labels, lifes)),
 				"How long the freed objects lived, counted in events; objects live at the end are not counted.", "lifetimes"})
 	}

@@ -1,10 +1,10 @@
 // Package trace is the lab's event model and its formats: what a program
 // asked of its allocator, as a stream of events on objects, read from the
 // recordings of the usual tools, written in carve's own format, and
-// generated from the seeds' scenarios and synthetic workloads.
+// generated from the block-allocator article's scenarios and synthetic workloads.
 //
-// See the carve package documentation for the overview; the replayer that
-// drives allocators with these events is package replay.
+// See package lab for the lab's overview; the replayer that drives
+// allocators with these events is package replay.
 //
 // # Events
 //
@@ -150,7 +150,7 @@
 //
 // # Generating
 //
-// [Generators] lists the named generators that carve gen runs: the seeds'
+// [Generators] lists the named generators that carve gen runs: the block-allocator article's
 // scenarios (connection, carving, bump) and synthetic workloads with
 // explicit seeds (zipf, phases), each with documented parameters and
 // defaults, and the same trace for the same arguments.

@@ -75,7 +75,7 @@ func ExampleError() {
 	// systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>]", got "202: malloc 0xb4827400"
 }
 
-// The seed's connection scenario, three connections small: three scratch
+// The block-allocator article's connection scenario, three connections small: three scratch
 // buffers and sessions back to back, the scratch buffers freed, then new
 // buffers of 4 KiB that cannot fit in the 1 KiB holes.
 func ExampleGenerator_Generate() {

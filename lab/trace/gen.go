@@ -28,7 +28,7 @@ type Param struct {
 // left out takes its default.
 type Args map[string]float64
 
-// Generator writes a synthetic trace: one of the seeds' scenarios, or a
+// Generator writes a synthetic trace: one of the block-allocator article's scenarios, or a
 // workload with explicit random seeds. The same arguments always give the
 // same trace, event for event, on any machine.
 //
@@ -55,7 +55,7 @@ type Phase struct {
 
 // Phases returns the phases of the trace Generate writes for args, in
 // order (the last one ends at the trace's last event), or nil for a
-// generator whose trace has no phases worth naming. The seeds' scenarios
+// generator whose trace has no phases worth naming. The block-allocator article's scenarios
 // have them: the lesson is in how much the heap grows in the last.
 func (g Generator) Phases(args Args) ([]Phase, error) {
 	full, err := g.resolve(args)

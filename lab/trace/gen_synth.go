@@ -10,7 +10,7 @@ import (
 
 var zipfGen = Generator{
 	Name: "zipf",
-	Doc: "Sizes as the seeds' paper describes its Hummingbird trace: Zipf-like (many small " +
+	Doc: "Sizes as the FREENIX paper describes its Hummingbird trace: Zipf-like (many small " +
 		"objects, a long tail of large ones) with a spike, one size much more frequent than " +
 		"its neighbours. n objects are allocated one after the other; with probability p an " +
 		"object has the spike's size, otherwise min × (1 + k) bytes, with k drawn from a Zipf " +

@@ -58,7 +58,7 @@ func (c *counter) Write(e Event) error {
 }
 
 // TestGeneratorCounts runs each generator with its defaults and checks
-// the counts the seeds give.
+// the counts the article gives.
 func TestGeneratorCounts(t *testing.T) {
 	tests := []struct {
 		name          string

@@ -352,10 +352,11 @@ func (r *Reader) skip() (bool, error) {
 
 // The importers' bookkeeping: addresses to IDs.
 
-// alloc records that addr now holds a new object and fills ev with
-// op (Alloc, Calloc or Memalign; the caller sets the rest of the event
-// after). If addr was live, the recorder missed its free: ev becomes
-// that free, and the allocation waits in r.pend.
+// alloc records that addr now holds a new object: it fills ev with the
+// object's ID and the line's thread, and returns the event the caller
+// completes as the allocation (its Op, Size, Align). If addr was live,
+// the recorder missed its free: ev becomes that free, and the returned
+// event is r.pend, the allocation that waits for the next read.
 func (r *Reader) alloc(addr uint64, ev *Event) (*Event, error) {
 	id := r.nextID
 	r.nextID++

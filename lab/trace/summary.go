@@ -147,7 +147,7 @@ func (s *Summary) request(size uint64) {
 // Robson returns Robson's bounds on the heap that the worst trace with
 // this one's peak live bytes M and ratio n of largest to smallest request
 // can force (J. M. Robson, "Worst case fragmentation of first fit and best
-// fit storage allocation strategies", 1977), as the seeds' paper quotes
+// fit storage allocation strategies", 1977), as the FREENIX paper quotes
 // them: about M log2 n for first fit, about M n for best fit. They are
 // the scale against which a real allocator's footprint is small. Both are
 // 0 for a trace without requests.

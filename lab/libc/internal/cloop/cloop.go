@@ -7,7 +7,7 @@
 //
 // The loop makes the calls libc.Loop makes for each op kind, and the same
 // writes as a Loop without touch: the first byte of each new non-empty
-// block. See the carve package documentation for the lab this serves.
+// block. See package lab for the lab this serves.
 package cloop
 
 import (

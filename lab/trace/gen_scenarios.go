@@ -1,6 +1,7 @@
 package trace
 
-// The seeds' scenarios as traces. Their numbers are the seeds' own: 100,000
+// The block-allocator article's scenarios, and the benchmark of the post
+// "Bump Allocator", as traces. Their numbers are the sources' own: 100,000
 // connections, 1 KiB scratch buffers, 64-byte sessions, 200-byte small
 // objects, 5,000,000 Person structs of 36 bytes.
 
@@ -11,12 +12,12 @@ const (
 
 var connectionGen = Generator{
 	Name: "connection",
-	Doc: "The seed's connection scenario: n connections set up one after the other, each " +
+	Doc: "The block-allocator article's connection scenario: n connections set up one after the other, each " +
 		"with a scratch buffer and a session allocated back to back; then every scratch " +
 		"buffer is freed, leaving holes between live sessions; then n new buffers of size " +
 		"next are allocated. With next the size of the holes (1024) they fit in them; with " +
 		"4096 none does, and the heap must grow by about n × next. The trace ends with the " +
-		"sessions and the new buffers live, where the seed measures.",
+		"sessions and the new buffers live, where the article measures.",
 	Params: []Param{
 		{Name: "next", Doc: "size of the new buffers, bytes", Default: 1024, Min: 0, Max: maxSize, Int: true},
 		{Name: "n", Doc: "connections", Default: 100000, Min: 0, Max: maxCount, Int: true},
@@ -58,7 +59,7 @@ func setup(e *emitter, a Args) int {
 
 var carvingGen = Generator{
 	Name: "carving",
-	Doc: "The seed's carving scenario: the connection setup (n scratch buffers and sessions " +
+	Doc: "The block-allocator article's carving scenario: the connection setup (n scratch buffers and sessions " +
 		"back to back), every scratch buffer freed, then, with smalls=1, n small objects, " +
 		"then a second wave of n buffers of the scratch size. Without the small objects the " +
 		"second wave fits in the holes; with them the small objects settle in the holes " +
@@ -88,7 +89,7 @@ var carvingGen = Generator{
 
 var bumpGen = Generator{
 	Name: "bump",
-	Doc: "The bump post's benchmark: n Person structs (an int and a 32-byte name, 36 bytes) " +
+	Doc: "The benchmark of the post \"Bump Allocator\": n Person structs (an int and a 32-byte name, 36 bytes) " +
 		"allocated one after the other, all live at once; then, with free=1, all freed in " +
 		"the order they were allocated, as its malloc loop does.",
 	Params: []Param{

@@ -1,0 +1,99 @@
+// Package lab is carve's fragmentation lab: it records the allocation
+// trace of a program, replays it through many allocators (carve's own
+// heaps and the real mallocs: glibc, jemalloc, tcmalloc, mimalloc, and
+// the Go heap), and shows side by side how far each heap grows beyond the
+// memory the program really holds, over time, and why. It is the method of
+// the FREENIX paper (Bohra and Gabber, "Are Mallocs Free of
+// Fragmentation?", 2001): the same trace through many mallocs, each
+// treated as a black box and measured by its heap against live memory.
+// This file is the lab's overview; the library it measures is described
+// in the carve package (the module's root), with the sources both are
+// built on.
+//
+// # The packages
+//
+//	trace    the event model (alloc, calloc, memalign, realloc, free on
+//	         object IDs) and its formats: carve's native one, CS:APP
+//	         .rep, valgrind --trace-malloc, heaptrack, glibc mtrace, AOSP
+//	         memory_replay; gzip and zstd; the generators of the
+//	         block-allocator article's scenarios and of synthetic workloads
+//	traces   the traces shipped in the binary, and Resolve, which turns a
+//	         TRACE argument (a file, a shipped name, gen:NAME[:k=v,...])
+//	         into a trace any number of replays can open
+//	replay   drives one allocator with one trace and measures it: Run in
+//	         process, RunBatch a batch at a time (the C allocators); one
+//	         ledger keeps the books for both
+//	libc     the process's C malloc, whichever is preloaded: named,
+//	         measured, and driven a batch of ops per cgo call
+//	record   runs a program under a recorder (carve's LD_PRELOAD library,
+//	         valgrind, heaptrack, mtrace) and writes its trace
+//	report   the HTML report: charts over time, the fragmentation bars,
+//	         the trace's histograms, the table, and the heap maps drawn
+//	advise   which dedicated pools would lower a heap's peak, found by
+//	         replaying candidates
+//
+// The carve command (cmd/carve) is the lab's command line.
+//
+// # A trace
+//
+// A trace is a sequence of events on object IDs, not addresses: the
+// importers map the addresses a recorded program got to IDs (an address
+// names a new object once it is freed and handed out again). Replay is
+// single-threaded: a multi-threaded recording is replayed in its recorded
+// order on one OS thread. An event that does not fit the objects alive at
+// its point (a free of an object never allocated or already freed, an
+// allocation reusing a live ID, an impossible size) is a trace error:
+// counted, the first one kept, and skipped (or fatal with --strict).
+//
+// # The measures
+//
+// For each trace and allocator the replayer keeps live memory (the bytes
+// the trace asked for and has not freed) exactly after every event, the
+// allocator's footprint (the bytes it committed from the OS and has not
+// given back) after every event for carve's heaps and at every sample for
+// the others, and its resident memory at samples. From these:
+//
+//   - peak live and peak footprint, and their ratio, Johnstone and
+//     Wilson's measure #4 ("The Memory Fragmentation Problem: Solved?",
+//     ISMM 1998); their #1 (footprint over live, summed over the trace),
+//     #2 (at the peak of live memory) and #3 (at the peak of the
+//     footprint) in the JSON;
+//   - the FREENIX paper's fragmentation, 100 × (footprint / live - 1),
+//     at the end of the trace;
+//   - peak resident memory (RSS);
+//   - for a generated scenario, the footprint and resident memory at the
+//     end of each of its phases: the article's lessons are in how much
+//     the heap grows in the last one;
+//   - the cost of the allocator's calls, in nanoseconds per call;
+//   - the trace's errors.
+//
+// # How each row is measured
+//
+// carve's heaps (first-fit, next-fit, best-fit, ao-first-fit, buddy,
+// buddy-header, sizeclass) are replayed in the lab's own process
+// (replay.Run): the footprint is their own exact figure, read after every
+// event, and resident memory is the pages of their regions in RAM
+// (mincore). Every block they hand out is checked: inside the heap's
+// memory, aligned as asked, overlapping no other live block, and its
+// bytes intact until it is freed.
+//
+// The real mallocs are measured as the FREENIX paper measured its nine,
+// as black boxes, each in a process of its own: carve starts itself again
+// with LD_PRELOAD naming the library, the child confirms which malloc
+// really serves it (the loader ignores a missing library without a word),
+// replays the trace through the C allocator a batch of events per cgo
+// call (replay.RunBatch over libc.Loop), and reports its row as JSON. Its
+// footprint is the allocator's own statistic; its resident memory the
+// child's anonymous RSS above the baseline taken before the replay. The
+// Go heap (the go row) is replayed in a child too, its runtime statistics
+// being process-wide: each block is a make([]byte), and its footprint is
+// the runtime's own figure of the heap it maps.
+//
+// Every byte of every block is written, as a program would write it, so
+// that resident memory counts the pages a program would have touched.
+// Timings are a random sample of the calls, timed one by one (in
+// process), or whole batches timed in C (the real mallocs).
+//
+// See carve's README for the command line, and docs/json.md for the
+// schema of its JSON output.
+package lab
