@@ -2,8 +2,8 @@ module github.com/carvelab/carve
 
 go 1.26.0
 
-require golang.org/x/sys v0.50.0
-
-require github.com/klauspost/compress v1.20.4
-
-require golang.org/x/image v0.48.0
+require (
+	github.com/klauspost/compress v1.20.4
+	golang.org/x/image v0.48.0
+	golang.org/x/sys v0.50.0
+)
