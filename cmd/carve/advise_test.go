@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 // checking what every report must hold.
 func runAdvise(t *testing.T, args ...string) advise.Advice {
 	t.Helper()
-	var out bytes.Buffer
-	if err := cmdAdvise(append(args, "--format", "json", "--jobs", "2"), &out, io.Discard); err != nil {
-		t.Fatalf("carve advise %q: %v", args, err)
+	var out, errs bytes.Buffer
+	if code := run(append([]string{"advise", "--format", "json", "--jobs", "2"}, args...), &out, &errs); code != 0 {
+		t.Fatalf("carve advise %q: exit %d: %s", args, code, errs.String())
 	}
 	var adv advise.Advice
 	if err := json.Unmarshal(out.Bytes(), &adv); err != nil {
@@ -165,9 +164,9 @@ func TestAdviseMax(t *testing.T) {
 
 // TestAdviseText checks the text report's parts.
 func TestAdviseText(t *testing.T) {
-	var out bytes.Buffer
-	if err := cmdAdvise([]string{"gen:carving:n=2000,smalls=1", "--min", "1%"}, &out, io.Discard); err != nil {
-		t.Fatal(err)
+	var out, errs bytes.Buffer
+	if code := run([]string{"advise", "gen:carving:n=2000,smalls=1", "--min", "1%"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
 	}
 	for _, want := range []string{
 		"carve advise: gen:carving:n=2000,smalls=1, pools in front of best-fit",
@@ -194,9 +193,9 @@ func TestAdviseErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name  string
-		args  []string
-		usage bool // a usageError; otherwise an inputError
+		name string
+		args []string
+		help bool // bad usage: the message points to carve help advise
 	}{
 		{"no trace", nil, true},
 		{"two traces", []string{"gen:bump:n=10", "gen:bump:n=20"}, true},
@@ -213,17 +212,13 @@ func TestAdviseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := cmdAdvise(tt.args, io.Discard, io.Discard)
-			var u usageError
-			var in inputError
-			switch {
-			case tt.usage && !errors.As(err, &u):
-				t.Errorf("carve advise %q = %v, want a usage error", tt.args, err)
-			case !tt.usage && !errors.As(err, &in):
-				t.Errorf("carve advise %q = %v, want an input error", tt.args, err)
+			var errs bytes.Buffer
+			code := run(append([]string{"advise"}, tt.args...), io.Discard, &errs)
+			if code != 2 {
+				t.Errorf("carve advise %q: exit code %d, want 2: %s", tt.args, code, errs.String())
 			}
-			if code := exitCode(err, io.Discard); code != 2 {
-				t.Errorf("carve advise %q: exit code %d, want 2", tt.args, code)
+			if got := strings.Contains(errs.String(), "carve help advise"); got != tt.help {
+				t.Errorf("carve advise %q: points to the help %t, want %t: %s", tt.args, got, tt.help, errs.String())
 			}
 		})
 	}

@@ -3,107 +3,108 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 
+	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
 
 // The lab on its embedded defaults, what carve runs with no arguments: the
-// paper's method (one trace, many allocators, how far each heap grows
-// beyond live memory) on the real traces shipped in the binary, and the
-// block-allocator article's scenarios, each through every allocator and, for the scenarios,
-// every allocator behind a pool for the 1 KiB buffers: the block-allocator article's question
-// "would a pool for these objects have helped?".
+// FREENIX paper's method (one trace, many allocators, how far each heap
+// grows beyond live memory) on the real traces shipped in the binary, and
+// the block-allocator article's scenarios, each through every allocator
+// and, for the scenarios, every allocator behind a pool for the 1 KiB
+// buffers: the article's question "would a pool for these objects have
+// helped?".
 
 // labPool is the request size the scenarios' pool rows put in a pool: the
 // article's scratch buffers.
 const labPool = 1024
 
-// labScenarios are the article's scenarios the lab replays, with n set by
-// --n: the connection scenario with follow-up buffers too large for the
-// holes, and the carving scenario with small objects between the waves.
-func labScenarios(n int) []struct {
-	gen  string
-	args trace.Args
-} {
-	return []struct {
-		gen  string
-		args trace.Args
-	}{
-		{"connection", trace.Args{"n": float64(n), "next": 4096}},
-		{"carving", trace.Args{"n": float64(n), "smalls": 1}},
+// labScenarios are the article's scenarios the lab replays, with n
+// connections: the connection scenario with follow-up buffers too large
+// for the holes, and the carving scenario with small objects between the
+// waves.
+func labScenarios(n int) []string {
+	return []string{
+		traces.Gen("connection", trace.Args{"n": float64(n), "next": 4096}),
+		traces.Gen("carving", trace.Args{"n": float64(n), "smalls": 1}),
 	}
 }
 
-// cmdLab runs the lab: carve lab [flags], or carve alone.
-func cmdLab(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var f replayFlags
-	f.register(fs)
-	n := fs.Int("n", 10000, "connections in the block-allocator article's scenarios (the article uses 100000; first and next fit then take minutes)")
-	if err := fs.Parse(args); err != nil {
-		return badUsage("carve lab: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return badUsage("carve lab: unexpected argument %q (carve replay takes traces)", fs.Arg(0))
-	}
-	if *n < 1 || *n > 1e7 {
-		return badUsage("carve lab: --n %d: want 1 to 10000000", *n)
-	}
-	if len(f.pools) > 0 {
-		return badUsage("carve lab: --pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)
-	}
-	base, err := f.config("lab")
-	if err != nil {
-		return err
-	}
+var labCommand = &command{
+	name: "lab", args: "[flags]",
+	short: "the lab on its embedded defaults: the shipped trace and the article's scenarios through every allocator",
+	long: `The shipped trace (Android's systemui, 770,279 events) and the block-allocator
+article's connection and carving scenarios, each replayed through every
+allocator and, for the scenarios, every allocator behind a pool for the 1 KiB
+buffers. It is what carve runs with no arguments. The flags are carve
+replay's, and --n.`,
+	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
+		var f replayFlags
+		f.register(fs)
+		n := fs.Int("n", 10000, "connections in the article's scenarios (the article uses 100000; first and next fit then take minutes)")
+		return func(c *cli, args []string) error {
+			if len(args) > 0 {
+				return badUsage("unexpected argument %q (carve replay takes traces)", args[0])
+			}
+			if *n < 1 || *n > 1e7 {
+				return badUsage("--n %d: want 1 to 10000000", *n)
+			}
+			if len(f.pools) > 0 {
+				return badUsage("--pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)
+			}
+			base, err := f.specs()
+			if err != nil {
+				return err
+			}
+			// The shipped traces, one row per allocator.
+			shipped := base
+			for _, t := range traces.All() {
+				tr, err := traces.Resolve(t.Name)
+				if err != nil {
+					return err
+				}
+				shipped.traces = append(shipped.traces, tr)
+			}
+			// The scenarios, one row per allocator and one per allocator
+			// behind the pool.
+			scen := base
+			scen.specs = nil
+			for _, s := range base.specs {
+				scen.specs = append(scen.specs, rows.Spec{Alloc: s.Alloc})
+			}
+			for _, s := range base.specs {
+				if !rows.IsReal(s.Alloc) {
+					scen.specs = append(scen.specs, rows.Spec{Alloc: s.Alloc, Pools: []int{labPool}})
+				}
+			}
+			for _, arg := range labScenarios(*n) {
+				tr, err := traces.Resolve(arg)
+				if err != nil {
+					return err
+				}
+				scen.traces = append(scen.traces, tr)
+			}
 
-	// The shipped traces, one row per allocator.
-	shipped := base
-	for _, t := range traces.All() {
-		s, err := traces.Resolve(t.Name)
-		if err != nil {
-			return err
-		}
-		shipped.sources = append(shipped.sources, s)
-	}
-	// The scenarios, one row per allocator and one per allocator behind
-	// the pool.
-	scen := base
-	scen.allocs = nil
-	for _, a := range base.allocs {
-		scen.allocs = append(scen.allocs, allocSpec{name: a.name})
-	}
-	for _, a := range base.allocs {
-		if _, real := realMallocs[a.name]; !real {
-			scen.allocs = append(scen.allocs, allocSpec{name: a.name, pools: []int{labPool}})
-		}
-	}
-	for _, sc := range labScenarios(*n) {
-		s, err := traces.Resolve(traces.Gen(sc.gen, sc.args))
-		if err != nil {
-			return err
-		}
-		scen.sources = append(scen.sources, s)
-	}
-
-	if f.format == "text" {
-		fmt.Fprintf(stdout, "carve lab: each trace through each allocator; peak fp/live is how far the heap grew beyond live memory (1.000: not at all)\n\n")
-	}
-	var prog *progress
-	if f.progress {
-		prog = startProgress(stderr, shipped.replays()+scen.replays())
-	}
-	tables := append(shipped.run(prog), scen.run(prog)...)
-	prog.stop()
-	err = emit(tables, &f, stdout)
-	if f.format == "text" {
-		fmt.Fprint(stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps of the heaps);
+			if f.format == "text" {
+				fmt.Fprintf(c.stdout, "carve lab: each trace through each allocator; peak fp/live is how far the heap grew beyond live memory (1.000: not at all)\n\n")
+			}
+			var prog *progress
+			if f.progress {
+				prog = startProgress(c.stderr, shipped.replays()+scen.replays())
+			}
+			tables := rows.Run(shipped.traces, shipped.specs, shipped.opt, shipped.jobs, prog.counts())
+			tables = append(tables, rows.Run(scen.traces, scen.specs, scen.opt, scen.jobs, prog.counts())...)
+			prog.stop()
+			err = emit(c, tables, &f)
+			if f.format == "text" {
+				fmt.Fprint(c.stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps of the heaps);
       carve scenario connection --next 4096 (the block-allocator article's experiments, in its words, on every malloc);
       carve advise aosp-systemui (which pools would lower the peak, measured); carve help (all commands).
 `)
-	}
-	return err
+			}
+			return err
+		}
+	},
 }

@@ -7,21 +7,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/rows"
 )
 
-// printTable prints the rows of one traces.Trace in format: text, markdown or
-// csv. A traces.Trace with phases gets a column for the growth of the footprint
+// printTable prints the rows of one trace in format: text, markdown or
+// csv. A trace with phases gets a column for the growth of the footprint
 // in its last phase, where the article's lessons are; stable leaves out the
 // columns that vary from run to run.
-func printTable(w io.Writer, format string, stable bool, t table) error {
+func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	head := []string{"allocator", "peak live", "peak footprint", "peak fp/live", "avg fp/live", "frag. at end"}
 	var phase string
-	for _, r := range t.rows {
-		if name, _, ok := r.growth(); ok {
+	for _, r := range t.Rows {
+		if name, _, ok := r.Growth(); ok {
 			phase = name
 			break
 		}
@@ -33,7 +35,7 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 		head = append(head, "peak RSS", "ns/op")
 	}
 	head = append(head, "trace errors")
-	cells := func(r row) []string {
+	cells := func(r rows.Row) []string {
 		if r.Error != "" {
 			c := make([]string, len(head))
 			c[0], c[1] = r.Allocator, "failed: "+r.Error
@@ -46,7 +48,7 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 		c := []string{r.Allocator, size.Format(r.PeakLive), size.Format(r.PeakFootprint),
 			strconv.FormatFloat(r.PeakRatio, 'f', 3, 64), strconv.FormatFloat(r.AvgRatio, 'f', 3, 64), frag}
 		if phase != "" {
-			_, grew, _ := r.growth()
+			_, grew, _ := r.Growth()
 			c = append(c, size.Format(grew))
 		}
 		if !stable {
@@ -58,24 +60,24 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write(append([]string{"trace"}, head...))
-		for _, r := range t.rows {
+		for _, r := range t.Rows {
 			cw.Write(append([]string{r.Trace}, cells(r)...))
 		}
 		cw.Flush()
 		return cw.Error()
 	case "markdown":
-		fmt.Fprintf(w, "%s\n\n| %s |\n|%s\n", t.src.Label, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
-		for _, r := range t.rows {
+		fmt.Fprintf(w, "%s\n\n| %s |\n|%s\n", t.Trace.Label, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, r := range t.Rows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
 		}
 		_, err := fmt.Fprintln(w)
 		return err
 	}
-	fmt.Fprintf(w, "%s\n", t.src.Label)
+	fmt.Fprintf(w, "%s\n", t.Trace.Label)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	var errs []string
-	for _, r := range t.rows {
+	for _, r := range t.Rows {
 		c := cells(r)
 		if r.Error != "" {
 			// A failure's message would stretch its column: it goes
@@ -91,7 +93,7 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
 	}
-	for _, r := range t.rows {
+	for _, r := range t.Rows {
 		if r.FirstTraceError != "" {
 			// The trace's errors are the trace's: every row meets the same.
 			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects; the first: %s\n", r.FirstTraceError)
@@ -100,6 +102,29 @@ func printTable(w io.Writer, format string, stable bool, t table) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// progress shows, on a terminal, how far the replays have come, once they
+// have run for a second. A nil *progress shows nothing.
+type progress struct {
+	rows.Progress
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// counts returns what the replays count into, or nil.
+func (p *progress) counts() *rows.Progress {
+	if p == nil {
+		return nil
+	}
+	return &p.Progress
+}
+
+func (p *progress) stop() {
+	if p != nil {
+		close(p.quit)
+		p.wg.Wait()
+	}
 }
 
 // startProgress shows progress on w if it is a terminal (a character
@@ -112,7 +137,8 @@ func startProgress(w io.Writer, total int) *progress {
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		return nil
 	}
-	p := &progress{total: total, quit: make(chan struct{})}
+	p := &progress{quit: make(chan struct{})}
+	p.Total = total
 	p.wg.Go(func() {
 		start := time.Now()
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -140,9 +166,9 @@ func startProgress(w io.Writer, total int) *progress {
 // events replayed and the time taken.
 func (p *progress) line(elapsed time.Duration) string {
 	const width = 20
-	done := int(p.finished.Load())
-	n := done * width / max(p.total, 1)
+	done := int(p.Finished.Load())
+	n := done * width / max(p.Total, 1)
 	return fmt.Sprintf("carve: [%s%s] %d/%d replays, %.1fM events, %s",
-		strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.total,
-		float64(p.events.Load())/1e6, elapsed.Round(time.Second))
+		strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.Total,
+		float64(p.Events.Load())/1e6, elapsed.Round(time.Second))
 }

@@ -5,19 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
 )
-
-// usageError is bad usage: exit code 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func badUsage(format string, args ...any) error {
-	return usageError{fmt.Sprintf(format, args...)}
-}
 
 // output opens the -o file, or returns standard output.
 func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
@@ -31,51 +24,15 @@ func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
 	return f, f.Close, nil
 }
 
-// cmdGen writes a generated trace: carve gen NAME [-o FILE] [param=value...].
-func cmdGen(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return badUsage("carve gen: want a generator name: %s", generatorNames())
-	}
-	name := args[0]
-	// -o may come before or after the name=value parameters.
-	var out string
-	var kv []string
-	for i := 1; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-o" || a == "--o":
-			if i+1 == len(args) {
-				return badUsage("carve gen: -o wants a FILE")
-			}
-			out = args[i+1]
-			i++
-		case strings.HasPrefix(a, "-o=") || strings.HasPrefix(a, "--o="):
-			out = a[strings.Index(a, "=")+1:]
-		default:
-			kv = append(kv, a)
+func generatorList() string {
+	var b strings.Builder
+	for _, g := range trace.Generators() {
+		fmt.Fprintf(&b, "  %s: %s\n", g.Name, g.Doc)
+		for _, p := range g.Params {
+			fmt.Fprintf(&b, "      %s=%s  %s\n", p.Name, strconv.FormatFloat(p.Default, 'f', -1, 64), p.Doc)
 		}
 	}
-	g, ok := trace.Lookup(name)
-	if !ok {
-		return badUsage("carve gen: unknown generator %q (want one of %s)", name, generatorNames())
-	}
-	params, err := g.ParseArgs(kv)
-	if err != nil {
-		return badUsage("carve gen %s: %v", name, err)
-	}
-	w, done, err := output(out, stdout)
-	if err != nil {
-		return err
-	}
-	tw := trace.NewWriter(w)
-	if err := g.Generate(tw, params); err != nil {
-		done()
-		return err
-	}
-	if err := tw.Flush(); err != nil {
-		done()
-		return err
-	}
-	return done()
+	return b.String()
 }
 
 func generatorNames() string {
@@ -86,88 +43,147 @@ func generatorNames() string {
 	return strings.Join(names, ", ")
 }
 
-// cmdConvert rewrites any trace in carve's native format: carve convert
-// [-o FILE] TRACE.
-func cmdConvert(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
-	if err := fs.Parse(args); err != nil {
-		return badUsage("carve convert: %v", err)
-	}
-	if fs.NArg() != 1 {
-		return badUsage("carve convert: want one TRACE, got %d arguments", fs.NArg())
-	}
-	r, err := trace.Open(fs.Arg(0))
-	if err != nil {
-		return inputError{err}
-	}
-	defer r.Close()
-	w, done, err := output(*out, stdout)
-	if err != nil {
-		return err
-	}
-	tw := trace.NewWriter(w)
-	batch := make([]trace.Event, 4096)
-	for {
-		n, rerr := r.Read(batch)
-		for _, e := range batch[:n] {
-			if err := tw.Write(e); err != nil {
+var genCommand = &command{
+	name: "gen", args: "NAME [-o FILE] [param=value...]", interspersed: true,
+	short: "write a generated trace in carve's native format",
+	long:  "The generators and their parameters (a TRACE gen:NAME:param=value,... names the same trace):\n\n" + generatorList(),
+	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
+		out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
+		return func(c *cli, args []string) error {
+			if len(args) == 0 {
+				return badUsage("want a generator name: %s", generatorNames())
+			}
+			name, kv := args[0], args[1:]
+			g, ok := trace.Lookup(name)
+			if !ok {
+				var names []string
+				for _, g := range trace.Generators() {
+					names = append(names, g.Name)
+				}
+				return badUsage("unknown generator %q%s (want one of %s)", name, suggest(name, names), generatorNames())
+			}
+			params, err := g.ParseArgs(kv)
+			if err != nil {
+				return badUsage("%s: %v", name, err)
+			}
+			w, done, err := output(*out, c.stdout)
+			if err != nil {
+				return err
+			}
+			tw := trace.NewWriter(w)
+			if err := g.Generate(tw, params); err != nil {
 				done()
 				return err
 			}
+			if err := tw.Flush(); err != nil {
+				done()
+				return err
+			}
+			return done()
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			done()
-			return inputError{rerr}
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		done()
-		return err
-	}
-	return done()
+	},
 }
 
-// inputError is unreadable input: exit code 2.
-type inputError struct{ err error }
-
-func (e inputError) Error() string { return e.err.Error() }
-func (e inputError) Unwrap() error { return e.err }
-
-// cmdStats describes a trace: carve stats TRACE.
-func cmdStats(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return badUsage("carve stats: want one TRACE, got %d arguments", len(args))
-	}
-	r, err := trace.Open(args[0])
+// openTrace resolves and opens a TRACE argument.
+func openTrace(arg string) (traces.Trace, trace.Source, io.Closer, error) {
+	t, err := traces.Resolve(arg)
 	if err != nil {
-		return inputError{err}
+		return t, nil, nil, inputError{err}
 	}
-	defer r.Close()
-	s, err := trace.Summarize(r)
+	src, closer, err := t.Open()
 	if err != nil {
-		return inputError{err}
+		return t, nil, nil, inputError{err}
 	}
-	fmt.Fprintf(stdout, "%s (%s): %d events\n", args[0], r.Format(), s.Events)
-	fmt.Fprintf(stdout, "requests: smallest %d B, largest %d B, %d of 0 B\n", s.Smallest, s.Largest, s.Zero)
-	fmt.Fprintf(stdout, "peak live: %d B in %d objects (after event %d); live at the end: %d B in %d objects\n",
-		s.PeakLive, s.PeakObjects, s.PeakAt, s.EndLive, s.EndObjects)
-	ff, bf := s.Robson()
-	fmt.Fprintf(stdout, "Robson's worst cases for this peak live M and n = largest/smallest: first fit ~ M log2 n = %.0f B, best fit ~ M n = %.0f B\n", ff, bf)
-	fmt.Fprintf(stdout, "trace errors: %d frees and %d reallocs of objects not live, %d allocations of live ids\n",
-		s.UnknownFrees, s.UnknownReallocs, s.LiveAllocs)
-	fmt.Fprintln(stdout, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
-	for k := range s.Sizes {
-		if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
-			continue
+	return t, src, closer, nil
+}
+
+var convertCommand = &command{
+	name: "convert", args: "[-o FILE] TRACE", interspersed: true,
+	short: "rewrite a trace in carve's native format",
+	long:  "A TRACE is " + traces.Usage() + ".",
+	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
+		out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
+		return func(c *cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("want one TRACE, got %d arguments", len(args))
+			}
+			_, src, closer, err := openTrace(args[0])
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			w, done, err := output(*out, c.stdout)
+			if err != nil {
+				return err
+			}
+			tw := trace.NewWriter(w)
+			batch := make([]trace.Event, 4096)
+			for {
+				n, rerr := src.Read(batch)
+				for _, e := range batch[:n] {
+					if err := tw.Write(e); err != nil {
+						done()
+						return err
+					}
+				}
+				if rerr == io.EOF {
+					break
+				}
+				if rerr != nil {
+					done()
+					return inputError{rerr}
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				done()
+				return err
+			}
+			return done()
 		}
-		fmt.Fprintf(stdout, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
-	}
-	return nil
+	},
+}
+
+var statsCommand = &command{
+	name: "stats", args: "TRACE", interspersed: true,
+	short: "describe a trace: sizes, lifetimes, peak live, Robson's bounds",
+	long:  "A TRACE is " + traces.Usage() + ".",
+	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
+		return func(c *cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("want one TRACE, got %d arguments", len(args))
+			}
+			t, src, closer, err := openTrace(args[0])
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			s, err := trace.SummarizeFrom(src)
+			if err != nil {
+				return inputError{err}
+			}
+			format := "generated"
+			if r, ok := src.(interface{ Format() trace.Format }); ok {
+				format = r.Format().String()
+			}
+			w := c.stdout
+			fmt.Fprintf(w, "%s (%s): %d events\n", t.Label, format, s.Events)
+			fmt.Fprintf(w, "requests: smallest %d B, largest %d B, %d of 0 B\n", s.Smallest, s.Largest, s.Zero)
+			fmt.Fprintf(w, "peak live: %d B in %d objects (after event %d); live at the end: %d B in %d objects\n",
+				s.PeakLive, s.PeakObjects, s.PeakAt, s.EndLive, s.EndObjects)
+			ff, bf := s.Robson()
+			fmt.Fprintf(w, "Robson's worst cases for this peak live M and n = largest/smallest: first fit ~ M log2 n = %.0f B, best fit ~ M n = %.0f B\n", ff, bf)
+			fmt.Fprintf(w, "trace errors: %d frees and %d reallocs of objects not live, %d allocations of live ids\n",
+				s.UnknownFrees, s.UnknownReallocs, s.LiveAllocs)
+			fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
+			for k := range s.Sizes {
+				if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
+					continue
+				}
+				fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
+			}
+			return nil
+		}
+	},
 }
 
 // bucket names power-of-two histogram bucket k: 0, or 2^(k-1) to 2^k - 1.
@@ -178,10 +194,3 @@ func bucket(k int) string {
 	lo := uint64(1) << (k - 1)
 	return fmt.Sprintf("%d-%d", lo, lo*2-1)
 }
-
-// checkFailed is a correctness violation or a strict trace error: exit
-// code 1.
-type checkFailed struct{ err error }
-
-func (e checkFailed) Error() string { return e.err.Error() }
-func (e checkFailed) Unwrap() error { return e.err }

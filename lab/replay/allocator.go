@@ -142,6 +142,22 @@ type Mapper interface {
 	Map() heapmap.Map
 }
 
+// MapperOf returns the Mapper a is, or the one behind the pools WithPool
+// put in front of it: the heap whose map shows where the trace's other
+// requests went.
+func MapperOf(a Allocator) (Mapper, bool) {
+	for {
+		if m, ok := a.(Mapper); ok {
+			return m, true
+		}
+		p, ok := a.(*pooled)
+		if !ok {
+			return nil, false
+		}
+		a = p.a
+	}
+}
+
 // UsableSize returns the bytes the block b starts can hold.
 func (a *heap) UsableSize(b []byte) (int, error) { return a.h.UsableSize(b) }
 

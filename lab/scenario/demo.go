@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"errors"
@@ -13,20 +13,23 @@ import (
 	"github.com/carvelab/carve/pool"
 )
 
-// demoConfig sizes the demonstrations; tests run them smaller.
-type demoConfig struct {
-	connections int // the connection scenario's connections
-	persons     int // the bump benchmark's Person values
+// DemoConfig sizes the demonstrations; tests run them smaller.
+type DemoConfig struct {
+	Connections int // the connection scenario's connections
+	Persons     int // the bump benchmark's Person values
 }
 
-var defaultDemo = demoConfig{connections: 100_000, persons: 5_000_000}
+// DefaultDemo is the demonstrations at the sources' own sizes.
+var DefaultDemo = DemoConfig{Connections: 100_000, Persons: 5_000_000}
 
-// demo runs every demonstration in turn. A failed check is an error.
-func demo(w io.Writer, cfg demoConfig) error {
+// Demo runs every demonstration in turn: the article's pool.cpp, the
+// stride of a pool's chunks, the connection scenario with the buffers in
+// carve pools, and the bump arena. A failed check is an error.
+func Demo(w io.Writer, cfg DemoConfig) error {
 	fmt.Fprintln(w, "carve: the fixed-size pool and the bump arena, on the block-allocator article's experiments")
 	for _, step := range []struct {
 		title string
-		run   func(io.Writer, demoConfig) error
+		run   func(io.Writer, DemoConfig) error
 	}{
 		{"pool.cpp: a pool of four chunks", demoFourChunks},
 		{"stride: what one chunk costs", demoStride},
@@ -44,7 +47,7 @@ func demo(w io.Writer, cfg demoConfig) error {
 // demoFourChunks is the article's pool.cpp: four chunks are four distinct
 // addresses, a fifth request is refused, and a freed chunk is the next one
 // handed out.
-func demoFourChunks(w io.Writer, _ demoConfig) error {
+func demoFourChunks(w io.Writer, _ DemoConfig) error {
 	const chunk = 64
 	p, err := pool.Over(make([]byte, 4*chunk), chunk)
 	if err != nil {
@@ -81,7 +84,7 @@ func demoFourChunks(w io.Writer, _ demoConfig) error {
 // demoStride shows that a chunk in use carries no header: chunks of 16
 // bytes lie 16 bytes apart (glibc's malloc puts two 16-byte requests 32
 // bytes apart), and the only cost is rounding up to the alignment.
-func demoStride(w io.Writer, _ demoConfig) error {
+func demoStride(w io.Writer, _ DemoConfig) error {
 	for _, c := range []struct{ size, align int }{{16, 8}, {40, 8}, {40, 16}, {36, 4}} {
 		p, err := pool.New(c.size, pool.Align(c.align))
 		if err != nil {
@@ -113,8 +116,8 @@ func demoStride(w io.Writer, _ demoConfig) error {
 // chunks and the process does not grow; 4 KiB buffers cannot (the article's
 // point: a pool must exist before the fragmentation), and grow it by what
 // they take. Trim then gives the empty slabs back and RSS falls.
-func demoConnection(w io.Writer, cfg demoConfig) error {
-	n := cfg.connections
+func demoConnection(w io.Writer, cfg DemoConfig) error {
+	n := cfg.Connections
 	for _, next := range []int{1024, 4096} {
 		scratch, err := pool.New(1024, pool.Limit(1<<30))
 		if err != nil {
@@ -185,7 +188,7 @@ type Person struct {
 // demoArena is the example of the post "Bump Allocator" and its benchmark: 5,000,000
 // Person values from a pre-faulted arena against the Go heap with all of
 // them kept live, timed side by side in this run.
-func demoArena(w io.Writer, cfg demoConfig) error {
+func demoArena(w io.Writer, cfg DemoConfig) error {
 	a, err := arena.New()
 	if err != nil {
 		return err
@@ -216,7 +219,7 @@ func demoArena(w io.Writer, cfg demoConfig) error {
 	fmt.Fprintf(w, "arena: %d bytes live, %d used (%d lost to alignment), %d KB committed\n", st.Live, st.Used, st.AlignWaste, st.Footprint>>10)
 	a.Reset()
 
-	n := cfg.persons
+	n := cfg.Persons
 	if err := a.Prefault(n*int(unsafe.Sizeof(Person{})) + 1<<20); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package rows
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 // cAllocator is the process's C allocator as a replay.BatchAllocator: a
 // batch of events becomes a batch of libc ops, performed by one cgo call.
 // With pools, requests of a pool's size are served by a carve pool in Go
-// instead (no cgo either), the article's "pool for the scratch buffers" in
-// front of a real malloc.
+// instead (no cgo either): the block-allocator article's "pool for the
+// scratch buffers" in front of a real malloc.
 type cAllocator struct {
 	loop   *libc.Loop
 	ops    []libc.Op

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+)
+
+// TestHelpEveryCommand walks the command table: carve help CMD, carve CMD
+// -h and carve CMD --help exit 0 and print, on standard output, the
+// command's synopsis and every flag with its default.
+func TestHelpEveryCommand(t *testing.T) {
+	for _, cmd := range commands {
+		if cmd.hidden {
+			continue
+		}
+		fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+		cmd.setup(fs)
+		for _, args := range [][]string{{"help", cmd.name}, {cmd.name, "-h"}, {cmd.name, "--help"}} {
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+				t.Errorf("carve %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr.String())
+				continue
+			}
+			out := stdout.String()
+			if !strings.HasPrefix(out, "usage: carve "+cmd.name) {
+				t.Errorf("carve %s: %q, want the synopsis first", strings.Join(args, " "), out)
+			}
+			fs.VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(out, "--"+f.Name) {
+					t.Errorf("carve %s does not list --%s:\n%s", strings.Join(args, " "), f.Name, out)
+				}
+				if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "[]" && !strings.Contains(out, "(default ") {
+					t.Errorf("carve %s does not say --%s's default %q", strings.Join(args, " "), f.Name, d)
+				}
+			})
+		}
+	}
+	var stdout bytes.Buffer
+	run([]string{"help", "replay"}, &stdout, &stdout)
+	if !strings.Contains(stdout.String(), `--alloc LIST`) || !strings.Contains(stdout.String(), `(default "all")`) {
+		t.Errorf("carve help replay does not show --alloc and its default:\n%s", stdout.String())
+	}
+}
+
+// TestUnknownCommandOrFlag: a typo gets one line naming it, a
+// suggestion, the way to the help, and exit code 2.
+func TestUnknownCommandOrFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"replpay", "x"}, []string{`unknown command "replpay"`, `did you mean "replay"?`, "carve help"}},
+		{[]string{"help", "stast"}, []string{`unknown command "stast"`, `did you mean "stats"?`}},
+		{[]string{"replay", "--allco", "best-fit", "x"}, []string{"-allco", `did you mean "--alloc"?`, "carve help replay"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "carve help"}},
+		{[]string{"replay", "--alloc", "firstfit", "gen:bump:n=10"}, []string{`unknown allocator "firstfit"`, "first-fit", "glibc"}},
+		{[]string{"replay", "--alloc", "pool", "gen:bump:n=10"}, []string{`"pool" is not a row`, "--pool SIZE"}},
+		{[]string{"demo", "extra"}, []string{`unexpected argument "extra"`}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		msg := stderr.String()
+		if code != 2 || strings.Count(msg, "\n") > 3 || stdout.Len() != 0 {
+			t.Errorf("carve %q: exit %d, %d lines on stderr, %d bytes on stdout; want 2, at most 3, none:\n%s", tc.args, code, strings.Count(msg, "\n"), stdout.Len(), msg)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("carve %q: %q lacks %q", tc.args, msg, w)
+			}
+		}
+		if strings.Count(msg, "replay: replay") > 0 || strings.Count(msg, "Valid") > 0 || strings.Count(msg, "next-fit") > 1 {
+			t.Errorf("carve %q names a thing twice: %q", tc.args, msg)
+		}
+	}
+}
+
+// TestVersion prints the module version, (devel) for a local build.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "carve ") {
+		t.Errorf("carve version: exit %d, %q %q", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestEveryTraceForm: the commands that take a TRACE take every form of
+// it: a file, a shipped name, gen:NAME[:k=v,...].
+func TestEveryTraceForm(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"stats", "aosp-systemui"},
+		{"stats", "gen:connection:n=100"},
+		{"convert", "-o", dir + "/x.txt", "gen:connection:n=100"},
+		{"stats", dir + "/x.txt"},
+		{"convert", "-o", dir + "/y.txt", "aosp-systemui"},
+		{"advise", "--max", "1", "gen:carving:n=200"},
+		{"replay", "--alloc", "best-fit", "gen:carving:n=200", dir + "/x.txt"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Errorf("carve %q: exit %d: %s", args, code, stderr.String())
+		}
+	}
+}

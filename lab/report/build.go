@@ -1,0 +1,203 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/rows"
+	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// Series is how many points each replay keeps for the charts (up to twice
+// as many): enough for a line that looks continuous at the charts' width,
+// few enough that a report stays small. Replays for a report set
+// rows.Options.Series to it.
+const Series = 400
+
+// Summarize describes each trace (sizes, lifetimes, peak live), or nil
+// for one that cannot be read (its replays say why).
+func Summarize(ts []traces.Trace) []*trace.Summary {
+	out := make([]*trace.Summary, len(ts))
+	for i, t := range ts {
+		src, closer, err := t.Open()
+		if err != nil {
+			continue
+		}
+		if sum, err := trace.SummarizeFrom(src); err == nil {
+			out[i] = &sum
+		}
+		closer.Close()
+	}
+	return out
+}
+
+// MapOptions say which heap maps Build draws.
+type MapOptions struct {
+	// Draw draws a map of each of carve's heaps that replayed a trace in
+	// this process.
+	Draw bool
+	// At is the event after which the maps are drawn; 0: at each heap's
+	// peak footprint.
+	At int64
+	// Jobs is how many replays for the maps run at once.
+	Jobs int
+}
+
+// Build makes the report's traces from the tables of a run (sums[i]
+// describes tables[i]'s trace, or is nil) and, with maps.Draw, the maps of
+// carve's heaps: each such heap is replayed again, up to the chosen event,
+// and mapped there.
+func Build(tables []rows.Table, sums []*trace.Summary, specs []rows.Spec, maps MapOptions) []Trace {
+	var out []Trace
+	for i, t := range tables {
+		out = append(out, fromTable(t, sums[i]))
+	}
+	if maps.Draw {
+		drawMaps(tables, specs, out, maps)
+	}
+	return out
+}
+
+// fromTable turns a table into the report's trace.
+func fromTable(t rows.Table, sum *trace.Summary) Trace {
+	rt := Trace{Name: t.Trace.Label, Summary: sum}
+	for _, r := range t.Rows {
+		rr := Row{
+			Allocator: r.Allocator, Measured: r.Measured, Error: r.Error,
+			Events: r.Events, PeakLive: r.PeakLive, PeakFootprint: r.PeakFootprint, PeakResident: r.PeakResident,
+			AvgRatio: r.AvgRatio, PeakRatio: r.PeakRatio, Fragmentation: math.NaN(), NsPerOp: r.NsPerOp,
+			TraceErrors: r.TraceErrors, Series: r.Series,
+		}
+		if r.Fragmentation != nil {
+			rr.Fragmentation = *r.Fragmentation
+		}
+		if name, grew, ok := r.Growth(); ok {
+			rr.GrowthPhase, rr.Growth = name, grew
+		}
+		rt.Rows = append(rt.Rows, rr)
+	}
+	return rt
+}
+
+// WritePNGs writes every chart of the report as DIR/<n>-<trace>-<chart>.png,
+// at twice the charts' size.
+func WritePNGs(dir string, rep Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, t := range rep.Traces {
+		names, svgs := Charts(t)
+		for j, svg := range svgs {
+			path := filepath.Join(dir, fmt.Sprintf("%d-%s-%s.png", i+1, slug(t.Name), names[j]))
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			err = WritePNG(f, svg, 2)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// slug makes a trace's name safe as part of a file name.
+func slug(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 60 {
+		b = b[len(b)-60:]
+	}
+	return string(b)
+}
+
+// mapWidth and mapHeight are the size of a heap map in the report.
+const mapWidth, mapHeight = 900, 220
+
+// drawMaps adds to each trace a map of each of carve's heaps that
+// replayed it in this process. The replays run opt.Jobs at a time.
+func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOptions) {
+	type job struct{ t, r int }
+	var jobs []job
+	for t, tb := range tables {
+		for r, row := range tb.Rows {
+			if row.Error == "" && row.Measured != "child" && row.PeakFootprintAt > 0 {
+				jobs = append(jobs, job{t, r})
+			}
+		}
+	}
+	maps := make([]*Map, len(jobs))
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(opt.Jobs, 1), len(jobs)) {
+		wg.Go(func() {
+			for i := range ch {
+				j := jobs[i]
+				maps[i] = mapAt(tables[j.t].Trace, specs[j.r], tables[j.t].Rows[j.r], opt.At)
+			}
+		})
+	}
+	for i := range jobs {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	for i, j := range jobs {
+		if maps[i] != nil {
+			traces[j.t].Maps = append(traces[j.t].Maps, *maps[i])
+		}
+	}
+}
+
+// mapAt replays t through the heap of spec up to event at (0: the event
+// of the row's peak footprint) and returns the heap's map there, or nil
+// if the heap draws none.
+func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64) *Map {
+	moment := "at its peak footprint"
+	if at == 0 {
+		at = rw.PeakFootprintAt
+	} else {
+		at = min(at, rw.Events)
+		moment = "at the chosen moment"
+	}
+	a, err := spec.NewAllocator()
+	if err != nil {
+		return nil
+	}
+	defer a.Close()
+	m, ok := replay.MapperOf(a)
+	if !ok {
+		return nil
+	}
+	src, closer, err := t.Open()
+	if err != nil {
+		return nil
+	}
+	defer closer.Close()
+	if _, err := replay.Run(src, a, replay.Options{NoCheck: true, StopAfter: at}); err != nil {
+		return nil
+	}
+	hm := m.Map()
+	hm.Name = fmt.Sprintf("%s %s (event %d)", spec.Label(), moment, at)
+	st := hm.Stats()
+	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
+		spec.Label(), moment, at, rw.Events, st.Holes, size.Format(st.Largest), size.Format(st.Free), size.Format(st.Header))
+	if len(spec.Pools) > 0 {
+		caption += " The pools in front of it are not drawn."
+	}
+	return &Map{Caption: caption, SVG: MapSVG(hm, mapWidth, mapHeight)}
+}

@@ -1,0 +1,353 @@
+package rows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/lab/libc"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/traces"
+	"github.com/carvelab/carve/mem"
+)
+
+// Rows measured in child processes. A real malloc is measured the way the
+// FREENIX paper measured its nine: as a black box, in a process of its
+// own (the program started again with LD_PRELOAD naming the library),
+// where the RSS is the allocator's and nothing else's. The child confirms
+// which malloc is really serving it (the loader ignores a missing
+// LD_PRELOAD library without a word), replays the trace through the C
+// allocator a batch of events per cgo call, and writes its row as JSON on
+// its standard output. The Go heap runs in a child too, its runtime
+// statistics being process-wide.
+
+// ChildCommand is the hidden first argument that makes the program a
+// row's child: its caller must then call ServeChild.
+const ChildCommand = "replay-child"
+
+// Job is what a child is asked to do, sent as one JSON value on its
+// standard input.
+type Job struct {
+	// Trace is the TRACE argument (a file, a shipped trace, gen:...),
+	// resolved again by the child.
+	Trace   string  `json:"trace,omitempty"`
+	Spec    Spec    `json:"spec"`
+	Options Options `json:"options"`
+	// Stride asks for the stride measurement instead of a replay: how far
+	// apart two malloc(16)s land (see Stride).
+	Stride bool `json:"stride,omitempty"`
+}
+
+// child returns the command of a child process for spec: this program
+// again with ChildCommand, the spec's library preloaded if it is a real
+// malloc other than glibc.
+func child(s Spec) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, ChildCommand)
+	cmd.Env = os.Environ()
+	if m := realMallocs[s.Alloc]; m.libs != nil {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+findLib(m))
+	}
+	return cmd, nil
+}
+
+// ask runs job in a child and decodes its answer into out.
+func ask(job Job, out any) error {
+	cmd, err := child(job.Spec)
+	if err != nil {
+		return fmt.Errorf("cannot start a child: %w", err)
+	}
+	in, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &stdout, &stderr
+	runErr := cmd.Run()
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" && runErr != nil {
+			msg = runErr.Error()
+		}
+		if msg == "" {
+			msg = "no answer"
+		}
+		return errors.New("child: " + msg)
+	}
+	return nil
+}
+
+// replayInChild runs one row in a child process and reads its row back.
+func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress) Row {
+	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "child"}
+	if err := s.Available(); err != nil {
+		rw.Error, rw.ErrorKind = err.Error(), KindUnavailable
+		return rw
+	}
+	var got Row
+	if err := ask(Job{Trace: t.Label, Spec: s, Options: o}, &got); err != nil {
+		rw.Error, rw.ErrorKind = err.Error(), KindAllocator
+		return rw
+	}
+	if prog != nil {
+		prog.Events.Add(got.Events)
+	}
+	got.Trace, got.Allocator, got.Measured = t.Label, s.Label(), "child"
+	return got
+}
+
+// ServeChild is the child's side: it reads a Job from stdin, does it, and
+// writes the answer as JSON to stdout. It returns an error only when it
+// could write no answer; the answer says how the job went.
+func ServeChild(stdin io.Reader, stdout io.Writer) error {
+	var job Job
+	if err := json.NewDecoder(stdin).Decode(&job); err != nil {
+		return fmt.Errorf("%s: reading the job: %w", ChildCommand, err)
+	}
+	if job.Stride {
+		return json.NewEncoder(stdout).Encode(strideHere(job.Spec.Alloc))
+	}
+	rw := Row{Trace: job.Trace, Allocator: job.Spec.Label(), Measured: "child"}
+	t, err := traces.Resolve(job.Trace)
+	if err != nil {
+		rw.Error, rw.ErrorKind = err.Error(), KindInput
+		return json.NewEncoder(stdout).Encode(rw)
+	}
+	res, peakRSS, err := childReplay(t, job.Spec, job.Options)
+	rw = rw.fill(t, res, err)
+	rw.PeakRSS = peakRSS
+	return json.NewEncoder(stdout).Encode(rw)
+}
+
+// childReplay replays in this, the child, process, and returns the result
+// and the peak RSS above the baseline taken just before the replay.
+func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error) {
+	if err := s.Available(); err != nil {
+		return replay.Result{}, 0, err
+	}
+	src, closer, err := t.Open()
+	if err != nil {
+		return replay.Result{}, 0, fmt.Errorf("%w: %w", replay.ErrSource, err)
+	}
+	defer closer.Close()
+	opt := o.replayOptions(t, nil)
+
+	var run func() (replay.Result, error)
+	var rss *rssMeter
+	if IsReal(s.Alloc) {
+		if got := libc.Active(); got.Name != s.Alloc {
+			return replay.Result{}, 0, fmt.Errorf("asked for %s but %s %s serves this process (is LD_PRELOAD honoured?): no row", s.Alloc, got.Name, got.Version)
+		}
+		ca, err := newCAllocator(s.Pools, o.Touch)
+		if err != nil {
+			return replay.Result{}, 0, err
+		}
+		defer ca.Close()
+		if rss, err = newRSSMeter(false); err != nil {
+			return replay.Result{}, 0, err
+		}
+		ca.rss = rss
+		run = func() (replay.Result, error) { return replay.RunBatch(src, ca, opt) }
+	} else {
+		// The meter first: it collects the garbage, so that the Go heap's
+		// baseline (taken by New) holds as little free space as it can.
+		if rss, err = newRSSMeter(s.Alloc == "go"); err != nil {
+			return replay.Result{}, 0, err
+		}
+		a, err := s.NewAllocator()
+		if err != nil {
+			return replay.Result{}, 0, err
+		}
+		defer a.Close()
+		run = func() (replay.Result, error) { return replay.Run(src, &rssStats{Allocator: a, rss: rss}, opt) }
+	}
+	res, err := run()
+	return res, rss.peak(), err
+}
+
+// rssMeter reads the process's anonymous RSS (file-backed pages, such as
+// the program text a replay touches for the first time, are not the
+// allocator's) above a baseline. Unless it measures the Go heap itself,
+// it leaves out what the Go runtime mapped since the baseline (the
+// replayer's own bookkeeping, the trace's buffers), as runtime/metrics
+// reports it, so that the figure is the allocator's.
+type rssMeter struct {
+	base, goBase int64
+	withGo       bool // the Go heap is the allocator: count its growth
+}
+
+// goMapped returns the bytes the Go runtime has mapped and not released.
+func goMapped() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64()) - int64(s[1].Value.Uint64())
+}
+
+// newRSSMeter collects the garbage, returns freed pages to the OS, takes
+// the baseline and resets the kernel's peak RSS to it.
+func newRSSMeter(withGo bool) (*rssMeter, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	base, err := mem.AnonRSS()
+	if err != nil {
+		return nil, fmt.Errorf("%w: RSS: %v", ErrUnavailable, err)
+	}
+	if err := mem.ResetPeakRSS(); err != nil {
+		return nil, fmt.Errorf("%w: resetting the peak RSS: %v", ErrUnavailable, err)
+	}
+	return &rssMeter{base: base, goBase: goMapped(), withGo: withGo}, nil
+}
+
+// now returns the RSS above the baseline, less the Go runtime's growth
+// unless the Go heap is what is measured.
+func (m *rssMeter) now() int64 {
+	r, err := mem.AnonRSS()
+	if err != nil {
+		return 0
+	}
+	r -= m.base
+	if !m.withGo {
+		r -= max(goMapped()-m.goBase, 0)
+	}
+	return max(r, 0)
+}
+
+// peak returns the kernel's peak RSS (VmHWM) above the baseline since the
+// meter was made: file-backed pages and the Go runtime's growth included,
+// as the kernel does not tell them apart. The rows' peak resident figure
+// is the largest of the samples of now instead.
+func (m *rssMeter) peak() int64 {
+	if m == nil {
+		return 0
+	}
+	p, err := mem.PeakRSS()
+	if err != nil {
+		return 0
+	}
+	return max(p-m.base, 0)
+}
+
+// rssStats reports a carve heap's resident memory as the RSS above the
+// baseline, as the real mallocs' rows do.
+type rssStats struct {
+	replay.Allocator
+	rss *rssMeter
+}
+
+func (a *rssStats) Stats() carve.Stats {
+	st := a.Allocator.Stats()
+	st.Resident = a.rss.now()
+	return st
+}
+
+// Contains passes the heap's own check through.
+func (a *rssStats) Contains(b []byte) bool {
+	c, ok := a.Allocator.(replay.Container)
+	return !ok || c.Contains(b)
+}
+
+// StrideResult is what a stride measurement reports: how far apart two
+// blocks of 16 bytes land, and how many bytes the first can hold.
+type StrideResult struct {
+	Apart  int64  `json:"apart"`
+	Usable int    `json:"usable"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Stride allocates 16 bytes twice from the allocator called name and
+// reports how far apart the two blocks are and how many bytes the first
+// can hold: the block-allocator article's per-block bookkeeping. A real
+// malloc is measured in a child with its library preloaded.
+func Stride(name string) StrideResult {
+	s := Spec{Alloc: name}
+	if !IsReal(name) {
+		return strideHere(name)
+	}
+	if err := s.Available(); err != nil {
+		return StrideResult{Error: err.Error()}
+	}
+	var r StrideResult
+	if err := ask(Job{Spec: s, Stride: true}, &r); err != nil {
+		return StrideResult{Error: err.Error()}
+	}
+	return r
+}
+
+func addrOf(p unsafe.Pointer) int64 { return int64(uintptr(p)) }
+
+// strideHere measures the allocator in this process.
+func strideHere(name string) StrideResult {
+	if IsReal(name) {
+		return strideC(name)
+	}
+	a, err := replay.New(name)
+	if err != nil {
+		return StrideResult{Error: err.Error()}
+	}
+	defer a.Close()
+	x, err1 := a.Alloc(16, 0)
+	y, err2 := a.Alloc(16, 0)
+	if err := errors.Join(err1, err2); err != nil {
+		return StrideResult{Error: err.Error()}
+	}
+	usable := cap(x)
+	if u, ok := a.(interface{ UsableSize([]byte) (int, error) }); ok {
+		if n, err := u.UsableSize(x); err == nil {
+			usable = n
+		}
+	}
+	return StrideResult{Apart: addrOf(unsafe.Pointer(unsafe.SliceData(y))) - addrOf(unsafe.Pointer(unsafe.SliceData(x))), Usable: usable}
+}
+
+// strideC measures the C allocator serving this process, which must be
+// name's.
+func strideC(name string) StrideResult {
+	if got := libc.Active(); got.Name != name {
+		return StrideResult{Error: fmt.Sprintf("asked for %s but %s serves this process: no figure", name, got.Name)}
+	}
+	// This process has allocated before (the C runtime, cgo): a free
+	// chunk may sit anywhere in the heap. Of 256 requests, most come back
+	// to back from fresh memory: the stride is the distance most
+	// consecutive pairs share.
+	var r StrideResult
+	ps := make([]unsafe.Pointer, 0, 256)
+	defer func() {
+		for _, p := range ps {
+			libc.Free(p)
+		}
+	}()
+	for range cap(ps) {
+		p, err := libc.Malloc(16)
+		if err != nil {
+			return StrideResult{Error: err.Error()}
+		}
+		ps = append(ps, p)
+	}
+	apart := map[int64]int{}
+	for i := 1; i < len(ps); i++ {
+		apart[addrOf(ps[i])-addrOf(ps[i-1])]++
+	}
+	for d, k := range apart {
+		if k > apart[r.Apart] || k == apart[r.Apart] && d < r.Apart {
+			r.Apart = d
+		}
+	}
+	r.Usable = libc.UsableSize(ps[len(ps)-1])
+	return r
+}

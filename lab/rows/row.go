@@ -1,0 +1,159 @@
+package rows
+
+import (
+	"errors"
+	"math"
+
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// Schema names the version of the JSON of a table of rows (carve replay
+// --format json).
+const Schema = "carve.replay/v1"
+
+// Row is one allocator's replay of one trace, as every format prints it.
+// The JSON field names are part of the versioned schema (Schema): fields
+// are added, never renamed.
+type Row struct {
+	Trace     string `json:"trace"`
+	Allocator string `json:"allocator"`
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"` // one of the Kind constants
+	// Measured says how: "in process" (footprint from the allocator's
+	// statistics, resident from mincore of its memory) or "child" (its own
+	// process: resident is RSS above the child's baseline).
+	Measured string `json:"measured,omitempty"`
+
+	Events              int64    `json:"events"`
+	Ops                 int64    `json:"ops"`
+	NsPerOp             float64  `json:"ns_per_op"`
+	TraceErrors         int64    `json:"trace_errors"`
+	FirstTraceError     string   `json:"first_trace_error,omitempty"`
+	PeakLive            int64    `json:"peak_live"`
+	PeakFootprint       int64    `json:"peak_footprint"`
+	PeakFootprintAt     int64    `json:"peak_footprint_at_event"`
+	PeakResident        int64    `json:"peak_resident"`
+	FootprintAtPeakLive int64    `json:"footprint_at_peak_live"`
+	LiveAtPeakFootprint int64    `json:"live_at_peak_footprint"`
+	AvgRatio            float64  `json:"jw1_avg_footprint_over_live"`
+	RatioAtPeakLive     float64  `json:"jw2_footprint_over_live_at_peak_live"`
+	RatioAtPeakFP       float64  `json:"jw3_footprint_over_live_at_peak_footprint"`
+	PeakRatio           float64  `json:"jw4_peak_footprint_over_peak_live"`
+	Fragmentation       *float64 `json:"fragmentation_percent_at_end"` // null when live is 0 at the end
+	Live                int64    `json:"live_at_end"`
+	Internal            int64    `json:"internal_at_end"`
+	External            int64    `json:"external_at_end"`
+	Phases              []Phase  `json:"phases,omitempty"`
+	// PeakRSS is, for a row measured in a child, the peak RSS above the
+	// child's baseline (VmHWM, reset after the baseline was taken).
+	PeakRSS int64 `json:"peak_rss_above_baseline,omitempty"`
+	// Series is the replay over time, for the report: points of the
+	// largest live memory and footprint of the events each stands for,
+	// and the resident bytes sampled.
+	Series []replay.Point `json:"series,omitempty"`
+}
+
+// Phase is the state at the end of one phase of a generated trace.
+type Phase struct {
+	Name      string `json:"name"`
+	EndEvent  int64  `json:"end_event"`
+	Live      int64  `json:"live"`
+	Footprint int64  `json:"footprint"`
+	Resident  int64  `json:"resident"`
+}
+
+// The kinds of a row's error, as the JSON's error_kind names them.
+const (
+	KindInput       = "input"       // the trace could not be read
+	KindCheck       = "check"       // a violation, or a strict trace error
+	KindAllocator   = "allocator"   // the allocator failed (exhausted, say): a result, not a failure of carve's
+	KindUnavailable = "unavailable" // the allocator is not on this machine
+)
+
+// ErrorKind classifies the error a replay stopped with.
+func ErrorKind(err error) string {
+	var te *replay.TraceError
+	var v *replay.Violation
+	switch {
+	case errors.Is(err, replay.ErrSource):
+		return KindInput
+	case errors.As(err, &v), errors.As(err, &te):
+		return KindCheck
+	case errors.Is(err, ErrUnavailable):
+		return KindUnavailable
+	}
+	return KindAllocator
+}
+
+// fill completes a row from a replay of t's result, or its error.
+func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
+	if err != nil {
+		rw.Error, rw.ErrorKind = err.Error(), ErrorKind(err)
+		return rw
+	}
+	rw.Events, rw.Ops, rw.NsPerOp, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TraceErrors
+	rw.PeakLive, rw.PeakFootprint, rw.PeakResident = res.PeakLive, res.PeakFootprint, res.PeakResident
+	rw.PeakFootprintAt = res.PeakFootprintAt
+	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
+	rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = res.AvgRatio, res.RatioAtPeakLive, res.RatioAtPeakFootprint, res.PeakRatio
+	rw.Live, rw.Internal, rw.External = res.Live, res.Internal, res.External
+	rw.Series = res.Series
+	if !math.IsNaN(res.Fragmentation) {
+		f := res.Fragmentation
+		rw.Fragmentation = &f
+	}
+	if res.FirstTraceError != nil {
+		rw.FirstTraceError = res.FirstTraceError.Error()
+	}
+	for i, m := range res.Marks {
+		rw.Phases = append(rw.Phases, Phase{Name: t.Phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
+	}
+	return rw
+}
+
+// Growth returns how much the footprint grew in the last phase, and the
+// phase's name, or ok false when the row has fewer than two phases.
+func (rw Row) Growth() (name string, grew int64, ok bool) {
+	n := len(rw.Phases)
+	if n < 2 {
+		return "", 0, false
+	}
+	return rw.Phases[n-1].Name, rw.Phases[n-1].Footprint - rw.Phases[n-2].Footprint, true
+}
+
+// Table is the rows of one trace, in the order of the specs.
+type Table struct {
+	Trace traces.Trace
+	Rows  []Row
+}
+
+// ErrCheck is matched (errors.Is) by the error of a row whose replay
+// failed a check: a violation, or a trace error under Options.Strict.
+var ErrCheck = errors.New("a check failed")
+
+// Err returns the row's failure as an error, or nil: errors.Is matches
+// replay.ErrSource for a trace that could not be read, ErrCheck for a
+// failed check, ErrUnavailable for an allocator this machine lacks.
+func (rw Row) Err() error {
+	if rw.Error == "" {
+		return nil
+	}
+	return &rowError{kind: rw.ErrorKind, msg: rw.Allocator + " on " + rw.Trace + ": " + rw.Error}
+}
+
+type rowError struct{ kind, msg string }
+
+func (e *rowError) Error() string { return e.msg }
+
+func (e *rowError) Is(target error) bool {
+	switch e.kind {
+	case KindInput:
+		return target == replay.ErrSource
+	case KindCheck:
+		return target == ErrCheck
+	case KindUnavailable:
+		return target == ErrUnavailable
+	}
+	return false
+}

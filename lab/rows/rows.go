@@ -1,0 +1,183 @@
+// Package rows runs the rows of the lab's tables: one allocator replaying
+// one trace, in this process or in a child process of its own, with its
+// result in the one shape every output format prints (Row). It is the
+// part of the lab the carve command and the report share: the list of
+// allocator names, the one place a row's allocator is built, the child
+// process a real malloc is measured in, and the pool of replays that run
+// side by side. See package lab for the measures.
+//
+// # Where a row runs
+//
+// carve's heaps run in this process (replay.Run). The real mallocs
+// (glibc, jemalloc, tcmalloc, mimalloc) and the Go heap run each in a
+// child: the program that imports this package started again with the
+// hidden command ChildCommand as its first argument and the row's Job, one
+// JSON value, on its standard input; the child answers with the Row, one
+// JSON value, on its standard output. A program that runs rows must hand
+// that command to ServeChild (the carve command does; a test binary does
+// from TestMain). With Options.Isolate carve's heaps run in children too,
+// so that every row's RSS is measured alike.
+package rows
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/carvelab/carve/lab/libc"
+	"github.com/carvelab/carve/lab/replay"
+)
+
+// A real malloc the lab can preload.
+type realMalloc struct {
+	libs    []string // file names to look for, the first found wins
+	install string   // how to get it on Debian
+}
+
+// realMallocs are the C allocators by row name. glibc is the process's
+// own and needs no preload.
+var realMallocs = map[string]realMalloc{
+	"glibc":    {},
+	"jemalloc": {[]string{"libjemalloc.so.2", "libjemalloc.so"}, "apt-get install libjemalloc2"},
+	"tcmalloc": {[]string{"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so"}, "apt-get install libtcmalloc-minimal4"},
+	"mimalloc": {[]string{"libmimalloc.so.2", "libmimalloc.so"}, "apt-get install libmimalloc2.0"},
+}
+
+// RealMallocs are the real mallocs, in the order rows list them.
+var RealMallocs = []string{"glibc", "jemalloc", "tcmalloc", "mimalloc"}
+
+// Names returns every allocator a row can replay, in the fixed order of
+// the tables: carve's heaps and the Go heap (replay.Names), then the real
+// mallocs.
+func Names() []string { return append(replay.Names(), RealMallocs...) }
+
+// IsReal reports whether name is one of the real mallocs.
+func IsReal(name string) bool {
+	_, ok := realMallocs[name]
+	return ok
+}
+
+// ErrUnknown is wrapped by Parse's error for a name no row has.
+var ErrUnknown = errors.New("unknown allocator")
+
+// notRows say why a fixed name of carve's library is not a row.
+var notRows = map[string]string{
+	"pool":  "a pool serves one size, so it cannot replay a trace of many; --pool SIZE puts one in front of each row",
+	"arena": "an arena frees nothing until it is reset, so it cannot replay a trace's frees; carve scenario bump measures it",
+}
+
+// Parse reads a comma-separated list of allocator names, or "all" for
+// every one of Names. A name no row has is an error wrapping ErrUnknown
+// that lists the names once; pool and arena, which are carve allocators
+// but not rows, are refused with the reason.
+func Parse(list string) ([]string, error) {
+	if list == "all" {
+		return Names(), nil
+	}
+	known := map[string]bool{}
+	for _, n := range Names() {
+		known[n] = true
+	}
+	names := strings.Split(list, ",")
+	for _, n := range names {
+		if why, ok := notRows[n]; ok {
+			return nil, fmt.Errorf("%w: %q is not a row: %s", ErrUnknown, n, why)
+		}
+		if !known[n] {
+			return nil, fmt.Errorf("%w %q: want all or a comma-separated list of %s", ErrUnknown, n, strings.Join(Names(), ", "))
+		}
+	}
+	return names, nil
+}
+
+// Spec is one row of a table: an allocator, with dedicated pools in
+// front of it for the requests of the sizes in Pools.
+type Spec struct {
+	Alloc string `json:"alloc"`
+	Pools []int  `json:"pools,omitempty"`
+}
+
+// Label is the row's name: "first-fit", "first-fit+pool(64,1024)".
+func (s Spec) Label() string {
+	if len(s.Pools) == 0 {
+		return s.Alloc
+	}
+	var sizes []string
+	for _, p := range s.Pools {
+		sizes = append(sizes, strconv.Itoa(p))
+	}
+	return s.Alloc + "+pool(" + strings.Join(sizes, ",") + ")"
+}
+
+// InChild reports whether the row always runs in a child process: the
+// real mallocs (LD_PRELOAD) and the Go heap (its statistics are the
+// process's).
+func (s Spec) InChild() bool { return IsReal(s.Alloc) || s.Alloc == "go" }
+
+// ErrUnavailable is wrapped by the error of a row this machine or this
+// build cannot run.
+var ErrUnavailable = errors.New("unavailable")
+
+// Available reports whether the row can run here, and if not why.
+func (s Spec) Available() error {
+	m, real := realMallocs[s.Alloc]
+	switch {
+	case !real:
+		return nil
+	case runtime.GOOS != "linux":
+		return fmt.Errorf("%w: real mallocs are measured on Linux only", ErrUnavailable)
+	case !libc.Available():
+		return fmt.Errorf("%w: this carve was built without cgo (CGO_ENABLED=0)", ErrUnavailable)
+	case m.libs != nil && findLib(m) == "":
+		return fmt.Errorf("%w: %s is not installed (%s)", ErrUnavailable, m.libs[0], m.install)
+	}
+	return nil
+}
+
+// NewAllocator returns the row's allocator for a replay in this process:
+// one of carve's heaps, or the Go heap, behind its pools. It is the one
+// place a row's allocator is built. A real malloc is not built here: its
+// row runs in a child (see ServeChild).
+func (s Spec) NewAllocator() (replay.Allocator, error) {
+	if IsReal(s.Alloc) {
+		return nil, fmt.Errorf("%s runs in a child process of its own, not in this one", s.Alloc)
+	}
+	a, err := replay.New(s.Alloc)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range s.Pools {
+		pooled, err := replay.WithPool(p, a)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("--pool %d: %w", p, err)
+		}
+		a = pooled
+	}
+	return a, nil
+}
+
+// libDirs are where the dynamic loader finds libraries on common
+// distributions, after LD_LIBRARY_PATH.
+var libDirs = []string{
+	"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+	"/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib64", "/lib",
+}
+
+// findLib returns the path of the library of real malloc m, or "".
+func findLib(m realMalloc) string {
+	dirs := append(filepath.SplitList(os.Getenv("LD_LIBRARY_PATH")), libDirs...)
+	for _, name := range m.libs {
+		for _, d := range dirs {
+			p := filepath.Join(d, name)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				return p
+			}
+		}
+	}
+	return ""
+}

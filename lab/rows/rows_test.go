@@ -1,0 +1,85 @@
+package rows
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// TestMain lets the test binary serve as a row's child, as the carve
+// command does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == ChildCommand {
+		if err := ServeChild(os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want string // the names joined, or the start of the error
+	}{
+		{"all", strings.Join(Names(), ",")},
+		{"best-fit,glibc", "best-fit,glibc"},
+		{"firstfit", `unknown allocator "firstfit": want all or a comma-separated list of first-fit,`},
+		{"pool", `unknown allocator: "pool" is not a row: a pool serves one size`},
+		{"arena", `unknown allocator: "arena" is not a row`},
+		{"", `unknown allocator ""`},
+	} {
+		names, err := Parse(tc.list)
+		got := strings.Join(names, ",")
+		if err != nil {
+			got = err.Error()
+			if !errors.Is(err, ErrUnknown) {
+				t.Errorf("Parse(%q) = %v, want an error wrapping ErrUnknown", tc.list, err)
+			}
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("Parse(%q) = %q, want %q...", tc.list, got, tc.want)
+		}
+	}
+}
+
+func TestSpecLabel(t *testing.T) {
+	if got := (Spec{Alloc: "first-fit", Pools: []int{64, 1024}}).Label(); got != "first-fit+pool(64,1024)" {
+		t.Errorf("Label = %q", got)
+	}
+	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(); err == nil {
+		t.Error("NewAllocator(glibc) built a real malloc in this process")
+	}
+}
+
+// TestReplayBothWays replays one trace through one carve heap in this
+// process and in a child (Options.Isolate): the exact figures agree, and
+// the child's job and row cross as JSON.
+func TestReplayBothWays(t *testing.T) {
+	tr, err := traces.Resolve("gen:carving:n=500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Alloc: "best-fit", Pools: []int{64}}
+	here := Replay(tr, s, Options{Touch: true}, nil)
+	there := Replay(tr, s, Options{Touch: true, Isolate: true}, nil)
+	if here.Error != "" || there.Error != "" {
+		t.Fatalf("errors: %q, %q", here.Error, there.Error)
+	}
+	if here.Measured != "in process" || there.Measured != "child" {
+		t.Errorf("measured %q and %q", here.Measured, there.Measured)
+	}
+	if here.Events != there.Events || here.PeakLive != there.PeakLive || here.PeakFootprint != there.PeakFootprint || len(here.Phases) != len(there.Phases) {
+		t.Errorf("in process %+v\nin a child %+v", here, there)
+	}
+	bad := Replay(traces.Trace{Label: "/no/such/file"}, Spec{Alloc: "go"}, Options{}, nil)
+	if bad.ErrorKind != KindInput || !errors.Is(bad.Err(), replay.ErrSource) {
+		t.Errorf("a missing trace in a child: %+v", bad)
+	}
+}

@@ -1,0 +1,137 @@
+package rows
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// Options are how every row of a run replays its trace.
+type Options struct {
+	// Strict stops a replay at its first trace error (a failed check).
+	Strict bool `json:"strict,omitempty"`
+	// NoCheck skips the correctness checks of in-process replays.
+	NoCheck bool `json:"nocheck,omitempty"`
+	// Touch writes every byte of every block, as a program would, so that
+	// resident memory counts it; without it only the checks' pattern (or,
+	// for the real mallocs, one byte) is written.
+	Touch bool `json:"touch,omitempty"`
+	// Series is how many points of the replay over time each row keeps
+	// (replay.Options.Series); 0: none.
+	Series int `json:"series,omitempty"`
+	// Isolate runs carve's heaps in child processes too.
+	Isolate bool `json:"isolate,omitempty"`
+}
+
+// replayOptions are the replay's options for trace t.
+func (o Options) replayOptions(t traces.Trace, prog *Progress) replay.Options {
+	opt := replay.Options{Strict: o.Strict, NoCheck: o.NoCheck, Touch: o.Touch, Series: o.Series}
+	if prog != nil {
+		opt.Progress = &prog.Events
+	}
+	for _, p := range t.Phases {
+		opt.Marks = append(opt.Marks, p.End)
+	}
+	return opt
+}
+
+// Progress counts what a run has done, for a display in another
+// goroutine. A nil *Progress counts nothing.
+type Progress struct {
+	// Events counts the events replayed.
+	Events atomic.Int64
+	// Finished counts the replays done.
+	Finished atomic.Int64
+	// Total is the number of replays of the run.
+	Total int
+
+	mu      sync.Mutex
+	running []string // the rows being replayed: "trace: allocator"
+}
+
+// Running returns the replays under way, in the order they started.
+func (p *Progress) Running() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.running)
+}
+
+func (p *Progress) start(name string) {
+	if p != nil {
+		p.mu.Lock()
+		p.running = append(p.running, name)
+		p.mu.Unlock()
+	}
+}
+
+func (p *Progress) done(name string) {
+	if p != nil {
+		p.mu.Lock()
+		if i := slices.Index(p.running, name); i >= 0 {
+			p.running = slices.Delete(p.running, i, i+1)
+		}
+		p.mu.Unlock()
+		p.Finished.Add(1)
+	}
+}
+
+// Run replays every trace through every spec, jobs replays at once (each
+// in a goroutine of its own, or in a child process: see Replay), and
+// returns one table per trace, its rows in the order of specs.
+func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) []Table {
+	tables := make([]Table, len(ts))
+	type job struct{ t, s int }
+	var all []job
+	for i, t := range ts {
+		tables[i] = Table{Trace: t, Rows: make([]Row, len(specs))}
+		for j := range specs {
+			all = append(all, job{i, j})
+		}
+	}
+	ch := make(chan job)
+	var wg sync.WaitGroup
+	for range min(max(jobs, 1), len(all)) {
+		wg.Go(func() {
+			for j := range ch {
+				tables[j.t].Rows[j.s] = Replay(ts[j.t], specs[j.s], o, prog)
+			}
+		})
+	}
+	for _, j := range all {
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+	return tables
+}
+
+// Replay replays t through the allocator of s: in this process, or in a
+// child process of its own for the real mallocs, the Go heap, and every
+// allocator with Options.Isolate. A failure is in the row's Error.
+func Replay(t traces.Trace, s Spec, o Options, prog *Progress) Row {
+	name := t.Label + ": " + s.Label()
+	prog.start(name)
+	defer prog.done(name)
+	if o.Isolate || s.InChild() {
+		return replayInChild(t, s, o, prog)
+	}
+	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "in process"}
+	res, err := func() (replay.Result, error) {
+		a, err := s.NewAllocator()
+		if err != nil {
+			return replay.Result{}, err
+		}
+		defer a.Close()
+		src, closer, err := t.Open()
+		if err != nil {
+			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
+		}
+		defer closer.Close()
+		return replay.Run(src, a, o.replayOptions(t, prog))
+	}()
+	return rw.fill(t, res, err)
+}

@@ -1,0 +1,193 @@
+// Package scenario runs the block-allocator article's experiments (and
+// the benchmark of the post "Bump Allocator") on every allocator, and
+// prints one line per allocator in the sources' wording, beginning with
+// the allocator's name and a colon: what carve scenario prints. Demo runs
+// the pool and arena demonstrations of carve demo. See package lab for the
+// lab's overview and the carve package for the sources.
+//
+// The real mallocs run in child processes (package rows) and are measured
+// by their anonymous RSS above the child's baseline, as the article
+// measured glibc; carve's heaps run here and report the resident bytes of
+// their own memory (mincore) and their footprint. Every byte of every
+// block is written, as the article's programs write theirs.
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unsafe"
+
+	"github.com/carvelab/carve/lab/rows"
+	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
+	"github.com/carvelab/carve/pool"
+)
+
+// Names are the scenarios, in the order help lists them.
+var Names = []string{"connection", "carving", "stride", "pool", "bump"}
+
+// Config says what a scenario runs and at what size.
+type Config struct {
+	// Allocs are the allocators measured (rows.Names by default).
+	Allocs []string
+	// N is the number of connections (connection, carving) or of objects
+	// (bump).
+	N int
+	// Next is the size of the connection scenario's new buffers.
+	Next int
+	// FromPool puts the carving scenario's scratch buffers in a carve pool
+	// in front of each allocator; Smalls (0 or 1) allocates its small
+	// objects between the waves.
+	FromPool bool
+	Smalls   int
+	// Jobs is how many allocators are measured at once.
+	Jobs int
+}
+
+func (c Config) specs() []rows.Spec {
+	names := c.Allocs
+	if names == nil {
+		names = rows.Names()
+	}
+	var specs []rows.Spec
+	for _, a := range names {
+		specs = append(specs, rows.Spec{Alloc: a})
+	}
+	return specs
+}
+
+// Connection runs the article's connection scenario: n connections, each
+// a 1 KiB scratch buffer and a 64-byte session; the scratch buffers freed;
+// n new buffers of c.Next bytes. It prints what RSS did in each phase.
+func Connection(w io.Writer, c Config) error {
+	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c.Jobs, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
+		func(r rows.Row) string {
+			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
+			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %d MB); footprint grew %d KB",
+				c.Next, kb(setup.Resident), kb(freed.Resident), c.N, kb(end.Resident),
+				kb(end.Resident-freed.Resident), (end.Resident-freed.Resident)/(1<<20), kb(end.Footprint-freed.Footprint))
+		})
+}
+
+// Carving runs the article's carving scenario: the connection setup, the
+// scratch buffers freed, small objects (with Smalls) settling into the
+// holes, then a second wave of 1 KiB buffers.
+func Carving(w io.Writer, c Config) error {
+	specs := c.specs()
+	from := "malloc"
+	if c.FromPool {
+		from = "pool"
+		for i := range specs {
+			specs[i].Pools = []int{1024}
+		}
+	}
+	return phases(w, specs, rows.Options{NoCheck: true, Touch: true}, c.Jobs, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
+		func(r rows.Row) string {
+			freed, smallsEnd, end := r.Phases[1], r.Phases[1], r.Phases[len(r.Phases)-1]
+			if len(r.Phases) == 4 {
+				smallsEnd = r.Phases[2]
+			}
+			wave := end.Resident - smallsEnd.Resident
+			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d) | after 2nd wave of 1 KB %d KB (%+d KB = %d MB)",
+				from, c.Smalls, kb(freed.Resident), kb(smallsEnd.Resident), kb(smallsEnd.Resident-freed.Resident),
+				kb(end.Resident), kb(wave), wave/(1<<20))
+		})
+}
+
+// Bump runs the arena demonstration and the bump benchmark of the post
+// "Bump Allocator" through every allocator: N Person values allocated and
+// freed, the time in the allocator.
+func Bump(w io.Writer, c Config) error {
+	if err := demoArena(prefixed{w, "arena: "}, DemoConfig{Persons: c.N}); err != nil {
+		return err
+	}
+	// The post's benchmark times the calls, not the writes.
+	return phases(w, c.specs(), rows.Options{NoCheck: true}, c.Jobs, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
+		return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
+			c.N, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
+	})
+}
+
+// Pool runs the article's pool.cpp and the stride of a pool's chunks.
+func Pool(w io.Writer) error {
+	if err := demoFourChunks(prefixed{w, "pool: "}, DemoConfig{}); err != nil {
+		return err
+	}
+	return demoStride(prefixed{w, "pool: "}, DemoConfig{})
+}
+
+// phases replays a generated scenario through every spec and prints a
+// line per allocator, written by line from its row. A row that failed a
+// check or could not read its trace makes the error returned.
+func phases(w io.Writer, specs []rows.Spec, o rows.Options, jobs int, gen string, args trace.Args, line func(rows.Row) string) error {
+	t, err := traces.Resolve(traces.Gen(gen, args))
+	if err != nil {
+		return err
+	}
+	var failed error
+	for _, r := range rows.Run([]traces.Trace{t}, specs, o, jobs, nil)[0].Rows {
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(w, "%s: %s\n", r.Allocator, r.Error)
+			if r.ErrorKind == rows.KindCheck || r.ErrorKind == rows.KindInput {
+				failed = r.Err()
+			}
+		case len(r.Phases) < 2 && gen != "bump":
+			fmt.Fprintf(w, "%s: the replay reached %d of the scenario's phases\n", r.Allocator, len(r.Phases))
+		default:
+			fmt.Fprintf(w, "%s: %s\n", r.Allocator, line(r))
+		}
+	}
+	return failed
+}
+
+// prefixed starts every line written to w with a prefix, unless it
+// starts with it already.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	lines := strings.SplitAfter(string(b), "\n")
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		if !strings.HasPrefix(l, p.prefix) {
+			l = p.prefix + l
+		}
+		if _, err := io.WriteString(p.w, l); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// Stride allocates 16 bytes twice from each allocator and prints how far
+// apart the two blocks are and how many bytes the first can hold: the
+// article's per-block bookkeeping. A carve pool of 16-byte chunks comes
+// first.
+func Stride(w io.Writer, c Config) error {
+	if p, err := pool.New(16); err == nil {
+		a, _ := p.Alloc()
+		b, _ := p.Alloc()
+		fmt.Fprintf(w, "pool: pool(16) twice: %d bytes apart, %d usable\n", addrOf(b)-addrOf(a), cap(a))
+		p.Close()
+	}
+	for _, s := range c.specs() {
+		r := rows.Stride(s.Alloc)
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Alloc, r.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s: malloc(16) twice: %d bytes apart, %d usable\n", s.Alloc, r.Apart, r.Usable)
+	}
+	return nil
+}
+
+// kb converts bytes to KB, rounding toward zero.
+func kb(n int64) int64 { return n / 1024 }
+
+func addrOf(b []byte) int64 { return int64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
