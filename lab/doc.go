@@ -73,26 +73,34 @@
 // buddy-header, sizeclass) are replayed in the lab's own process
 // (replay.Run): the footprint is their own exact figure, read after every
 // event, and resident memory is the pages of their regions in RAM
-// (mincore). Every block they hand out is checked: inside the heap's
-// memory, aligned as asked, overlapping no other live block, and its
-// bytes intact until it is freed.
+// (mincore). With --isolate they run in children too, and their resident
+// memory is then measured as the real mallocs' is. Every block they hand
+// out is checked (unless --nocheck): inside the heap's memory, aligned as
+// asked, overlapping no other live block, and the pattern written into it
+// (every byte of a block of up to 64 bytes, else its first and last 8)
+// intact until it is freed.
 //
 // The real mallocs are measured as the FREENIX paper measured its nine,
 // as black boxes, each in a process of its own: carve starts itself again
-// with LD_PRELOAD naming the library, the child confirms which malloc
-// really serves it (the loader ignores a missing library without a word),
+// with LD_PRELOAD naming the library (glibc, the process's own, needs
+// none), the child confirms which malloc really serves it (the loader
+// ignores a library it cannot find, with only a line on standard error),
 // replays the trace through the C allocator a batch of events per cgo
 // call (replay.RunBatch over libc.Loop), and reports its row as JSON. Its
 // footprint is the allocator's own statistic; its resident memory the
-// child's anonymous RSS above the baseline taken before the replay. The
+// child's anonymous RSS above the baseline taken before the replay, less
+// the loop's slot table and what the Go runtime mapped meanwhile. The
 // Go heap (the go row) is replayed in a child too, its runtime statistics
-// being process-wide: each block is a make([]byte), and its footprint is
-// the runtime's own figure of the heap it maps.
+// being process-wide: each block is a make([]byte), its footprint is
+// the runtime's own figure of the heap it maps (above its figure before
+// the replay), and its resident memory the child's anonymous RSS above
+// the baseline.
 //
-// Every byte of every block is written, as a program would write it, so
-// that resident memory counts the pages a program would have touched.
-// Timings are a random sample of the calls, timed one by one (in
-// process), or whole batches timed in C (the real mallocs).
+// Every byte of every block is written (unless --touch=false), as a
+// program would write it, so that resident memory counts the pages a
+// program would have touched. Timings are a random sample of the calls,
+// timed one by one (replay.Run: carve's heaps and the Go heap), or whole
+// batches timed in C (the real mallocs).
 //
 // See carve's README for the command line, and docs/json.md for the
 // schema of its JSON output.

@@ -8,8 +8,8 @@
 //	            a pool serves one size, so a candidate is one exact size
 //	baseline    one replay of the base allocator alone: its peak footprint
 //	round k     one replay per remaining candidate, behind the pools chosen
-//	            so far and that candidate (replay.WithPool, stacked), all of
-//	            the round's replays at once; the candidate whose replay has
+//	            so far and that candidate (replay.WithPool, stacked),
+//	            Config.Jobs of them at once; the candidate whose replay has
 //	            the lowest peak footprint, pools included, is chosen if it
 //	            saves at least the threshold
 //
@@ -50,11 +50,12 @@ const Schema = "carve.advise/v1"
 
 // DefaultBase is the allocator the pools are put in front of unless
 // Config.Base says otherwise: best fit, because its index finds a block in
-// O(log n) where first fit scans its free list (the article's 100,000
-// connections then take minutes per replay, and the advisor makes dozens),
-// and because, with its exact-size bins for small blocks and its
-// size-ordered tree for the rest, it is the carve heap closest to what
-// glibc's malloc does, which cannot be replayed in this process.
+// O(log n) where first fit scans its free list (the block-allocator
+// article's 100,000 connections then take minutes per replay, and the
+// advisor makes dozens), and because, with its exact-size bins for small
+// blocks and its size-ordered tree for the rest, it is the carve heap
+// closest to what glibc's malloc does, which cannot be replayed in this
+// process.
 const DefaultBase = "best-fit"
 
 // The default threshold: a pool must save 1% of the baseline's peak
@@ -285,9 +286,10 @@ type Tried struct {
 	Error         string `json:"error,omitempty"`
 }
 
-// Pool is one suggested pool. Saving is measured in the round that
-// chose it (behind the pools chosen before it); the rest is read from the
-// final replay, with every suggested pool, at its peak footprint.
+// Pool is one suggested pool. Saving and PeakFootprint are measured in
+// the round that chose it (behind the pools chosen before it); the rest
+// is read from the final replay, with every suggested pool, at its peak
+// footprint.
 type Pool struct {
 	Size          int     `json:"size"`
 	Saving        int64   `json:"saving"`
@@ -566,7 +568,8 @@ func (s *stack) note(fp int64) {
 // meter passes every call on to a and keeps what the advisor reads of
 // it: the bytes of the blocks handed out through it and not freed, its
 // footprint at the last call that reported one, and the requests of size
-// bytes it was asked for (size 0: none counted).
+// bytes it was asked for (counted for the base's meter too, whose size is
+// 0, but read only for a pool's).
 type meter struct {
 	a        replay.Allocator
 	size     int
@@ -634,7 +637,8 @@ func poolLimit(fp int64) int64 {
 	return max(int64(1)<<bits.Len64(uint64(max(2*fp-1, 0))), 64<<10)
 }
 
-// shifted writes a power of two of at least 1 KiB as Go traces.Trace: 16<<20.
+// shifted writes n as a Go constant, shifted when it is a multiple of
+// 1 KiB: 16<<20.
 func shifted(n int64) string {
 	for _, s := range []int{30, 20, 10} {
 		if n%(1<<s) == 0 {

@@ -28,8 +28,8 @@ struct carve_libc_identity {
 };
 
 // carve_libc_probe finds the malloc serving the process, fills id, and
-// keeps the entry points carve_libc_stats needs. Call it once, before
-// carve_libc_stats (package libc does, under a sync.Once).
+// keeps the entry points carve_libc_heap_stats needs. Call it once, before
+// carve_libc_heap_stats (package libc does, under a sync.Once).
 void carve_libc_probe(struct carve_libc_identity *id);
 
 // carve_libc_stats is what carve_libc_heap_stats reads.
@@ -78,7 +78,7 @@ struct carve_libc_slot {
 struct carve_libc_loop {
 	struct carve_libc_slot *table; // cap entries, mmap'd; NULL once closed
 	uint64_t cap;                  // entries mapped: a power of two
-	uint64_t hi;                   // 1 + the highest slot ever filled; hi <= cap
+	uint64_t hi;                   // 1 + the highest slot an allocation or realloc named; hi <= cap
 	int64_t ns;                    // nanoseconds spent in carve_libc_run, summed
 	uint64_t done;                 // ops the last carve_libc_run completed
 	int err;                       // errno of the last failure, or 0

@@ -45,8 +45,9 @@
 // bytes are reached through unsafe.Pointer.
 //
 // Without cgo, or on an OS other than Linux, the package builds with the
-// same API: [Available] reports false and every call fails with
-// [ErrUnavailable].
+// same API: [Available] reports false, every call that returns an error
+// fails with [ErrUnavailable], [Active] returns the zero [Identity],
+// [Free] does nothing and [UsableSize] returns 0.
 //
 // See package lab for the lab's overview, and the carve package (the
 // module's root) for the vocabulary of its statistics (Footprint, Used)

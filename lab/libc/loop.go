@@ -17,9 +17,9 @@ import (
 // integers and reuses those of freed blocks. The table is mapped with mmap,
 // never taken from malloc, so the allocator under test serves the trace's
 // requests and nothing else. It costs 16 bytes per slot up to the highest
-// slot used, doubles (by mremap) when an op names a slot past its end, and
-// never shrinks; [Loop.TableBytes] says how much of it may be resident, for
-// a caller that subtracts it from RSS.
+// slot used, doubles (by mremap) when an allocation or a realloc names a
+// slot past its end, and never shrinks; [Loop.TableBytes] says how much
+// of it may be resident, for a caller that subtracts it from RSS.
 //
 // # Touching
 //
@@ -43,7 +43,7 @@ import (
 // One cgo call per Run, then per op a table lookup and the C call it
 // makes; the table grows by doubling. Close frees every live block, one
 // free each. On the shipped systemui trace (770,279 ops, 60,097 slots,
-// a 0.96 MB table), replayed on glibc in batches of 4096 by a thread bound
+// a 0.92 MiB table), replayed on glibc in batches of 4096 by a thread bound
 // to one CPU, the loop costs 10-20% more than a plain C loop over the same
 // array (BenchmarkLoop: 35 to 50 ns per op, with malloc and free taking
 // most of it), and Close of the 53,645 blocks left live takes 4.5 ms.

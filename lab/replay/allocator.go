@@ -56,9 +56,11 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 //
 // carve's heaps report their committed bytes in O(1) (their Footprint
 // methods), so the replayer reads their footprint after every event and
-// its peaks are exact; their Stats, which costs a mincore call (and for
-// first fit, next fit and sizeclass a walk of free lists), runs at
-// samples only (see Options.SampleEvery).
+// its peaks are exact; their Stats, which costs mincore calls (one for
+// fit, one per run of committed granules for buddy, one per class in use
+// and per large object for sizeclass) and, for first fit, next fit and
+// sizeclass, a walk of free lists, runs at samples only (see
+// Options.SampleEvery).
 //
 // "go" allocates with make. Its Stats reads runtime/metrics (at samples
 // only): Footprint = the heap's memory mapped and not released (objects,

@@ -47,21 +47,24 @@ type batchReplayer struct {
 //   - The footprint and resident bytes are read at the end of each batch,
 //     not after every event: a batch holds Options.SampleEvery events (at
 //     most and by default 4096), and also ends at each of Options.Marks
-//     and before live memory falls from a new peak, so that the footprint
-//     at peak live is exact to the event. The peaks are those of the
-//     samples, and Johnstone and Wilson's measure #1 counts each event of
-//     a batch at the footprint after it.
+//     and before live memory falls from a peak more than 1/128 above the
+//     last peak sampled, so that FootprintAtPeakLive is read at the event
+//     of a peak of live memory within 1/128 of PeakLive (a peak that
+//     rose less since the last sample keeps the footprint read there).
+//     The peaks are those of the samples, and Johnstone and Wilson's
+//     measure #1 counts each event of a batch at the footprint read at
+//     the batch's end.
 //   - The replayer cannot see the blocks: there are no correctness
 //     checks (Options.NoCheck is implied).
-//   - Every call is timed, by the allocator, in one reading of the clock
-//     per batch: NsPerOp is the batch time over the calls;
-//     Options.TimeEvery does not apply.
+//   - Every call is timed, by the allocator, a whole batch at a time:
+//     NsPerOp is the batch time over the calls; Options.TimeEvery and
+//     Options.Touch do not apply.
 //
 // Like Run, RunBatch locks its goroutine to one OS thread, and trace
 // errors are counted and skipped (Options.Strict makes the first fatal).
 // With Options.SampleEvery 1, a batch is one event and every field of the
 // Result but the timings and Samples is what Run measures of the same
-// allocator.
+// allocator with the same Options.
 func RunBatch(src trace.Source, a BatchAllocator, opt Options) (Result, error) {
 	if opt.SampleEvery <= 0 || opt.SampleEvery > maxBatch {
 		opt.SampleEvery = maxBatch

@@ -79,7 +79,7 @@ func untimed(res Result) Result {
 // TestRunBatchSameAsRun replays traces through carve's heaps both ways:
 // event by event (Run) and in batches (RunBatch) of one event each, both
 // sampling after every event. The two engines keep one ledger, so every
-// figure but the timings must be the same.
+// figure but the timings and the number of samples must be the same.
 func TestRunBatchSameAsRun(t *testing.T) {
 	const n = 2000
 	carving := generate(t, "carving", trace.Args{"n": n})

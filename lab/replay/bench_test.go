@@ -72,7 +72,7 @@ func systemui(b *testing.B) []trace.Event {
 // bookkeeping (live memory, the footprint after every event, the samples,
 // the timing) is the difference between the first two:
 //
-//	go test -run '^$' -bench Overhead -count 10 ./replay | benchstat -col /loop -
+//	go test -run '^$' -bench Overhead -count 10 ./lab/replay | benchstat -col /loop -
 func BenchmarkOverhead(b *testing.B) {
 	evs := systemui(b)
 	var maxID uint64

@@ -267,7 +267,8 @@ func (l *ledger) grow(d int64) {
 // lowering is called before an event lowers live memory: if live memory
 // stands at a peak well above the last one sampled, the allocator is
 // sampled first, so that the footprint at the peak of live memory comes
-// from its full figures (and, for RunBatch, is exact to the event). "Well
+// from its full figures (and, for RunBatch, which reads no footprint
+// between samples, is read at a peak within 1/128 of the highest). "Well
 // above" is 1/128 more, which bounds these samples to a few thousand.
 func (l *ledger) lowering() error {
 	if l.live == l.res.PeakLive && l.live > l.peakSampled+l.peakSampled>>7 {

@@ -33,23 +33,26 @@ type Options struct {
 	// a trace's phases (trace.Generator.Phases), to tell how much the heap
 	// grew in each.
 	Marks []int64
-	// Touch writes every byte of every block the allocator hands out (and
-	// of the part a realloc adds), untimed, as a program would: the pages
-	// become resident, and resident memory measures them. Without it only
-	// the checks' pattern is written (the first and last bytes).
+	// Touch (Run only) writes every byte of every block the allocator
+	// hands out (and of the part a realloc adds), untimed, as a program
+	// would: the pages become resident, and resident memory measures them.
+	// Without it only the checks' pattern is written (the first and last
+	// bytes). A BatchAllocator writes its blocks as it was made to (see
+	// libc.NewLoop).
 	Touch bool
 	// StopAfter, when positive, ends the replay after that event (counting
 	// from 1), the allocator left as the trace made it there: to look at
 	// the heap at a moment (a map of it at its peak, say).
 	StopAfter int64
 	// Series keeps, in Result.Series, between Series and 2 × Series points
-	// over the trace, for charts of live memory, footprint and resident
-	// memory over time (0: none). Each point holds the maxima of the
+	// over the trace (one per reading of the footprint when there are
+	// fewer), for charts of live memory, footprint and resident memory
+	// over time (0: none). Each point holds the maxima of the
 	// events it stands for.
 	Series int
 	// Progress, when not nil, has the events replayed added to it after
-	// each batch (4096 events), for a progress display in another
-	// goroutine.
+	// each read of the trace (up to 4096 events), for a progress display
+	// in another goroutine.
 	Progress *atomic.Int64
 }
 
@@ -76,7 +79,9 @@ type Result struct {
 
 	// PeakLive is the largest live memory; FootprintAtPeakLive the
 	// footprint when live memory first reached it (refreshed by a sample
-	// taken while live memory still stood at the peak).
+	// taken while live memory still stood at the peak). RunBatch reads the
+	// footprint only when it samples, so its FootprintAtPeakLive may be
+	// that of an earlier peak, lower by less than 1/128 (see RunBatch).
 	PeakLive, FootprintAtPeakLive int64
 	// PeakFootprint is the largest footprint read; LiveAtPeakFootprint the
 	// live memory when it was first read, and PeakFootprintAt the event
@@ -132,8 +137,9 @@ func (e *TraceError) Error() string {
 }
 
 // Violation is an allocator found wrong by the checks: a block of the
-// wrong length or alignment, overlapping another live block, or whose
-// bytes changed while the replayer held it.
+// wrong length or alignment, outside the allocator's memory (for a
+// Container), overlapping another live block, or whose bytes changed
+// while the replayer held it.
 type Violation struct {
 	Event  int64 // the event's number, counting from 1
 	Ev     trace.Event

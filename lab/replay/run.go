@@ -37,7 +37,7 @@ type replayer struct {
 // The footprint is read after every event (Allocator.Footprint), so its
 // peak is exact for an allocator whose Footprint is; the full Stats every
 // Options.SampleEvery events, at each mark, before live memory falls from
-// a new peak, and at the end.
+// a peak more than 1/128 above the last peak sampled, and at the end.
 //
 // Timing: one allocator call in Options.TimeEvery (drawn at random) is
 // timed on its own with the monotonic clock, and the clock's own cost,

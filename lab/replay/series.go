@@ -3,7 +3,7 @@ package replay
 // Point is a stretch of a replay, in the series a Result keeps for charts
 // (Options.Series): the largest live memory and footprint of its events
 // (so that no peak is lost however many events one point stands for), and
-// the resident bytes of the last sample taken in it.
+// the resident bytes of the last sample taken up to its end.
 type Point struct {
 	// Event is the number of the stretch's last event, counting from 1.
 	Event     int64 `json:"event"`
@@ -14,9 +14,10 @@ type Point struct {
 }
 
 // series keeps at most 2n points for a replay of any length: each point
-// covers width events; when the points fill up, neighbours merge in pairs
-// and the width doubles. The maxima are kept, so the series shows every
-// peak of live memory and footprint at the resolution it has.
+// covers width readings (an event's for Run, a sample's for RunBatch);
+// when the points fill up, neighbours merge in pairs and the width
+// doubles. The maxima are kept, so the series shows every peak of live
+// memory and footprint at the resolution it has.
 type series struct {
 	n      int // points wanted; 0: no series
 	width  int64

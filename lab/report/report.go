@@ -68,8 +68,8 @@ type Trace struct {
 	Maps []Map
 }
 
-// Map is a heap map to show: an SVG (written by package heapmap, or
-// anything that escapes its text) and what it pictures.
+// Map is a heap map to show: an SVG (written by MapSVG, or anything that
+// escapes its text) and what it pictures.
 type Map struct {
 	Caption string
 	SVG     string
@@ -107,7 +107,7 @@ func Write(w io.Writer, r Report) error {
 		}
 		v.Charts = charts(t)
 		for _, m := range t.Maps {
-			// The maps' SVG is the caller's: heapmap writes it escaped.
+			// The maps' SVG is the caller's: MapSVG writes it escaped.
 			v.MapCharts = append(v.MapCharts, chart{template.HTML(m.SVG), m.Caption, "map"})
 		}
 		if s := t.Summary; s != nil {

@@ -256,7 +256,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 }
 
 // histogram draws counts per bucket as vertical bars, the count axis on a
-// log scale when the counts span more than two orders of magnitude.
+// log scale when the largest count is above 100.
 func histogram(title, xLabel string, labels []string, counts []int64) string {
 	var b strings.Builder
 	svgOpen(&b, chartW, chartH, title)
