@@ -9,9 +9,8 @@
 // sizeclass.Heap.Map), each from its side metadata and boundary tags,
 // never from the bytes of free memory. This package holds what they share:
 // the segment vocabulary, the figures a map adds up to ([Map.Stats]), a
-// checker of a map's shape ([Map.Check]), and a renderer to a
-// self-contained SVG picture ([Map.SVG]) whose size does not grow with the
-// heap's.
+// checker of a map's shape ([Map.Check]). The lab draws maps (package
+// lab/report's MapSVG); the library only describes them.
 //
 // See the carve package documentation (the root doc.go) for the overview
 // and the vocabulary (Live, Used, Footprint) the heaps' maps are checked

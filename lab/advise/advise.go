@@ -95,10 +95,10 @@ var ErrBase = errors.New("advise: unknown base allocator")
 
 // Advise measures the baseline, then chooses pools round by round, and
 // returns what it measured. Its error wraps replay.ErrSource for a trace
-// that cannot be read, a *replay.Violation or a *replay.TraceError for a
-// failed check (a strict trace error), ErrBase for a base it does not
-// know; an allocator that fails (exhausted, say) rules out its candidate
-// only.
+// that cannot be read and ErrBase for a base it does not know. The replays
+// skip the checks and count trace errors without stopping, so no replay
+// fails a check; an allocator that fails (exhausted, say) rules out its
+// candidate only, and the baseline's failure is the error.
 func Advise(c Config) (*Advice, error) {
 	if c.Base == "" {
 		c.Base = DefaultBase

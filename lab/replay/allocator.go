@@ -209,7 +209,10 @@ func (g *goHeap) Alloc(size, align int) ([]byte, error) {
 		return nil, fmt.Errorf("replay: go: alignment %d is not a power of two", align)
 	}
 	g.live += int64(size)
-	if align <= 8 {
+	// Go aligns an object of 16 bytes or more to 8, and packs smaller
+	// pointer-free ones by their size's alignment (a 3-byte slice may
+	// start anywhere): those asked for a larger alignment are made so.
+	if align <= 1 || align <= 8 && size >= 16 {
 		return make([]byte, size), nil
 	}
 	b := make([]byte, size+align-1)

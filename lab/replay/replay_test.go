@@ -41,6 +41,7 @@ func TestEveryAllocator(t *testing.T) {
 		alloc(1, 100), alloc(2, 0), memalign(3, 200, 256), calloc(4, 10, 80),
 		realloc(1, 5000), realloc(4, 8), alloc(5, 64), free(2), realloc(5, 64),
 		free(3), alloc(1<<40, 24), free(1 << 40), alloc(6, 100000), free(6),
+		memalign(7, 3, 8), memalign(8, 5, 4), free(7), free(8), // small blocks aligned beyond their size's
 	}
 	// Live after each event; the peak is after alloc(6).
 	const peak = 5000 + 8 + 64 + 100000

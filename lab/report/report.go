@@ -296,7 +296,7 @@ svg.chart { max-width: 100%; height: auto; border: 1px solid #eee; }
 <p class="meta">Made by carve on {{.When}}{{if .Command}} with <code>{{.Command}}</code>{{end}}.
 Footprint: the bytes an allocator holds from the OS. Live: the bytes the trace asked for and has not freed.
 The headline measures are peak footprint / peak live (Johnstone and Wilson's #4) and peak RSS / peak live; the
-paper's fragmentation is 100 &times; (footprint / live &minus; 1) at the end of the trace.</p>
+FREENIX paper's fragmentation is 100 &times; (footprint / live &minus; 1) at the end of the trace.</p>
 {{range .Views}}
 <h2 id="{{.Name}}">{{.Name}}</h2>
 {{if .SummaryLine}}<p>{{.SummaryLine}}</p>{{end}}
