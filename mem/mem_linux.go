@@ -76,18 +76,26 @@ func Resident(b []byte) (int, error) {
 
 // RSS returns the process's resident set size in bytes (from
 // /proc/self/statm, which the kernel may update a little late).
-func RSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
+func RSS() (int64, error) { return statmRSS("/proc/self/statm") }
+
+// ProcessRSS returns the resident set size in bytes of the process pid
+// (another process of the same user, say a child).
+func ProcessRSS(pid int) (int64, error) {
+	return statmRSS("/proc/" + strconv.Itoa(pid) + "/statm")
+}
+
+func statmRSS(path string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	f := bytes.Fields(b)
 	if len(f) < 2 {
-		return 0, fmt.Errorf("mem: /proc/self/statm: want at least 2 fields, got %q", b)
+		return 0, fmt.Errorf("mem: %s: want at least 2 fields, got %q", path, b)
 	}
 	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("mem: /proc/self/statm: resident field: %w", err)
+		return 0, fmt.Errorf("mem: %s: resident field: %w", path, err)
 	}
 	return pages * int64(PageSize()), nil
 }
@@ -142,4 +150,14 @@ func PeakRSS() (int64, error) {
 // /proc/self/clear_refs), so a later [PeakRSS] measures from now on.
 func ResetPeakRSS() error {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// Physical returns the bytes of physical memory the machine has (the
+// kernel's total RAM, sysinfo(2)).
+func Physical() (int64, error) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0, fmt.Errorf("mem: sysinfo: %w", err)
+	}
+	return int64(si.Totalram) * int64(si.Unit), nil
 }

@@ -50,6 +50,10 @@ func Resident(b []byte) (int, error) { return 0, ErrUnsupported }
 // RSS is not measurable on this platform.
 func RSS() (int64, error) { return 0, ErrUnsupported }
 
+// ProcessRSS returns the resident set size of the process pid; this
+// platform does not say.
+func ProcessRSS(pid int) (int64, error) { return 0, ErrUnsupported }
+
 // AnonRSS is not measurable on this platform.
 func AnonRSS() (int64, error) { return 0, ErrUnsupported }
 
@@ -58,3 +62,7 @@ func PeakRSS() (int64, error) { return 0, ErrUnsupported }
 
 // ResetPeakRSS is not available on this platform.
 func ResetPeakRSS() error { return ErrUnsupported }
+
+// Physical returns the bytes of physical memory the machine has; this
+// platform does not say.
+func Physical() (int64, error) { return 0, ErrUnsupported }

@@ -3,6 +3,7 @@ package mem_test
 import (
 	"errors"
 	"math"
+	"os"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -285,5 +286,31 @@ func TestAnonRSS(t *testing.T) {
 	}
 	if after > all {
 		t.Errorf("anonymous RSS %d above the RSS %d", after, all)
+	}
+}
+
+func TestPhysical(t *testing.T) {
+	n, err := mem.Physical()
+	if errors.Is(err, mem.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil || n < 64<<20 || n > 1<<50 {
+		t.Errorf("Physical() = %d, %v: want a machine's memory", n, err)
+	}
+	if rss, err := mem.RSS(); err == nil && rss > n {
+		t.Errorf("RSS %d above the physical memory %d", rss, n)
+	}
+}
+
+func TestProcessRSS(t *testing.T) {
+	mine, err := mem.ProcessRSS(os.Getpid())
+	if errors.Is(err, mem.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil || mine <= 0 {
+		t.Fatalf("ProcessRSS(self) = %d, %v", mine, err)
+	}
+	if _, err := mem.ProcessRSS(1 << 30); err == nil {
+		t.Error("ProcessRSS of no process: no error")
 	}
 }

@@ -29,6 +29,8 @@ savings and the Go code that makes the pools.`,
 		fs.IntVar(&cfg.Candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
 		fs.IntVar(&cfg.Jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
 		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+advise.Schema+")")
+		var maxRequest byteSize
+		budgetFlags(fs, &maxRequest, nil)
 		return func(c *cli, args []string) error {
 			switch {
 			case len(args) != 1:
@@ -44,6 +46,7 @@ savings and the Go code that makes the pools.`,
 			case rows.IsReal(cfg.Base):
 				return badUsage("--base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", cfg.Base, strings.Join(replay.Names(), ", "))
 			}
+			cfg.MaxRequest = int64(maxRequest)
 			var err error
 			if cfg.Trace, err = traces.Resolve(args[0]); err != nil {
 				return inputError{err}

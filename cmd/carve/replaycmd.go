@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -66,6 +68,38 @@ type replayFlags struct {
 	progress      bool
 	html          string
 	touch         bool
+	maxRequest    byteSize
+	maxRSS        byteSize
+}
+
+// byteSize is a flag of a byte count: 65536, 64KiB, 256MiB, 1GiB.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return ""
+	}
+	return size.Format(int64(*b))
+}
+
+func (b *byteSize) Set(s string) error {
+	n, err := size.Parse(s)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("want more than 0 bytes")
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+// budgetFlags registers --max-request and --max-rss.
+func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
+	fs.Var(maxRequest, "max-request", "the most `SIZE` one request may ask for: one above it is a trace error, skipped (default "+size.Format(replay.DefaultMaxRequest())+": half the physical memory, at most 64 GiB)")
+	if maxRSS != nil {
+		fs.Var(maxRSS, "max-rss", "stop a row's child process when its resident memory passes `SIZE` (default "+size.Format(rows.DefaultMaxRSS())+")")
+	}
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
@@ -80,6 +114,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
 	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
+	budgetFlags(fs, &f.maxRequest, &f.maxRSS)
 }
 
 // config checks the flags and the TRACE arguments and returns the
@@ -112,7 +147,8 @@ func (f *replayFlags) specs() (replayConfig, error) {
 	if f.jobs < 1 {
 		return replayConfig{}, badUsage("--jobs %d: want 1 or more", f.jobs)
 	}
-	c := replayConfig{jobs: f.jobs, opt: rows.Options{Strict: f.strict, NoCheck: f.noCheck, Isolate: f.isolate, Touch: f.touch}}
+	c := replayConfig{jobs: f.jobs, opt: rows.Options{Strict: f.strict, NoCheck: f.noCheck, Isolate: f.isolate, Touch: f.touch,
+		MaxRequest: int64(f.maxRequest), MaxRSS: int64(f.maxRSS)}}
 	names, err := rows.Parse(f.alloc)
 	if err != nil {
 		return replayConfig{}, badUsage("--alloc: %v", err)

@@ -3,12 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/carvelab/carve/lab/report"
+	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 )
 
@@ -42,6 +44,21 @@ replay's; the tables are printed as carve replay prints them.`,
 	},
 }
 
+// unreadable returns the error of a trace every row of which could not
+// read it: a report of it would show nothing.
+func unreadable(tables []rows.Table) error {
+	for _, t := range tables {
+		all := len(t.Rows) > 0
+		for _, r := range t.Rows {
+			all = all && r.ErrorKind == rows.KindInput
+		}
+		if all {
+			return inputError{fmt.Errorf("%s: %s", t.Trace.Label, t.Rows[0].Error)}
+		}
+	}
+	return nil
+}
+
 // reportOptions are what carve report (or replay --html) writes.
 type reportOptions struct {
 	path, png, command string
@@ -52,6 +69,20 @@ type reportOptions struct {
 // writeReport replays cfg's traces, writes the report, and prints the
 // tables as carve replay does.
 func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) error {
+	var inputs []string
+	for _, t := range cfg.traces {
+		inputs = append(inputs, t.Label)
+	}
+	out, err := openOutput(o.path, nil, inputs...)
+	if err != nil {
+		return err
+	}
+	if o.png != "" {
+		if err := os.MkdirAll(o.png, 0o755); err != nil {
+			out.finish(false)
+			return badUsage("--png %s: %v", o.png, err)
+		}
+	}
 	cfg.opt.Series = report.Series
 	var sums []*trace.Summary
 	var wg sync.WaitGroup
@@ -59,17 +90,14 @@ func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) erro
 	tables := f.replay(c, cfg)
 	wg.Wait()
 
+	if err := unreadable(tables); err != nil {
+		out.finish(false)
+		emit(c, tables, f)
+		return err
+	}
 	rep := report.Report{Title: "carve: fragmentation report", Generated: time.Now(), Command: o.command,
 		Traces: report.Build(tables, sums, cfg.specs, report.MapOptions{Draw: o.maps, At: o.mapAt, Jobs: cfg.jobs})}
-	file, err := os.Create(o.path)
-	if err != nil {
-		return err
-	}
-	if err := report.Write(file, rep); err != nil {
-		file.Close()
-		return err
-	}
-	if err := file.Close(); err != nil {
+	if err := out.written(func(w io.Writer) error { return report.Write(w, rep) }); err != nil {
 		return err
 	}
 	fi, _ := os.Stat(o.path)

@@ -4,25 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
-
-// output opens the -o file, or returns standard output.
-func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "" {
-		return stdout, func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, f.Close, nil
-}
 
 func generatorList() string {
 	var b strings.Builder
@@ -66,20 +53,17 @@ var genCommand = &command{
 			if err != nil {
 				return badUsage("%s: %v", name, err)
 			}
-			w, done, err := output(*out, c.stdout)
+			o, err := openOutput(*out, c.stdout)
 			if err != nil {
 				return err
 			}
-			tw := trace.NewWriter(w)
-			if err := g.Generate(tw, params); err != nil {
-				done()
-				return err
-			}
-			if err := tw.Flush(); err != nil {
-				done()
-				return err
-			}
-			return done()
+			return o.written(func(w io.Writer) error {
+				tw := trace.NewWriter(w)
+				if err := g.Generate(tw, params); err != nil {
+					return err
+				}
+				return tw.Flush()
+			})
 		}
 	},
 }
@@ -107,38 +91,34 @@ var convertCommand = &command{
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
 			}
+			o, err := openOutput(*out, c.stdout, args[0])
+			if err != nil {
+				return err
+			}
 			_, src, closer, err := openTrace(args[0])
 			if err != nil {
+				o.finish(false)
 				return err
 			}
 			defer closer.Close()
-			w, done, err := output(*out, c.stdout)
-			if err != nil {
-				return err
-			}
-			tw := trace.NewWriter(w)
-			batch := make([]trace.Event, 4096)
-			for {
-				n, rerr := src.Read(batch)
-				for _, e := range batch[:n] {
-					if err := tw.Write(e); err != nil {
-						done()
-						return err
+			return o.written(func(w io.Writer) error {
+				tw := trace.NewWriter(w)
+				batch := make([]trace.Event, 4096)
+				for {
+					n, rerr := src.Read(batch)
+					for _, e := range batch[:n] {
+						if err := tw.Write(e); err != nil {
+							return err
+						}
+					}
+					if rerr == io.EOF {
+						return tw.Flush()
+					}
+					if rerr != nil {
+						return inputError{rerr}
 					}
 				}
-				if rerr == io.EOF {
-					break
-				}
-				if rerr != nil {
-					done()
-					return inputError{rerr}
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				done()
-				return err
-			}
-			return done()
+			})
 		}
 	},
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Format writes a byte count in the unit that suits it: B below 1 KiB,
-// KiB (one decimal) below 1 MiB, MiB (two) below 1 GiB, then GiB (two).
+// KiB (one decimal) below 1 MiB, MiB (two) below 1 GiB, GiB (two) below
+// 1 TiB, then TiB (two).
 func Format(n int64) string {
 	abs := float64(n)
 	if abs < 0 {
@@ -23,8 +24,10 @@ func Format(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	case abs < 1<<30:
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + " MiB"
+	case abs < 1<<40:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
 	}
-	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
+	return strconv.FormatFloat(float64(n)/(1<<40), 'f', 2, 64) + " TiB"
 }
 
 // units are the suffixes Parse takes, longest first.

@@ -8,7 +8,7 @@ func TestFormat(t *testing.T) {
 		want string
 	}{
 		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.0 KiB"}, {-1536, "-1.5 KiB"},
-		{10 << 20, "10.00 MiB"}, {3 << 30, "3.00 GiB"}, {1 << 62, "4294967296.00 GiB"},
+		{10 << 20, "10.00 MiB"}, {3 << 30, "3.00 GiB"}, {1 << 40, "1.00 TiB"}, {1 << 62, "4194304.00 TiB"},
 	} {
 		if got := Format(tc.n); got != tc.want {
 			t.Errorf("Format(%d) = %q, want %q", tc.n, got, tc.want)

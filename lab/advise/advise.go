@@ -79,6 +79,9 @@ type Config struct {
 	// once (1 when 0; the Go heap's replays always run one at a time, as
 	// replays side by side would share, and measure, one Go heap).
 	MaxPools, Candidates, Jobs int
+	// MaxRequest is the budget of one request (replay.Options.MaxRequest;
+	// 0: replay.DefaultMaxRequest).
+	MaxRequest int64
 }
 
 // advisor is one run of Advise.
@@ -490,7 +493,7 @@ func (c *advisor) replay(sizes []int) trial {
 		defer closer.Close()
 		src = s
 	}
-	t.res, t.err = replay.Run(src, st, replay.Options{NoCheck: true})
+	t.res, t.err = replay.Run(src, st, replay.Options{NoCheck: true, MaxRequest: c.MaxRequest})
 	t.pools = st.pools
 	for i := range t.pools {
 		t.pools[i].Requests = st.layers[i+1].requests

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime/metrics"
 	"unsafe"
 
@@ -208,6 +209,9 @@ func (g *goHeap) Alloc(size, align int) ([]byte, error) {
 	if align&(align-1) != 0 || align < 0 {
 		return nil, fmt.Errorf("replay: go: alignment %d is not a power of two", align)
 	}
+	if size > maxGoSlice-align {
+		return nil, fmt.Errorf("replay: go: %d bytes: more than a Go slice holds", size)
+	}
 	g.live += int64(size)
 	// Go aligns an object of 16 bytes or more to 8, and packs smaller
 	// pointer-free ones by their size's alignment (a 3-byte slice may
@@ -220,6 +224,11 @@ func (g *goHeap) Alloc(size, align int) ([]byte, error) {
 	return b[off : off+size : off+size], nil
 }
 
+// maxGoSlice is the most bytes the go row asks make([]byte, n) for: far
+// less than a 64-bit runtime's address space (2^48), or half a 32-bit
+// one's; more would panic.
+var maxGoSlice = int(min(uint64(1)<<47, uint64(math.MaxInt/2)))
+
 func (g *goHeap) Free(b []byte) error {
 	g.live -= int64(len(b))
 	return nil
@@ -228,6 +237,9 @@ func (g *goHeap) Free(b []byte) error {
 func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("replay: go: negative size %d", size)
+	}
+	if size > maxGoSlice {
+		return nil, fmt.Errorf("replay: go: %d bytes: more than a Go slice holds", size)
 	}
 	n := make([]byte, size)
 	copy(n, b)

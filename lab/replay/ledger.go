@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/mem"
 )
 
 // This file is the core both engines share: the ledger of a replay. It
@@ -45,11 +48,13 @@ type engine interface {
 	sample() (carve.Stats, error)
 }
 
-// The states of an object ID in the ledger's table: never born, dead, or
-// live in slot s (stored as s + stLive).
+// The states of an object ID in the ledger's table: never born, dead,
+// refused (born above the budget: its free is absorbed), or live in slot s
+// (stored as s + stLive).
 const (
 	stNone uint32 = iota
 	stDead
+	stRefused
 	stLive
 
 	denseIDs  = 1 << 24 // IDs below this are kept in pages, others in a map
@@ -127,6 +132,12 @@ func newLedger(opt Options, eng engine, perEvent bool) (*ledger, error) {
 	if opt.SampleEvery <= 0 {
 		opt.SampleEvery = 4096
 	}
+	if opt.MaxRequest <= 0 {
+		opt.MaxRequest = DefaultMaxRequest()
+	}
+	if opt.MaxLive <= 0 {
+		opt.MaxLive = physical()
+	}
 	for i, m := range opt.Marks {
 		if m < 1 || i > 0 && m <= opt.Marks[i-1] {
 			return nil, fmt.Errorf("replay: Marks %v: want increasing event numbers from 1", opt.Marks)
@@ -138,6 +149,25 @@ func newLedger(opt Options, eng engine, perEvent bool) (*ledger, error) {
 // ErrSource is wrapped, with the source's own error, by the error of a
 // replay whose trace could not be read: malformed, truncated, unreadable.
 var ErrSource = errors.New("replay: reading the trace")
+
+// ErrBudget is wrapped by the error of a replay stopped because its live
+// memory would pass Options.MaxLive: a trace this machine cannot hold.
+var ErrBudget = errors.New("replay: over the memory budget")
+
+// DefaultMaxRequest returns the budget of one request unless
+// Options.MaxRequest sets another: the smaller of half the physical memory
+// and 64 GiB.
+func DefaultMaxRequest() int64 { return min(physical()/2, 64<<30) }
+
+// physical returns the machine's physical memory, or 128 GiB when the OS
+// does not say.
+var physical = sync.OnceValue(func() int64 {
+	n, err := mem.Physical()
+	if err != nil || n <= 0 {
+		return 128 << 30
+	}
+	return n
+})
 
 // replay reads src to its end, or to Options.StopAfter, event by event,
 // then samples the allocator a last time and computes the measures. It
@@ -191,10 +221,23 @@ func (l *ledger) event(e trace.Event) error {
 		return l.traceError(fmt.Sprintf("size %d is too large", e.Size))
 	}
 	st := l.objects.get(e.ID)
+	over := e.Op != trace.Free && int64(e.Size) > l.opt.MaxRequest
+	if e.Op == trace.Realloc && st == stRefused && !over {
+		// The object the trace allocated above the budget comes back
+		// within it: it is born now.
+		st, e.Op = stNone, trace.Alloc
+	}
 	switch e.Op {
 	case trace.Alloc, trace.Calloc, trace.Memalign:
 		if st >= stLive {
 			return l.traceError(fmt.Sprintf("object %d is already live", e.ID))
+		}
+		if over {
+			l.objects.set(e.ID, stRefused)
+			return l.overBudget(e)
+		}
+		if err := l.room(int64(e.Size)); err != nil {
+			return err
 		}
 		slot := l.takeSlot()
 		if err := l.eng.do(e, slot, 0); err != nil {
@@ -210,6 +253,9 @@ func (l *ledger) event(e trace.Event) error {
 			return l.traceError(fmt.Sprintf("free of object %d, never allocated", e.ID))
 		case stDead:
 			return l.traceError(fmt.Sprintf("double free of object %d", e.ID))
+		case stRefused:
+			l.objects.set(e.ID, stDead) // its allocation was counted
+			return nil
 		}
 		slot := st - stLive
 		if err := l.lowering(); err != nil {
@@ -223,11 +269,20 @@ func (l *ledger) event(e trace.Event) error {
 		l.sizes[slot] = 0
 		l.free = append(l.free, slot)
 	case trace.Realloc:
+		if st == stRefused {
+			return l.overBudget(e)
+		}
 		if st < stLive {
 			return l.traceError(fmt.Sprintf("realloc of object %d, not live", e.ID))
 		}
+		if over {
+			return l.overBudget(e)
+		}
 		slot := st - stLive
 		old := l.sizes[slot]
+		if err := l.room(int64(e.Size) - old); err != nil {
+			return err
+		}
 		if int64(e.Size) < old {
 			if err := l.lowering(); err != nil {
 				return err
@@ -241,6 +296,22 @@ func (l *ledger) event(e trace.Event) error {
 		l.grow(int64(e.Size))
 	default:
 		return l.traceError(fmt.Sprintf("invalid op %v", e.Op))
+	}
+	return nil
+}
+
+// overBudget counts a request above Options.MaxRequest as a trace error:
+// no allocator sees it.
+func (l *ledger) overBudget(e trace.Event) error {
+	return l.traceError(fmt.Sprintf("a request of %s, above the replay's budget of %s a request (--max-request)", size.Format(int64(e.Size)), size.Format(l.opt.MaxRequest)))
+}
+
+// room returns an error wrapping ErrBudget if live memory growing by d
+// would pass Options.MaxLive.
+func (l *ledger) room(d int64) error {
+	if d > 0 && l.live > l.opt.MaxLive-d {
+		return fmt.Errorf("%w: at event %d (%v) live memory would reach %s, more than the %s this machine can hold (Options.MaxLive)",
+			ErrBudget, l.n, l.ev, size.Format(l.live+d), size.Format(l.opt.MaxLive))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -243,5 +244,53 @@ func TestMarks(t *testing.T) {
 		if _, err := Run(trace.Events(evs), newAlloc(t, "first-fit"), Options{Marks: bad}); err == nil {
 			t.Errorf("Marks %v accepted", bad)
 		}
+	}
+}
+
+// TestBudget: a request above Options.MaxRequest is a trace error no
+// allocator sees, in both engines; its object's free is absorbed, and a
+// realloc of it back within the budget is its birth. Live memory that
+// would pass Options.MaxLive stops the replay.
+func TestBudget(t *testing.T) {
+	const tib = 1 << 40
+	evs := []trace.Event{
+		alloc(1, tib), alloc(2, 16), free(2), free(1), // the huge one refused; its free absorbed
+		alloc(3, 100), realloc(3, tib), free(3), // a realloc above: skipped, the object stays live
+		alloc(4, 2*tib), realloc(4, 64), free(4), // refused, then born by the realloc
+		calloc(5, 1<<20, 1<<31), free(5), // a calloc's product, 2 GiB
+	}
+	for _, engine := range []string{"Run", "RunBatch"} {
+		t.Run(engine, func(t *testing.T) {
+			a := newAlloc(t, "best-fit")
+			opt := Options{MaxRequest: 1 << 30}
+			var res Result
+			var err error
+			if engine == "Run" {
+				res, err = Run(trace.Events(evs), a, opt)
+			} else {
+				res, err = RunBatch(trace.Events(evs), &batched{a: a}, opt)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TraceErrors != 4 || res.Ops != 6 || res.PeakLive != 100 || res.Live != 0 {
+				t.Errorf("trace errors %d, ops %d, peak live %d, live %d; want 4, 6, 100, 0", res.TraceErrors, res.Ops, res.PeakLive, res.Live)
+			}
+			if e := res.FirstTraceError; e == nil || e.Event != 1 || !strings.Contains(e.Reason, "above the replay's budget of 1.00 GiB") {
+				t.Errorf("first trace error %v", e)
+			}
+			if _, err := Run(trace.Events(evs[:1]), newAlloc(t, "best-fit"), Options{MaxRequest: 1 << 30, Strict: true}); !errors.As(err, new(*TraceError)) {
+				t.Errorf("strict: %v, want a *TraceError", err)
+			}
+		})
+	}
+	// The default budget refuses a terabyte.
+	if res, err := Run(trace.Events(evs[:4]), newAlloc(t, "best-fit"), Options{}); err != nil || res.TraceErrors != 1 {
+		t.Errorf("default budget: %d trace errors, %v; want the terabyte refused", res.TraceErrors, err)
+	}
+	// Live memory past MaxLive stops the replay.
+	many := []trace.Event{alloc(1, 600), alloc(2, 600)}
+	if _, err := Run(trace.Events(many), newAlloc(t, "best-fit"), Options{MaxLive: 1000}); !errors.Is(err, ErrBudget) {
+		t.Errorf("past MaxLive: %v, want ErrBudget", err)
 	}
 }

@@ -50,6 +50,17 @@ type Options struct {
 	// over time (0: none). Each point holds the maxima of the
 	// events it stands for.
 	Series int
+	// MaxRequest is the most bytes one request (an allocation, a
+	// realloc's new size, a calloc's product) may ask for: one above it is
+	// a trace error, counted and skipped before any allocator sees it (fatal
+	// with Strict), and a later free of its object is absorbed (0: the
+	// smaller of half the physical memory and 64 GiB; see
+	// DefaultMaxRequest).
+	MaxRequest int64
+	// MaxLive is the most live memory the replay may hold: a request that
+	// would take it further stops the replay with an error wrapping
+	// ErrBudget (0: the machine's physical memory).
+	MaxLive int64
 	// Progress, when not nil, has the events replayed added to it after
 	// each read of the trace (up to 4096 events), for a progress display
 	// in another goroutine.
@@ -71,7 +82,8 @@ type Result struct {
 	NsPerOp                      float64
 	// TraceErrors counts the events skipped because they named a dead or
 	// unknown object, reused a live one's ID, or asked for an impossible
-	// size; FirstTraceError is the first of them.
+	// size or one above Options.MaxRequest; FirstTraceError is the first
+	// of them.
 	TraceErrors     int64
 	FirstTraceError *TraceError
 	// Samples counts the calls of the allocator's Stats.

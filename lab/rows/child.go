@@ -12,9 +12,11 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"time"
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/traces"
@@ -64,7 +66,9 @@ func child(s Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// ask runs job in a child and decodes its answer into out.
+// ask runs job in a child and decodes its answer into out. The child's
+// resident memory is watched every 100 ms: above job.Options.MaxRSS the
+// child is killed and the error says so.
 func ask(job Job, out any) error {
 	cmd, err := child(job.Spec)
 	if err != nil {
@@ -76,18 +80,65 @@ func ask(job Job, out any) error {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &stdout, &stderr
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot start a child: %w", err)
+	}
+	limit := job.Options.MaxRSS
+	if limit <= 0 {
+		limit = DefaultMaxRSS()
+	}
+	killed := make(chan int64, 1)
+	done := make(chan struct{})
+	go watch(cmd.Process, limit, killed, done)
+	runErr := cmd.Wait()
+	close(done)
+	select {
+	case rss := <-killed:
+		return fmt.Errorf("the child was stopped: its resident memory reached %s, above the limit of %s (--max-rss)", size.Format(rss), size.Format(limit))
+	default:
+	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" && runErr != nil {
-			msg = runErr.Error()
-		}
-		if msg == "" {
-			msg = "no answer"
-		}
-		return errors.New("child: " + msg)
+		return fmt.Errorf("child: %s", childFailure(stderr.String(), runErr))
 	}
 	return nil
+}
+
+// watch kills p when its resident memory passes limit, sending what it
+// read on killed, until done is closed.
+func watch(p *os.Process, limit int64, killed chan<- int64, done <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if rss, err := mem.ProcessRSS(p.Pid); err == nil && rss > limit {
+				killed <- rss
+				p.Kill()
+				return
+			}
+		}
+	}
+}
+
+// childFailure says in a line why a child gave no answer: the first line
+// of what it wrote (a Go panic's message, a runtime's fatal error), and
+// how it exited.
+func childFailure(stderr string, runErr error) string {
+	msg := strings.TrimSpace(stderr)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = strings.TrimSpace(msg[:i]) + " (and more on its standard error)"
+	}
+	switch {
+	case msg != "" && runErr != nil:
+		return msg + "; " + runErr.Error()
+	case msg != "":
+		return msg
+	case runErr != nil:
+		return runErr.Error()
+	}
+	return "no answer"
 }
 
 // replayInChild runs one row in a child process and reads its row back.

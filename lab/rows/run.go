@@ -25,11 +25,23 @@ type Options struct {
 	Series int `json:"series,omitempty"`
 	// Isolate runs carve's heaps in child processes too.
 	Isolate bool `json:"isolate,omitempty"`
+	// MaxRequest is the budget of one request (replay.Options.MaxRequest;
+	// 0: replay.DefaultMaxRequest).
+	MaxRequest int64 `json:"max_request,omitempty"`
+	// MaxRSS is the most resident memory a child process may take: the
+	// parent, watching it every 100 ms, kills it above that and the row
+	// fails with the reason (0: DefaultMaxRSS).
+	MaxRSS int64 `json:"max_rss,omitempty"`
 }
+
+// DefaultMaxRSS returns the resident memory a child may take unless
+// Options.MaxRSS says otherwise: the smaller of half the physical memory
+// and 64 GiB, the default budget of a request.
+func DefaultMaxRSS() int64 { return replay.DefaultMaxRequest() }
 
 // replayOptions are the replay's options for trace t.
 func (o Options) replayOptions(t traces.Trace, prog *Progress) replay.Options {
-	opt := replay.Options{Strict: o.Strict, NoCheck: o.NoCheck, Touch: o.Touch, Series: o.Series}
+	opt := replay.Options{Strict: o.Strict, NoCheck: o.NoCheck, Touch: o.Touch, Series: o.Series, MaxRequest: o.MaxRequest}
 	if prog != nil {
 		opt.Progress = &prog.Events
 	}
