@@ -223,3 +223,21 @@ func TestAdviseErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviseBaseFails: a base that cannot serve the trace (over its
+// limit) is a measurement, as a failed row of carve replay is: exit 0, and
+// the advice says why there is none.
+func TestAdviseBaseFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.trace")
+	if err := os.WriteFile(path, []byte("# carve trace v1\na 1 2000000000\nf 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"advise", path}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "best-fit failed on the trace") {
+		t.Errorf("carve advise of a trace over best fit's limit: exit %d, %q %q", code, stdout.String(), stderr.String())
+	}
+	if code := run([]string{"replay", "--alloc", "best-fit", path}, &stdout, &stderr); code != 0 {
+		t.Errorf("carve replay of the same: exit %d, want 0 as carve advise", code)
+	}
+}

@@ -98,10 +98,11 @@ var ErrBase = errors.New("advise: unknown base allocator")
 
 // Advise measures the baseline, then chooses pools round by round, and
 // returns what it measured. Its error wraps replay.ErrSource for a trace
-// that cannot be read and ErrBase for a base it does not know. The replays
-// skip the checks and count trace errors without stopping, so no replay
-// fails a check; an allocator that fails (exhausted, say) rules out its
-// candidate only, and the baseline's failure is the error.
+// that cannot be read, replay.ErrBudget for one the machine cannot hold,
+// and ErrBase for a base it does not know. The replays skip the checks
+// and count trace errors without stopping, so no replay fails a check. An
+// allocator that fails (exhausted, say) rules out its candidate only; a
+// base that fails alone makes an Advice of no pool that says why.
 func Advise(c Config) (*Advice, error) {
 	if c.Base == "" {
 		c.Base = DefaultBase
@@ -265,6 +266,9 @@ type Advice struct {
 	MaxPools      int    `json:"max_pools"`
 	Replays       int    `json:"replays"`
 	Note          string `json:"note,omitempty"` // a caveat about the base's measurements
+	// BaseFailed reports a base that failed on the trace by itself
+	// (exhausted, say): Stop says how, and there is no baseline.
+	BaseFailed bool `json:"base_failed,omitempty"`
 
 	Candidates []SizeCount `json:"candidates"`
 	Baseline   struct {
@@ -338,7 +342,13 @@ func (c *advisor) advise(cands []SizeCount) (*Advice, error) {
 		if err := c.fatal(cur); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%s on %s: %w", c.Base, c.Trace.Label, cur.err)
+		// The base itself failed (exhausted, say): a measurement, as a
+		// failed row of carve replay is, with nothing to put pools in
+		// front of.
+		adv.Stop = fmt.Sprintf("%s failed on the trace, so no pool can be measured in front of it: %v", c.Base, cur.err)
+		adv.BaseFailed = true
+		adv.Pools, adv.Rounds = []Pool{}, [][]Tried{}
+		return adv, nil
 	}
 	adv.Baseline.PeakFootprint, adv.Baseline.PeakLive, adv.Baseline.TraceErrors = cur.res.PeakFootprint, cur.res.PeakLive, cur.res.TraceErrors
 	adv.Threshold, adv.ThresholdRule = c.Min.of(cur.res.PeakFootprint), c.Min.describe()
@@ -434,7 +444,7 @@ func (c *advisor) fatal(t trial) error {
 	var v *replay.Violation
 	var te *replay.TraceError
 	switch {
-	case errors.Is(t.err, replay.ErrSource):
+	case errors.Is(t.err, replay.ErrSource), errors.Is(t.err, replay.ErrBudget):
 		return fmt.Errorf("%s: %w", c.Trace.Label, t.err)
 	case errors.As(t.err, &v), errors.As(t.err, &te):
 		return fmt.Errorf("%s behind pools %v on %s: %w", c.Base, t.sizes, c.Trace.Label, t.err)
@@ -685,6 +695,10 @@ func (a *Advice) WriteText(w io.Writer) error {
 		ew.printf("note: %s\n", a.Note)
 	}
 	ew.printf("candidates: %s\n", strings.Join(cs, ", "))
+	if a.BaseFailed {
+		ew.printf("\nno pool suggested: %s\n", a.Stop)
+		return ew.err
+	}
 	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", size.Format(a.Baseline.PeakFootprint), size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
 	if a.Baseline.TraceErrors > 0 {
 		ew.printf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)

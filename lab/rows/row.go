@@ -65,7 +65,7 @@ type Phase struct {
 
 // The kinds of a row's error, as the JSON's error_kind names them.
 const (
-	KindInput       = "input"       // the trace could not be read
+	KindInput       = "input"       // the trace could not be read, or this machine cannot hold it
 	KindCheck       = "check"       // a violation, or a strict trace error
 	KindAllocator   = "allocator"   // the allocator failed (exhausted, say): a result, not a failure of carve's
 	KindUnavailable = "unavailable" // the allocator is not on this machine
@@ -76,7 +76,7 @@ func ErrorKind(err error) string {
 	var te *replay.TraceError
 	var v *replay.Violation
 	switch {
-	case errors.Is(err, replay.ErrSource):
+	case errors.Is(err, replay.ErrSource), errors.Is(err, replay.ErrBudget):
 		return KindInput
 	case errors.As(err, &v), errors.As(err, &te):
 		return KindCheck
