@@ -270,11 +270,15 @@ func TestReplayJSONPhases(t *testing.T) {
 	}
 }
 
+// asCarve, set in the environment of a test binary a test starts, makes it
+// carve's command line (see TestMain).
+const asCarve = "CARVE_TEST_AS_CARVE"
+
 // TestMain lets the test binary serve as carve's child process, as the
 // carve binary does: replays of the real mallocs and of the Go heap start
 // os.Executable() again with the hidden child command.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == rows.ChildCommand {
+	if len(os.Args) > 1 && os.Args[1] == rows.ChildCommand || os.Getenv(asCarve) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
