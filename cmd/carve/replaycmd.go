@@ -70,6 +70,7 @@ type replayFlags struct {
 	touch         bool
 	maxRequest    byteSize
 	maxRSS        byteSize
+	gogc          int
 }
 
 // byteSize is a flag of a byte count: 65536, 64KiB, 256MiB, 1GiB.
@@ -115,6 +116,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
 	budgetFlags(fs, &f.maxRequest, &f.maxRSS)
+	fs.IntVar(&f.gogc, "gogc", rows.DefaultGOGC, "the go row's `GOGC`, set in its child whatever the environment says (another than 100 names the row go(gogc=N))")
 }
 
 // config checks the flags and the TRACE arguments and returns the
@@ -153,8 +155,15 @@ func (f *replayFlags) specs() (replayConfig, error) {
 	if err != nil {
 		return replayConfig{}, badUsage("--alloc: %v", err)
 	}
+	if f.gogc < 1 {
+		return replayConfig{}, badUsage("--gogc %d: want 1 or more (the go row never turns the collector off)", f.gogc)
+	}
 	for _, n := range names {
-		c.specs = append(c.specs, rows.Spec{Alloc: n, Pools: f.pools})
+		s := rows.Spec{Alloc: n, Pools: f.pools}
+		if n == "go" {
+			s.GOGC = f.gogc
+		}
+		c.specs = append(c.specs, s)
 	}
 	return c, nil
 }

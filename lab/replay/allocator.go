@@ -103,6 +103,21 @@ func New(name string) (Allocator, error) {
 	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 }
 
+// ReplayerMemory is implemented by an allocator whose figures may be
+// those of the process's Go heap, where the replayer's own bookkeeping
+// lives too. When OnGoHeap reports true, Run tells it, before each Stats,
+// how many bytes that bookkeeping holds, and the allocator leaves them
+// out; and Run keeps no set of live blocks (its nodes would be Go memory
+// too, and Go hands out no overlapping live slices). A wrapper passes
+// both on.
+type ReplayerMemory interface {
+	OnGoHeap() bool
+	SetReplayerBytes(n int64)
+}
+
+// OnGoHeap reports that the Go heap's figures are the process's.
+func (g *goHeap) OnGoHeap() bool { return true }
+
 // rawHeap is what carve's heaps have in common.
 type rawHeap interface {
 	Alloc(size, align int) ([]byte, error)
@@ -169,8 +184,12 @@ type goHeap struct {
 	baseFP, baseUsed int64 // goHeapBytes when the heap was made
 	live             int64
 	fp               int64
+	own              int64 // the replayer's bytes (SetReplayerBytes)
 	samples          []metrics.Sample
 }
+
+// SetReplayerBytes tells the heap how much of it the replayer holds.
+func (g *goHeap) SetReplayerBytes(n int64) { g.own = n }
 
 // The runtime/metrics of the Go heap: its memory mapped and not released
 // is objects + unused (in spans in use) + free (spans not in use, not yet
@@ -252,10 +271,10 @@ func (g *goHeap) Close() error     { return nil }
 
 func (g *goHeap) Stats() carve.Stats {
 	fp, used := g.bytes()
-	g.fp = max(fp-g.baseFP, 0)
+	g.fp = max(fp-g.baseFP-g.own, 0)
 	return carve.Stats{
 		Live:      g.live,
-		Used:      max(used-g.baseUsed, 0),
+		Used:      max(used-g.baseUsed-g.own, 0),
 		Footprint: g.fp,
 		Resident:  g.fp,
 	}
@@ -342,6 +361,21 @@ func (w *pooled) Stats() carve.Stats {
 	s.Footprint += ps.Footprint
 	s.Resident += ps.Resident
 	return s
+}
+
+// OnGoHeap reports whether the allocator behind the pool keeps its
+// figures on the Go heap.
+func (w *pooled) OnGoHeap() bool {
+	m, ok := w.a.(ReplayerMemory)
+	return ok && m.OnGoHeap()
+}
+
+// SetReplayerBytes passes the replayer's bytes on to the allocator behind
+// the pool.
+func (w *pooled) SetReplayerBytes(n int64) {
+	if m, ok := w.a.(ReplayerMemory); ok {
+		m.SetReplayerBytes(n)
+	}
 }
 
 func (w *pooled) Close() error {

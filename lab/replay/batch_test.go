@@ -2,6 +2,7 @@ package replay
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,6 +74,9 @@ func (b *batched) Close() error { return b.a.Close() }
 // number of samples.
 func untimed(res Result) Result {
 	res.TimedOps, res.Nanos, res.NsPerOp, res.Samples = 0, 0, 0, 0
+	if math.IsNaN(res.Fragmentation) {
+		res.Fragmentation = -1 // NaN is not equal to itself
+	}
 	return res
 }
 

@@ -150,6 +150,13 @@ func newLedger(opt Options, eng engine, perEvent bool) (*ledger, error) {
 // replay whose trace could not be read: malformed, truncated, unreadable.
 var ErrSource = errors.New("replay: reading the trace")
 
+// MinLiveForFragmentation is the least live memory at the end for which a
+// replay reports the FREENIX paper's fragmentation (Result.Fragmentation),
+// with a tenth of the peak: below either, the trace freed nearly all it
+// held, and a heap of any size over next to nothing reads thousands of
+// percent.
+const MinLiveForFragmentation = 1 << 20
+
 // ErrBudget is wrapped by the error of a replay stopped because its live
 // memory would pass Options.MaxLive: a trace this machine cannot hold.
 var ErrBudget = errors.New("replay: over the memory budget")
@@ -316,6 +323,17 @@ func (l *ledger) room(d int64) error {
 	return nil
 }
 
+// ownBytes returns the bytes of Go memory the ledger holds: its table of
+// object IDs (a map entry counted at 48 bytes), the sizes of the live
+// objects and the free slots.
+func (l *ledger) ownBytes() int64 {
+	n := int64(cap(l.objects.dense))*24 + int64(len(l.objects.sparse))*48 + int64(cap(l.sizes))*8 + int64(cap(l.free))*4
+	for _, p := range l.objects.dense {
+		n += int64(cap(p)) * 4
+	}
+	return n
+}
+
 // takeSlot returns a slot for an object being born.
 func (l *ledger) takeSlot() uint32 {
 	if n := len(l.free); n > 0 {
@@ -460,7 +478,7 @@ func (l *ledger) finish() {
 	res.RatioAtPeakFootprint = ratio(float64(res.PeakFootprint), float64(res.LiveAtPeakFootprint))
 	res.PeakRatio = ratio(float64(res.PeakFootprint), float64(res.PeakLive))
 	res.Fragmentation = math.NaN()
-	if l.live > 0 {
+	if l.live > 0 && l.live >= res.PeakLive/10 && l.live >= MinLiveForFragmentation {
 		res.Fragmentation = 100 * (float64(res.End.Footprint)/float64(l.live) - 1)
 	}
 	res.Internal = res.End.Used - res.End.Live

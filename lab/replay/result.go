@@ -122,7 +122,8 @@ type Result struct {
 	Live int64
 	End  carve.Stats
 	// Fragmentation is the FREENIX paper's 100 × (End.Footprint / Live -
-	// 1) at the end, NaN when Live is 0 (a balanced trace).
+	// 1) at the end, NaN when Live is below a tenth of PeakLive or below
+	// MinLiveForFragmentation.
 	Fragmentation float64
 	// Internal = End.Used - End.Live and External = End.Footprint -
 	// End.Used: the end's fragmentation split.

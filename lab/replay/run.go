@@ -22,6 +22,10 @@ type replayer struct {
 	inside Container // a, if it can tell whether a block is inside its memory
 	blocks [][]byte  // by slot: the live object's block
 	set    blockSet
+	// self is a, if its figures are the process's Go heap: the replayer's
+	// own bookkeeping is left out of them, and it keeps no set of blocks
+	// (Go hands out no overlapping live slices).
+	self ReplayerMemory
 	clock  time.Duration // measured cost of one time.Now/time.Since pair
 	rng    uint64        // xorshift state: which calls are timed
 	weight int64         // calls the call being timed stands for
@@ -57,6 +61,9 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	}
 	r := &replayer{a: a, clock: clockCost(), rng: 0x9E3779B97F4A7C15}
 	r.inside, _ = a.(Container)
+	if m, ok := a.(ReplayerMemory); ok && m.OnGoHeap() {
+		r.self = m
+	}
 	l, err := newLedger(opt, r, true)
 	if err != nil {
 		return Result{}, err
@@ -67,7 +74,12 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 
 func (r *replayer) footprint() int64 { return r.a.Footprint() }
 
-func (r *replayer) sample() (carve.Stats, error) { return r.a.Stats(), nil }
+func (r *replayer) sample() (carve.Stats, error) {
+	if r.self != nil {
+		r.self.SetReplayerBytes(r.l.ownBytes() + int64(cap(r.blocks))*int64(unsafe.Sizeof([]byte(nil))))
+	}
+	return r.a.Stats(), nil
+}
 
 func (r *replayer) allocError(err error) error {
 	return fmt.Errorf("replay: event %d (%v): %w", r.l.n, r.l.ev, err)
@@ -198,6 +210,10 @@ func (r *replayer) admit(id uint64, b []byte, size, align int) error {
 	if span == 0 {
 		return nil // takes no bytes: neither overlaps nor holds a pattern
 	}
+	if r.self != nil {
+		writePattern(b, id)
+		return nil
+	}
 	if n := r.set.overlap(a, a+uintptr(span)); n != nil {
 		v := r.violation(id, b, fmt.Sprintf("%d bytes (capacity) overlap a live block of %d bytes", span, n.end-n.addr))
 		v.Other, v.OAddr = n.id, n.addr
@@ -217,7 +233,9 @@ func (r *replayer) release(id uint64, b []byte) error {
 	if i := checkPattern(b, id, len(b)); i >= 0 {
 		return r.violation(id, b, fmt.Sprintf("byte %d changed while the block was live", i))
 	}
-	r.set.remove(addr(b))
+	if r.self == nil {
+		r.set.remove(addr(b))
+	}
 	return nil
 }
 

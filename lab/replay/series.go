@@ -9,7 +9,8 @@ type Point struct {
 	Event     int64 `json:"event"`
 	Live      int64 `json:"live"`
 	Footprint int64 `json:"footprint"`
-	// Resident is the last sampled resident figure up to this point.
+	// Resident is the largest resident figure sampled in the stretch (or,
+	// before the first sample in it, the last one before).
 	Resident int64 `json:"resident"`
 }
 
@@ -38,7 +39,7 @@ func (s *series) add(event, live, footprint, resident int64) {
 	s.cur.Event = event
 	s.cur.Live = max(s.cur.Live, live)
 	s.cur.Footprint = max(s.cur.Footprint, footprint)
-	s.cur.Resident = resident
+	s.cur.Resident = max(s.cur.Resident, resident)
 	if s.in++; s.in < s.width {
 		return
 	}
@@ -47,7 +48,7 @@ func (s *series) add(event, live, footprint, resident int64) {
 	if len(s.points) == 2*s.n {
 		for i := range s.n {
 			a, b := s.points[2*i], s.points[2*i+1]
-			s.points[i] = Point{Event: b.Event, Live: max(a.Live, b.Live), Footprint: max(a.Footprint, b.Footprint), Resident: b.Resident}
+			s.points[i] = Point{Event: b.Event, Live: max(a.Live, b.Live), Footprint: max(a.Footprint, b.Footprint), Resident: max(a.Resident, b.Resident)}
 		}
 		s.points = s.points[:s.n]
 		s.width *= 2

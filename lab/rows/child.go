@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -180,6 +181,9 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 	res, peakRSS, err := childReplay(t, job.Spec, job.Options)
 	rw = rw.fill(t, res, err)
 	rw.PeakRSS = peakRSS
+	if job.Spec.Alloc == "go" {
+		rw.GOGC = job.Spec.gogc()
+	}
 	return json.NewEncoder(stdout).Encode(rw)
 }
 
@@ -213,6 +217,12 @@ func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error
 		ca.rss = rss
 		run = func() (replay.Result, error) { return replay.RunBatch(src, ca, opt) }
 	} else {
+		if s.Alloc == "go" {
+			// The Go heap at the row's GOGC, with no memory limit: what
+			// the environment says is not the row's condition.
+			debug.SetGCPercent(s.gogc())
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
 		// The meter first: it collects the garbage, so that the Go heap's
 		// baseline (taken by New) holds as little free space as it can.
 		if rss, err = newRSSMeter(s.Alloc == "go"); err != nil {
@@ -299,12 +309,28 @@ func (m *rssMeter) peak() int64 {
 type rssStats struct {
 	replay.Allocator
 	rss *rssMeter
+	own int64 // the replayer's bytes on the Go heap measured
 }
 
 func (a *rssStats) Stats() carve.Stats {
 	st := a.Allocator.Stats()
-	st.Resident = a.rss.now()
+	st.Resident = max(a.rss.now()-a.own, 0)
 	return st
+}
+
+// OnGoHeap passes the heap's answer through.
+func (a *rssStats) OnGoHeap() bool {
+	m, ok := a.Allocator.(replay.ReplayerMemory)
+	return ok && m.OnGoHeap()
+}
+
+// SetReplayerBytes passes the replayer's bytes on to the heap, and leaves
+// them out of the RSS too: they are resident in the Go heap measured.
+func (a *rssStats) SetReplayerBytes(n int64) {
+	if m, ok := a.Allocator.(replay.ReplayerMemory); ok {
+		m.SetReplayerBytes(n)
+		a.own = n
+	}
 }
 
 // Contains passes the heap's own check through.

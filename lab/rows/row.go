@@ -24,6 +24,8 @@ type Row struct {
 	// statistics, resident from mincore of its memory) or "child" (its own
 	// process: resident is RSS above the child's baseline).
 	Measured string `json:"measured,omitempty"`
+	// GOGC is the go row's GOGC, set in its child.
+	GOGC int `json:"gogc,omitempty"`
 
 	Events              int64    `json:"events"`
 	Ops                 int64    `json:"ops"`

@@ -99,18 +99,38 @@ func Parse(list string) ([]string, error) {
 type Spec struct {
 	Alloc string `json:"alloc"`
 	Pools []int  `json:"pools,omitempty"`
+	// GOGC is the go row's GOGC (0: DefaultGOGC), set in its child
+	// whatever the environment says.
+	GOGC int `json:"gogc,omitempty"`
 }
 
-// Label is the row's name: "first-fit", "first-fit+pool(64,1024)".
+// DefaultGOGC is the go row's GOGC unless Spec.GOGC says otherwise: the Go
+// runtime's own default.
+const DefaultGOGC = 100
+
+// Label is the row's name: "first-fit", "first-fit+pool(64,1024)", and
+// for the go row at another GOGC than 100, "go(gogc=50)".
 func (s Spec) Label() string {
+	name := s.Alloc
+	if s.Alloc == "go" && s.GOGC != 0 && s.GOGC != DefaultGOGC {
+		name += "(gogc=" + strconv.Itoa(s.GOGC) + ")"
+	}
 	if len(s.Pools) == 0 {
-		return s.Alloc
+		return name
 	}
 	var sizes []string
 	for _, p := range s.Pools {
 		sizes = append(sizes, strconv.Itoa(p))
 	}
-	return s.Alloc + "+pool(" + strings.Join(sizes, ",") + ")"
+	return name + "+pool(" + strings.Join(sizes, ",") + ")"
+}
+
+// gogc returns the GOGC the go row runs at.
+func (s Spec) gogc() int {
+	if s.GOGC != 0 {
+		return s.GOGC
+	}
+	return DefaultGOGC
 }
 
 // InChild reports whether the row always runs in a child process: the
