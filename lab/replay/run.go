@@ -25,7 +25,7 @@ type replayer struct {
 	// self is a, if its figures are the process's Go heap: the replayer's
 	// own bookkeeping is left out of them, and it keeps no set of blocks
 	// (Go hands out no overlapping live slices).
-	self ReplayerMemory
+	self   ReplayerMemory
 	clock  time.Duration // measured cost of one time.Now/time.Since pair
 	rng    uint64        // xorshift state: which calls are timed
 	weight int64         // calls the call being timed stands for
