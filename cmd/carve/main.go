@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,8 +76,8 @@ func main() {
 // exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr}
-	if len(args) == 0 {
-		args = []string{"lab"}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
+		args = append([]string{"lab"}, args...) // carve --n 100000: the lab's flags
 	}
 	name, args := args[0], args[1:]
 	c.args = args

@@ -199,6 +199,15 @@ func (p *poolSizes) Set(s string) error {
 // comes from: an unreadable trace (2), else a violation or a strict trace
 // error (1).
 func emit(c *cli, tables []rows.Table, f *replayFlags) error {
+	for _, t := range tables {
+		if f.stable {
+			for i := range t.Rows {
+				t.Rows[i] = t.Rows[i].ForStable()
+			}
+		} else {
+			rows.MarkBest(t.Rows)
+		}
+	}
 	if f.format == "json" {
 		var all []rows.Row
 		for _, t := range tables {

@@ -16,11 +16,18 @@ import (
 )
 
 // printTable prints the rows of one trace in format: text, markdown or
-// csv. A trace with phases gets a column for the growth of the footprint
-// in its last phase, where the article's lessons are; stable leaves out the
-// columns that vary from run to run.
+// csv. The headline comes first: peak RSS / peak live, the same measure
+// for every row; then each allocator's own footprint and the ratios made
+// of it, which rank nothing across allocators. A trace with phases gets a
+// column for the growth of the footprint in its last phase, where the
+// article's lessons are. stable leaves out the figures that vary from run
+// to run (see rows.Row.ForStable) and names no best row.
 func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
-	head := []string{"allocator", "peak live", "peak footprint", "peak fp/live", "avg fp/live", "frag. at end"}
+	head := []string{"allocator", "peak live"}
+	if !stable {
+		head = append(head, "peak RSS", "RSS/live")
+	}
+	head = append(head, "peak footprint", "fp/live", "avg fp/live", "frag. at end")
 	var phase string
 	for _, r := range t.Rows {
 		if name, _, ok := r.Growth(); ok {
@@ -32,27 +39,49 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 		head = append(head, "grew in "+phase)
 	}
 	if !stable {
-		head = append(head, "peak RSS", "ns/op")
+		head = append(head, "ns/op")
 	}
 	head = append(head, "trace errors")
+	ratio := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
 	cells := func(r rows.Row) []string {
 		if r.Error != "" {
 			c := make([]string, len(head))
 			c[0], c[1] = r.Allocator, "failed: "+r.Error
 			return c
 		}
+		footprint := func(n int64) string {
+			if r.Stable && r.Measured == "child" {
+				return "-"
+			}
+			return size.Format(n)
+		}
 		frag := "-"
 		if r.Fragmentation != nil {
 			frag = strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
 		}
-		c := []string{r.Allocator, size.Format(r.PeakLive), size.Format(r.PeakFootprint),
-			strconv.FormatFloat(r.PeakRatio, 'f', 3, 64), strconv.FormatFloat(r.AvgRatio, 'f', 3, 64), frag}
+		name := r.Allocator
+		switch {
+		case r.Best && format == "text":
+			name = "* " + name
+		case r.Best && format == "markdown":
+			name = "**" + name + "**"
+		}
+		c := []string{name, size.Format(r.PeakLive)}
+		if !stable {
+			c = append(c, size.Format(r.PeakRSS), ratio(r.RSSRatio))
+		}
+		c = append(c, footprint(r.PeakFootprint), ratio(r.PeakRatio), ratio(r.AvgRatio), frag)
 		if phase != "" {
 			_, grew, _ := r.Growth()
-			c = append(c, size.Format(grew))
+			c = append(c, footprint(grew))
 		}
 		if !stable {
-			c = append(c, size.Format(r.PeakResident), strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
+			c = append(c, strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
 		}
 		return append(c, strconv.FormatInt(r.TraceErrors, 10))
 	}
@@ -96,8 +125,15 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	for _, r := range t.Rows {
 		if r.FirstTraceError != "" {
 			// The trace's errors are the trace's: every row meets the same.
-			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects; the first: %s\n", r.FirstTraceError)
+			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects or the budget; the first: %s\n", r.FirstTraceError)
 			break
+		}
+	}
+	if !stable {
+		for _, r := range t.Rows {
+			if r.Best {
+				fmt.Fprintf(w, "  * lowest peak RSS / peak live: %s, %.3f (%s resident at a peak live of %s)\n", r.Allocator, r.RSSRatio, size.Format(r.PeakRSS), size.Format(r.PeakLive))
+			}
 		}
 	}
 	_, err := fmt.Fprintln(w)

@@ -25,9 +25,8 @@ import (
 // keeping its first min(old, new) bytes, and may move it.
 //
 // Footprint must be cheap: the replayer calls it after every event to
-// keep the peak footprint. It may return the value of the last Stats
-// call when the heap has no cheaper way to know (the Go heap: see New).
-// Stats returns the full figures and is called at samples only.
+// keep the peak footprint. Stats returns the full figures and is called at
+// samples only.
 type Allocator interface {
 	Alloc(size, align int) ([]byte, error)
 	Free(b []byte) error
@@ -63,14 +62,14 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // sizeclass, a walk of free lists, runs at samples only (see
 // Options.SampleEvery).
 //
-// "go" allocates with make. Its Stats reads runtime/metrics (at samples
-// only): Footprint = the heap's memory mapped and not released (objects,
-// unused bytes of spans in use, free spans not yet returned to the OS),
-// Used = the objects' bytes, Resident = Footprint, each less its value
-// when New was called, and Live is the adapter's own sum of requested sizes. The
-// replayer's own bookkeeping lives on the same Go heap and is counted in
-// Used and Footprint; Free only drops the reference (the GC decides when
-// the memory is reused).
+// "go" allocates with make. Its Footprint and Stats read runtime/metrics:
+// Footprint = the heap's memory mapped and not released (objects, unused
+// bytes of spans in use, free spans not yet returned to the OS), Used =
+// the objects' bytes, Resident = Footprint, each less its value when New
+// was called and less the replayer's own bookkeeping (which lives on the
+// same heap: see ReplayerMemory); Live is the adapter's own sum of
+// requested sizes. Free only drops the reference: the collector decides
+// when the memory is reused, at the GOGC of the process.
 func New(name string) (Allocator, error) {
 	switch name {
 	case "go":
@@ -132,10 +131,17 @@ type rawHeap interface {
 // heap adapts one of carve's heaps. Their Footprint methods are O(1), so
 // the replay reads the footprint after every event and its peaks are
 // exact.
+//
+// A heap's side metadata (Stats.Metadata: the Go memory of its bitmaps,
+// trees and tables) is counted as a C malloc's metadata is counted in its
+// RSS: the adapter adds it to the heap's footprint and resident figures,
+// so that Resident <= Footprint still holds. Footprint adds the metadata
+// of the last Stats, as the heaps tell it only there.
 type heap struct {
 	h     rawHeap
 	stats func() carve.Stats
 	fp    func() int64
+	meta  int64 // the Metadata of the last Stats
 }
 
 func (a *heap) Alloc(size, align int) ([]byte, error) {
@@ -146,10 +152,16 @@ func (a *heap) Alloc(size, align int) ([]byte, error) {
 }
 func (a *heap) Free(b []byte) error                        { return a.h.Free(b) }
 func (a *heap) Realloc(b []byte, size int) ([]byte, error) { return a.h.Realloc(b, size) }
-func (a *heap) Footprint() int64                           { return a.fp() }
+func (a *heap) Footprint() int64                           { return a.fp() + a.meta }
 func (a *heap) Close() error                               { return a.h.Close() }
-func (a *heap) Stats() carve.Stats                         { return a.stats() }
-func (a *heap) Contains(b []byte) bool                     { return a.h.Contains(b) }
+func (a *heap) Stats() carve.Stats {
+	st := a.stats()
+	a.meta = st.Metadata
+	st.Footprint += st.Metadata
+	st.Resident += st.Metadata
+	return st
+}
+func (a *heap) Contains(b []byte) bool { return a.h.Contains(b) }
 
 // Map returns a map of the heap's address space (see package heapmap).
 func (a *heap) Map() heapmap.Map { return a.h.Map() }
@@ -266,7 +278,14 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 	return n, nil
 }
 
-func (g *goHeap) Footprint() int64 { return g.fp }
+// Footprint reads the runtime's figures (runtime/metrics, without
+// stopping the world: a fraction of a microsecond), so that the peak is
+// the heap's at every event, not only at samples.
+func (g *goHeap) Footprint() int64 {
+	fp, _ := g.bytes()
+	g.fp = max(fp-g.baseFP-g.own, 0)
+	return g.fp
+}
 func (g *goHeap) Close() error     { return nil }
 
 func (g *goHeap) Stats() carve.Stats {
@@ -358,8 +377,9 @@ func (w *pooled) Stats() carve.Stats {
 	s := w.a.Stats()
 	s.Live += ps.Live
 	s.Used += ps.Used
-	s.Footprint += ps.Footprint
-	s.Resident += ps.Resident
+	s.Footprint += ps.Footprint + ps.Metadata // the pool's side metadata counted as the heap's is
+	s.Resident += ps.Resident + ps.Metadata
+	s.Metadata += ps.Metadata
 	return s
 }
 

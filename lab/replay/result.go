@@ -70,8 +70,8 @@ type Options struct {
 // Result is what a replay measured. Live memory is the sum of the sizes
 // the trace asked for and has not freed, kept exactly after every event.
 // The footprint is read by Run after every event (Allocator.Footprint:
-// exact for carve's heaps; the Go heap's adapter returns the figure of
-// its last sample) and by RunBatch at each sample. "Time" is counted in
+// exact for carve's heaps, the runtime's figure for the Go heap) and by
+// RunBatch at each sample. "Time" is counted in
 // events. Run and RunBatch set every field.
 type Result struct {
 	// Events is the number of events read; Ops the allocator calls made

@@ -180,7 +180,10 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 	}
 	res, peakRSS, err := childReplay(t, job.Spec, job.Options)
 	rw = rw.fill(t, res, err)
-	rw.PeakRSS = peakRSS
+	// The kernel's mark of a Go child counts the Go runtime and the
+	// replayer besides the allocator: it is reported, and the headline is
+	// the samples', which leave them out.
+	rw.PeakRSSHWM = peakRSS
 	if job.Spec.Alloc == "go" {
 		rw.GOGC = job.Spec.gogc()
 	}
@@ -233,7 +236,11 @@ func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error
 			return replay.Result{}, 0, err
 		}
 		defer a.Close()
-		run = func() (replay.Result, error) { return replay.Run(src, &rssStats{Allocator: a, rss: rss}, opt) }
+		ra := &rssStats{Allocator: a, rss: rss}
+		res, err := replay.Run(src, ra, opt)
+		// The kernel's mark counts the replayer's own bookkeeping on the
+		// Go heap too: what it held at the end is left out.
+		return res, max(rss.peak()-ra.own, 0), err
 	}
 	res, err := run()
 	return res, rss.peak(), err

@@ -9,8 +9,11 @@ import (
 )
 
 // Schema names the version of the JSON of a table of rows (carve replay
-// --format json).
-const Schema = "carve.replay/v1"
+// --format json). Version 2 has one headline for every row, peak RSS /
+// peak live; a real malloc's footprint with its start-up figure
+// subtracted; and fragmentation at the end only where live memory is
+// still a meaningful share of its peak (see docs/json.md).
+const Schema = "carve.replay/v2"
 
 // Row is one allocator's replay of one trace, as every format prints it.
 // The JSON field names are part of the versioned schema (Schema): fields
@@ -26,6 +29,18 @@ type Row struct {
 	Measured string `json:"measured,omitempty"`
 	// GOGC is the go row's GOGC, set in its child.
 	GOGC int `json:"gogc,omitempty"`
+
+	// PeakRSS is the headline's numerator: the most resident memory the
+	// row's allocator took. For a row in a process of its own, that
+	// process's peak resident memory above its baseline: the larger of the
+	// kernel's high-water mark and the samples taken at the peaks of live
+	// memory. For carve's heaps in this process, their resident pages plus
+	// their side metadata. RSSRatio = PeakRSS / PeakLive is the headline,
+	// the same measure for every row.
+	PeakRSS  int64   `json:"peak_rss"`
+	RSSRatio float64 `json:"peak_rss_over_peak_live"`
+	// Best marks the row with the lowest headline of its table.
+	Best bool `json:"best,omitempty"`
 
 	Events              int64    `json:"events"`
 	Ops                 int64    `json:"ops"`
@@ -47,9 +62,18 @@ type Row struct {
 	Internal            int64    `json:"internal_at_end"`
 	External            int64    `json:"external_at_end"`
 	Phases              []Phase  `json:"phases,omitempty"`
-	// PeakRSS is, for a row measured in a child, the peak RSS above the
-	// child's baseline (VmHWM, reset after the baseline was taken).
-	PeakRSS int64 `json:"peak_rss_above_baseline,omitempty"`
+	// PeakRSSHWM is, for a row measured in a process of its own, the
+	// kernel's high-water mark of its RSS above its baseline (VmHWM, reset
+	// when the baseline was taken); StartupRSS and StartupFootprint are the
+	// allocator's figures before the first event, already subtracted from
+	// the row's.
+	PeakRSSHWM       int64 `json:"peak_rss_above_baseline,omitempty"`
+	StartupRSS       int64 `json:"startup_rss,omitempty"`
+	StartupFootprint int64 `json:"startup_footprint,omitempty"`
+	// Stable reports a row printed for --stable: the figures that vary
+	// from run to run are left out (zero), and Unstable names them.
+	Stable   bool   `json:"stable,omitempty"`
+	Unstable string `json:"unstable_left_out,omitempty"`
 	// Series is the replay over time, for the report: points of the
 	// largest live memory and footprint of the events each stands for,
 	// and the resident bytes sampled.
@@ -110,6 +134,68 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 	}
 	for i, m := range res.Marks {
 		rw.Phases = append(rw.Phases, Phase{Name: t.Phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
+	}
+	rw.setRSS(0)
+	return rw
+}
+
+// setRSS sets the headline from the samples' peak and hwm, the kernel's
+// high-water mark (0 when the row has none).
+func (rw *Row) setRSS(hwm int64) {
+	rw.PeakRSSHWM = hwm
+	rw.PeakRSS = max(rw.PeakResident, hwm)
+	rw.RSSRatio = 0
+	if rw.PeakLive > 0 {
+		rw.RSSRatio = float64(rw.PeakRSS) / float64(rw.PeakLive)
+	}
+}
+
+// MarkBest marks the row of rs with the lowest headline (peak RSS / peak
+// live) among those that replayed the trace, and returns its index, or -1.
+func MarkBest(rs []Row) int {
+	best := -1
+	for i, r := range rs {
+		if r.Error == "" && r.RSSRatio > 0 && (best < 0 || r.RSSRatio < rs[best].RSSRatio) {
+			best = i
+		}
+	}
+	for i := range rs {
+		rs[i].Best = i == best
+	}
+	return best
+}
+
+// ForStable returns the row without the figures that vary from run to
+// run, for output that must be byte-identical for the same input: the
+// timings, the resident memory of every row, and, for a row measured in a
+// process of its own, every figure of the allocator's (its footprint, the
+// ratios and fragmentation made of it), as a real malloc's or the Go
+// heap's own statistics move with timing (jemalloc's decay, the Go
+// collector). The trace's figures (events, live memory, trace errors)
+// stay. Unstable names what was left out.
+func (rw Row) ForStable() Row {
+	rw.Stable, rw.Best = true, false
+	rw.NsPerOp, rw.PeakResident, rw.PeakRSS, rw.RSSRatio, rw.PeakRSSHWM, rw.StartupRSS = 0, 0, 0, 0, 0, 0
+	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_above_baseline, startup_rss, the resident bytes of phases and series"
+	rw.Phases = append([]Phase(nil), rw.Phases...)
+	for i := range rw.Phases {
+		rw.Phases[i].Resident = 0
+	}
+	rw.Series = append([]replay.Point(nil), rw.Series...)
+	for i := range rw.Series {
+		rw.Series[i].Resident = 0
+	}
+	if rw.Measured == "child" {
+		rw.PeakFootprint, rw.PeakFootprintAt, rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = 0, 0, 0, 0
+		rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = 0, 0, 0, 0
+		rw.Fragmentation, rw.Internal, rw.External, rw.StartupFootprint = nil, 0, 0, 0
+		for i := range rw.Phases {
+			rw.Phases[i].Footprint = 0
+		}
+		for i := range rw.Series {
+			rw.Series[i].Footprint = 0
+		}
+		rw.Unstable += ", and the allocator's footprint and every figure made of it (a row in a process of its own)"
 	}
 	return rw
 }
