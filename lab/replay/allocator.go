@@ -286,7 +286,7 @@ func (g *goHeap) Footprint() int64 {
 	g.fp = max(fp-g.baseFP-g.own, 0)
 	return g.fp
 }
-func (g *goHeap) Close() error     { return nil }
+func (g *goHeap) Close() error { return nil }
 
 func (g *goHeap) Stats() carve.Stats {
 	fp, used := g.bytes()
