@@ -18,8 +18,10 @@
 package heapmap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Kind says what a segment's bytes are.
@@ -27,9 +29,10 @@ type Kind uint8
 
 const (
 	// Live is bytes of a block in use that its caller may use. No carve
-	// heap records the size a block was asked for, so the rounding up to
-	// the block's usable size is Live too: a heap's Stats().Live is at most
-	// a map's Live bytes.
+	// heap records the size a block was asked for, so in a heap's own map
+	// the rounding up to the block's usable size is Live too: a heap's
+	// Stats().Live is at most its map's Live bytes. A caller that knows the
+	// sizes asked for splits them off as Rounding (Map.SplitAsked).
 	Live Kind = iota
 	// Free is a block, or a run of chunks, that the heap could hand out
 	// again: a hole. Each Free segment is one hole (see [Map.Append]).
@@ -49,6 +52,10 @@ const (
 	// free buddy blocks in granules given back to the OS. It is not part
 	// of the Footprint.
 	Reserved
+	// Rounding is bytes of a block in use beyond the size its caller asked
+	// for: the rounding up to a size class, a power of two, a granule. No
+	// heap's own map holds any (see Live); Map.SplitAsked makes them.
+	Rounding
 
 	numKinds
 )
@@ -56,13 +63,13 @@ const (
 // NumKinds is the number of kinds: a Kind is one of 0 to NumKinds-1.
 const NumKinds = int(numKinds)
 
-var kindNames = [numKinds]string{"live", "free", "header", "padding", "unused", "reserved"}
+var kindNames = [numKinds]string{"live", "free", "header", "padding", "unused", "reserved", "rounding"}
 
 // Kinds returns every kind, in the order legends list them.
-func Kinds() []Kind { return []Kind{Live, Free, Header, Padding, Unused, Reserved} }
+func Kinds() []Kind { return []Kind{Live, Rounding, Free, Header, Padding, Unused, Reserved} }
 
 // String returns the kind's name: "live", "free", "header", "padding",
-// "unused" or "reserved".
+// "unused", "reserved" or "rounding".
 func (k Kind) String() string {
 	if k < numKinds {
 		return kindNames[k]
@@ -113,6 +120,87 @@ type Map struct {
 	// Regions are labelled parts of the space, in order and disjoint; nil
 	// for heaps that label none.
 	Regions []Region
+	// Spans say where the space lies in memory when it is not one range
+	// from Base (sizeclass's slabs, laid side by side): each a piece of the
+	// space and its address, sorted by address. nil when Base says it all.
+	Spans []Span
+}
+
+// Span is a piece of a map's space, [Off, Off+Len), at address Addr.
+type Span struct {
+	Off, Len int64
+	Addr     uintptr
+}
+
+// Offset returns the offset in the map's space of the byte at address
+// addr, and false if the map does not cover it (or cannot tell: a space
+// that is neither one range from Base nor described by Spans).
+func (m Map) Offset(addr uintptr) (int64, bool) {
+	if m.Spans == nil {
+		if m.Base == 0 || addr < m.Base || addr-m.Base >= uintptr(m.Size) {
+			return 0, false
+		}
+		return int64(addr - m.Base), true
+	}
+	lo, hi := 0, len(m.Spans)
+	for lo < hi { // the last span starting at or below addr
+		mid := (lo + hi) / 2
+		if m.Spans[mid].Addr <= addr {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0, false
+	}
+	s := m.Spans[lo-1]
+	if addr-s.Addr >= uintptr(s.Len) {
+		return 0, false
+	}
+	return s.Off + int64(addr-s.Addr), true
+}
+
+// Block is a block in use as its caller knows it: where it starts in a
+// map's space, the bytes asked for, and the bytes it can hold.
+type Block struct {
+	Off, Asked, Usable int64
+}
+
+// SplitAsked returns a copy of the map in which each block's bytes past
+// the size asked for, up to its usable size, are Rounding instead of
+// Live: the map of a heap seen by a caller that knows what it asked for.
+// blocks may come in any order; a block that does not start inside a
+// Live segment, or that does not fit in it, is left as the heap mapped
+// it. The map's Stats().Live is then the bytes asked for of the blocks
+// given, if every live block is among them. O(segments + blocks log
+// blocks).
+func (m Map) SplitAsked(blocks []Block) Map {
+	bs := append([]Block(nil), blocks...)
+	slices.SortFunc(bs, func(a, b Block) int { return cmp.Compare(a.Off, b.Off) })
+	out := m
+	out.Segments = nil
+	out.Size = 0
+	i := 0
+	for _, s := range m.Segments {
+		if s.Kind != Live {
+			out.Append(s.Kind, s.Class, s.Len)
+			continue
+		}
+		at := s.Off
+		for ; i < len(bs) && bs[i].Off < s.End(); i++ {
+			b := bs[i]
+			if b.Off < at || b.Off+b.Usable > s.End() || b.Asked > b.Usable {
+				continue
+			}
+			out.Append(Live, s.Class, b.Off-at) // bytes no block given holds
+			out.Append(Live, s.Class, b.Asked)
+			out.Append(Rounding, s.Class, b.Usable-b.Asked)
+			at = b.Off + b.Usable
+		}
+		out.Append(Live, s.Class, s.End()-at)
+	}
+	return out
 }
 
 // Append adds n bytes of kind k and class class at the end of the map,
@@ -136,7 +224,7 @@ func (m *Map) Append(k Kind, class int, n int64) {
 // Stats is what a map adds up to: bytes of each kind, and its holes. For
 // a map that passes Check:
 //
-//	Live + Free + Header + Padding + Unused + Reserved = Size
+//	Live + Rounding + Free + Header + Padding + Unused + Reserved = Size
 //	Largest <= Free, and Holes > 0 exactly when Free > 0
 //
 // and against its heap's statistics (each heap's Map documents its own):
@@ -147,7 +235,7 @@ func (m *Map) Append(k Kind, class int, n int64) {
 //	           Size - Reserved = Footprint
 //	sizeclass: Live = Used, Size = Footprint
 type Stats struct {
-	Live, Free, Header, Padding, Unused, Reserved int64 // bytes of each kind
+	Live, Free, Header, Padding, Unused, Reserved, Rounding int64 // bytes of each kind
 	// Holes counts the Free segments; Largest is the longest.
 	Holes   int
 	Largest int64
@@ -168,6 +256,8 @@ func (s Stats) Bytes(k Kind) int64 {
 		return s.Unused
 	case Reserved:
 		return s.Reserved
+	case Rounding:
+		return s.Rounding
 	}
 	return 0
 }
@@ -188,6 +278,8 @@ func (s *Stats) add(seg Segment) {
 		s.Unused += seg.Len
 	case Reserved:
 		s.Reserved += seg.Len
+	case Rounding:
+		s.Rounding += seg.Len
 	}
 }
 

@@ -128,11 +128,55 @@ func TestKindString(t *testing.T) {
 	for _, k := range heapmap.Kinds() {
 		names = append(names, k.String())
 	}
-	want := []string{"live", "free", "header", "padding", "unused", "reserved"}
+	want := []string{"live", "rounding", "free", "header", "padding", "unused", "reserved"}
 	if !slices.Equal(names, want) {
 		t.Errorf("kinds = %q, want %q", names, want)
 	}
 	if s := heapmap.Kind(42).String(); s != "Kind(42)" {
 		t.Errorf("Kind(42).String() = %q", s)
+	}
+}
+
+// TestSplitAsked splits the Live segments of a map by the sizes asked
+// for: fit-like blocks behind headers, and chunks of one class side by
+// side in one Live segment.
+func TestSplitAsked(t *testing.T) {
+	var m heapmap.Map
+	m.Base = 0x1000
+	m.Append(heapmap.Header, 0, 8)
+	m.Append(heapmap.Live, 0, 40) // a block at 8, asked 30
+	m.Append(heapmap.Free, 0, 64)
+	m.Append(heapmap.Live, 16, 48) // three chunks of 16 at 112: asked 16, 10 and 1
+	m.Append(heapmap.Unused, 0, 16)
+	got := m.SplitAsked([]heapmap.Block{{Off: 144, Asked: 1, Usable: 16}, {Off: 8, Asked: 30, Usable: 40}, {Off: 112, Asked: 16, Usable: 16}, {Off: 128, Asked: 10, Usable: 16}})
+	if err := got.Check(); err != nil {
+		t.Fatal(err)
+	}
+	st := got.Stats()
+	if st.Live != 30+16+10+1 || st.Rounding != 10+6+15 || got.Size != m.Size || st.Free != 64 || st.Header != 8 {
+		t.Errorf("split: %+v, size %d; want live 57, rounding 31, the rest as before", st, got.Size)
+	}
+	if m.Stats().Rounding != 0 {
+		t.Errorf("SplitAsked changed its receiver")
+	}
+	for _, tc := range []struct {
+		addr uintptr
+		off  int64
+		ok   bool
+	}{{0x1000, 0, true}, {0x1000 + 175, 175, true}, {0x1000 + 176, 0, false}, {0xfff, 0, false}} {
+		if off, ok := m.Offset(tc.addr); off != tc.off || ok != tc.ok {
+			t.Errorf("Offset(%#x) = %d, %t; want %d, %t", tc.addr, off, ok, tc.off, tc.ok)
+		}
+	}
+	spans := heapmap.Map{Size: 96, Spans: []heapmap.Span{{Off: 0, Len: 64, Addr: 0x9000}, {Off: 64, Len: 32, Addr: 0x2000}}}
+	spans.Spans = []heapmap.Span{{Off: 64, Len: 32, Addr: 0x2000}, {Off: 0, Len: 64, Addr: 0x9000}} // in address order
+	if off, ok := spans.Offset(0x2004); off != 68 || !ok {
+		t.Errorf("Offset in the second span = %d, %t", off, ok)
+	}
+	if off, ok := spans.Offset(0x9000 + 63); off != 63 || !ok {
+		t.Errorf("Offset in the first span = %d, %t", off, ok)
+	}
+	if _, ok := spans.Offset(0x3000); ok {
+		t.Error("Offset between spans found one")
 	}
 }

@@ -1,6 +1,7 @@
 package sizeclass
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -14,7 +15,8 @@ import (
 // one range of addresses (Base is 0): it lays each class's committed slabs
 // side by side, smallest class first, each class a Region labelled with
 // its chunk size, and then the large objects, by address, in a Region of
-// their own. Segment.Class is the chunk size (0 for a large object). Each
+// their own; its Spans say where each slab and large object lies in
+// memory. Segment.Class is the chunk size (0 for a large object). Each
 // slab holds, in address order:
 //
 //	its chunks:  Live for a chunk in use (the whole chunk: the heap does
@@ -55,10 +57,13 @@ func (h *Heap) Map() heapmap.Map {
 	if len(h.large.regions) > 0 {
 		start := m.Size
 		for _, a := range slices.Sorted(maps.Keys(h.large.regions)) {
-			m.Append(heapmap.Live, 0, int64(h.large.regions[a].Committed()))
+			n := int64(h.large.regions[a].Committed())
+			m.Spans = append(m.Spans, heapmap.Span{Off: m.Size, Len: n, Addr: a})
+			m.Append(heapmap.Live, 0, n)
 		}
 		m.Regions = append(m.Regions, heapmap.Region{Off: start, Len: m.Size - start, Label: "large objects"})
 	}
+	slices.SortFunc(m.Spans, func(a, b heapmap.Span) int { return cmp.Compare(a.Addr, b.Addr) })
 	return m
 }
 
@@ -69,6 +74,7 @@ func (cl *class) mapSlabs(m *heapmap.Map) {
 	size, class := int64(cl.size), int(cl.size)
 	cl.pool.Slabs(func(slab, n int) bool {
 		s, carved := int64(slab), int64(n)
+		m.Spans = append(m.Spans, heapmap.Span{Off: m.Size, Len: cl.slab, Addr: cl.base + uintptr(s*cl.slab)})
 		first := cl.firstChunk(s)
 		for i, end := first, first+carved; i < end; {
 			live := liveBits(cl.live).has(i)

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"unsafe"
 
+	"github.com/carvelab/carve/heapmap"
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
@@ -163,6 +165,82 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 	}
 }
 
+// HeapMap replays t through the heap of spec up to event at and returns
+// the heap's map there in the lab's vocabulary: each live block's bytes
+// split into those the trace asked for (Live) and the rounding up to the
+// block's usable size (Rounding), so that the map's live bytes are the
+// replay's. The pools in front of the heap are not in the map. It returns
+// an error for a heap that draws no map, or a replay that failed.
+func HeapMap(t traces.Trace, spec rows.Spec, at int64) (heapmap.Map, replay.Result, error) {
+	a, err := spec.NewAllocator()
+	if err != nil {
+		return heapmap.Map{}, replay.Result{}, err
+	}
+	defer a.Close()
+	m, ok := replay.MapperOf(a)
+	if !ok {
+		return heapmap.Map{}, replay.Result{}, fmt.Errorf("%s draws no map", spec.Label())
+	}
+	src, closer, err := t.Open()
+	if err != nil {
+		return heapmap.Map{}, replay.Result{}, err
+	}
+	defer closer.Close()
+	tr := &tracked{Allocator: a, live: map[uintptr][]byte{}}
+	res, err := replay.Run(src, tr, replay.Options{NoCheck: true, StopAfter: at})
+	if err != nil {
+		return heapmap.Map{}, res, err
+	}
+	hm := m.Map()
+	usable, _ := m.(interface{ UsableSize([]byte) (int, error) })
+	var blocks []heapmap.Block
+	for p, b := range tr.live {
+		off, ok := hm.Offset(p)
+		if !ok {
+			continue // a pool's chunk, or a heap that cannot place it
+		}
+		u := cap(b)
+		if usable != nil {
+			if n, err := usable.UsableSize(b); err == nil {
+				u = n
+			}
+		}
+		blocks = append(blocks, heapmap.Block{Off: off, Asked: int64(len(b)), Usable: int64(u)})
+	}
+	return hm.SplitAsked(blocks), res, nil
+}
+
+// tracked keeps the blocks an allocator has handed out and not taken back,
+// by address.
+type tracked struct {
+	replay.Allocator
+	live map[uintptr][]byte
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func (t *tracked) Alloc(size, align int) ([]byte, error) {
+	b, err := t.Allocator.Alloc(size, align)
+	if err == nil {
+		t.live[addrOf(b)] = b
+	}
+	return b, err
+}
+
+func (t *tracked) Free(b []byte) error {
+	delete(t.live, addrOf(b))
+	return t.Allocator.Free(b)
+}
+
+func (t *tracked) Realloc(b []byte, size int) ([]byte, error) {
+	n, err := t.Allocator.Realloc(b, size)
+	if err == nil {
+		delete(t.live, addrOf(b))
+		t.live[addrOf(n)] = n
+	}
+	return n, err
+}
+
 // mapAt replays t through the heap of spec up to event at (0: the event
 // of the row's peak footprint) and returns the heap's map there, or nil
 // if the heap draws none.
@@ -174,28 +252,14 @@ func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64) *Map {
 		at = min(at, rw.Events)
 		moment = "at the chosen moment"
 	}
-	a, err := spec.NewAllocator()
+	hm, _, err := HeapMap(t, spec, at)
 	if err != nil {
 		return nil
 	}
-	defer a.Close()
-	m, ok := replay.MapperOf(a)
-	if !ok {
-		return nil
-	}
-	src, closer, err := t.Open()
-	if err != nil {
-		return nil
-	}
-	defer closer.Close()
-	if _, err := replay.Run(src, a, replay.Options{NoCheck: true, StopAfter: at}); err != nil {
-		return nil
-	}
-	hm := m.Map()
 	hm.Name = fmt.Sprintf("%s %s (event %d)", spec.Label(), moment, at)
 	st := hm.Stats()
-	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %d holes, the largest %s; %s free, %s in headers.",
-		spec.Label(), moment, at, rw.Events, st.Holes, size.Format(st.Largest), size.Format(st.Free), size.Format(st.Header))
+	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %s live (as asked for), %s of rounding up to the blocks' sizes, %s in headers; %s free in %d holes, the largest %s.",
+		spec.Label(), moment, at, rw.Events, size.Format(st.Live), size.Format(st.Rounding), size.Format(st.Header), size.Format(st.Free), st.Holes, size.Format(st.Largest))
 	if len(spec.Pools) > 0 {
 		caption += " The pools in front of it are not drawn."
 	}

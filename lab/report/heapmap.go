@@ -40,6 +40,7 @@ var kindPalette = [numKinds]rgb{
 	heapmap.Padding:  {0xed, 0xd4, 0x00}, // yellow
 	heapmap.Unused:   {0xba, 0xbd, 0xb6}, // grey
 	heapmap.Reserved: {0xee, 0xee, 0xec}, // pale grey: no memory behind it
+	heapmap.Rounding: {0x72, 0x9f, 0xcf}, // light blue: live, but not asked for
 }
 
 // numKinds is the number of kinds a map's bytes come in.
@@ -161,8 +162,8 @@ func mapCaption(b *strings.Builder, m heapmap.Map, g grid, left, w int) {
 	if st.Holes == 1 {
 		holes = "hole"
 	}
-	line = fmt.Sprintf("live %s · free %s in %d %s, largest %s · header %s · padding %s · unused %s · reserved %s",
-		fmtBytes(st.Live), fmtBytes(st.Free), st.Holes, holes, fmtBytes(st.Largest),
+	line = fmt.Sprintf("live %s · rounding %s · free %s in %d %s, largest %s · header %s · padding %s · unused %s · reserved %s",
+		fmtBytes(st.Live), fmtBytes(st.Rounding), fmtBytes(st.Free), st.Holes, holes, fmtBytes(st.Largest),
 		fmtBytes(st.Header), fmtBytes(st.Padding), fmtBytes(st.Unused), fmtBytes(st.Reserved))
 	fmt.Fprintf(b, `<text x="%d" y="%d">`, left, margin+12+captionLine)
 	escape(b, line)

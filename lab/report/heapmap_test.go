@@ -57,23 +57,23 @@ func TestLayout(t *testing.T) {
 
 func TestMix(t *testing.T) {
 	for _, k := range heapmap.Kinds() {
-		var acc [6]int64
+		var acc [heapmap.NumKinds]int64
 		acc[k] = 1000
 		if c, ok := report.Mix(acc); !ok || c != report.Colour(k) {
 			t.Errorf("Mix(all %v) = %s, %t, want %s", k, c, ok, report.Colour(k))
 		}
 	}
-	if _, ok := report.Mix([6]int64{}); ok {
+	if _, ok := report.Mix([heapmap.NumKinds]int64{}); ok {
 		t.Errorf("Mix(empty) = _, true, want false")
 	}
 	// One live byte among a million free shows; and the same shares give
 	// the same colour.
-	speck, _ := report.Mix([6]int64{heapmap.Live: 1, heapmap.Free: 1e6})
+	speck, _ := report.Mix([heapmap.NumKinds]int64{heapmap.Live: 1, heapmap.Free: 1e6})
 	if speck == report.Colour(heapmap.Free) {
 		t.Errorf("Mix(1 live byte, 1e6 free) = the colour of free: the live byte does not show")
 	}
-	if a, _ := report.Mix([6]int64{heapmap.Live: 80, heapmap.Free: 176}); a != func() string {
-		b, _ := report.Mix([6]int64{heapmap.Live: 160, heapmap.Free: 352})
+	if a, _ := report.Mix([heapmap.NumKinds]int64{heapmap.Live: 80, heapmap.Free: 176}); a != func() string {
+		b, _ := report.Mix([heapmap.NumKinds]int64{heapmap.Live: 160, heapmap.Free: 352})
 		return b
 	}() {
 		t.Errorf("Mix: the same shares of different cell sizes give different colours")
@@ -125,7 +125,7 @@ func alternating(size int64) heapmap.Map {
 	_, _, cell := report.Layout(size, stripW, stripH)
 	m := heapmap.Map{Name: "worst case"}
 	for i := 0; m.Size < size; i++ {
-		m.Append(heapmap.Kinds()[i%6], i, cell)
+		m.Append(heapmap.Kinds()[i%len(heapmap.Kinds())], i, cell)
 	}
 	return m
 }
