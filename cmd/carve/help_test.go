@@ -103,3 +103,21 @@ func TestEveryTraceForm(t *testing.T) {
 		}
 	}
 }
+
+// TestStableIsStable: --stable output is byte-identical from run to run,
+// in every format, every row included.
+func TestStableIsStable(t *testing.T) {
+	for _, format := range []string{"text", "markdown", "csv", "json"} {
+		var outs [2]string
+		for i := range outs {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"replay", "--stable", "--format", format, "gen:carving:n=2000", "aosp-systemui"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("%s: exit %d: %s", format, code, stderr.String())
+			}
+			outs[i] = stdout.String()
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("--stable --format %s differs between two runs:\n%s\n----\n%s", format, outs[0], outs[1])
+		}
+	}
+}

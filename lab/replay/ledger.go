@@ -117,11 +117,11 @@ type ledger struct {
 	series      series
 	pointLive   int64 // the most live memory since the last series point
 	pointEvents int64 // the events since then
+	pointFP     int64 // the largest footprint read since then
 	sinceSample int   // events since the last sample
 	peakSampled int64 // live memory at the last peak of live sampled
 	peakAt      int64 // the event that set the peak of live memory
 	unread      int64 // events not yet counted in sumFP
-	fp          int64 // the last footprint read
 	resident    int64 // the last sample's
 	sumFP       float64
 	sumLiv      float64
@@ -184,6 +184,9 @@ func (l *ledger) replay(src trace.Source) (Result, error) {
 	err := l.read(src)
 	if st, serr := l.eng.sample(); serr == nil {
 		l.sampled(st)
+		if l.perEvent {
+			l.series.lift(st.Footprint, st.Resident)
+		}
 	} else if err == nil {
 		err = serr
 	}
@@ -406,7 +409,7 @@ func (l *ledger) footprint(fp int64) {
 	}
 	l.sumFP += float64(fp) * float64(l.unread)
 	l.unread = 0
-	l.fp = fp
+	l.pointFP = max(l.pointFP, fp)
 }
 
 // sample reads the allocator's full figures and books them.
@@ -436,13 +439,13 @@ func (l *ledger) sampled(st carve.Stats) {
 }
 
 // point adds a point to the series, if an event ended since the last
-// one: the most live memory since then, and the footprint and the
+// one: the most live memory and the largest footprint since then, and the
 // resident bytes last read.
 func (l *ledger) point() {
 	if l.series.n > 0 && l.pointEvents > 0 {
-		l.series.add(l.n, l.pointLive, l.fp, l.resident)
+		l.series.add(l.n, l.pointLive, l.pointFP, l.resident)
 	}
-	l.pointLive, l.pointEvents = 0, 0
+	l.pointLive, l.pointEvents, l.pointFP = 0, 0, 0
 }
 
 // traceError counts an event that does not fit the trace's live objects

@@ -55,6 +55,20 @@ func (s *series) add(event, live, footprint, resident int64) {
 	}
 }
 
+// lift raises the last point's footprint and resident figures to fp and
+// resident, for a reading taken after its events ended (the last sample
+// of a replay), so that the series still holds every peak.
+func (s *series) lift(fp, resident int64) {
+	p := &s.cur
+	if s.in == 0 {
+		if len(s.points) == 0 {
+			return
+		}
+		p = &s.points[len(s.points)-1]
+	}
+	p.Footprint, p.Resident = max(p.Footprint, fp), max(p.Resident, resident)
+}
+
 // done returns the points, the last partial one included.
 func (s *series) done() []Point {
 	if s.in > 0 {

@@ -140,13 +140,24 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 }
 
 // setRSS sets the headline from the samples' peak and hwm, the kernel's
-// high-water mark (0 when the row has none).
+// high-water mark (0 when the row has none). A mark above every sample is
+// drawn at the sample nearest below it, so that the series' highest point
+// is the table's peak.
 func (rw *Row) setRSS(hwm int64) {
 	rw.PeakRSSHWM = hwm
 	rw.PeakRSS = max(rw.PeakResident, hwm)
 	rw.RSSRatio = 0
 	if rw.PeakLive > 0 {
 		rw.RSSRatio = float64(rw.PeakRSS) / float64(rw.PeakLive)
+	}
+	top := -1
+	for i, p := range rw.Series {
+		if top < 0 || p.Resident > rw.Series[top].Resident {
+			top = i
+		}
+	}
+	if top >= 0 && rw.Series[top].Resident < rw.PeakRSS {
+		rw.Series[top].Resident = rw.PeakRSS
 	}
 }
 

@@ -83,3 +83,43 @@ func TestReplayBothWays(t *testing.T) {
 		t.Errorf("a missing trace in a child: %+v", bad)
 	}
 }
+
+// TestSeriesKeepPeaks: for every row, the highest point of its series
+// (what the report's charts draw) is the table's peak: footprint and
+// resident memory alike.
+func TestSeriesKeepPeaks(t *testing.T) {
+	var ts []traces.Trace
+	for _, arg := range []string{"gen:connection:n=2000,next=4096", "gen:zipf:n=20000,seed=3"} {
+		tr, err := traces.Resolve(arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	var specs []Spec
+	for _, n := range Names() {
+		specs = append(specs, Spec{Alloc: n})
+	}
+	for _, tb := range Run(ts, specs, Options{Touch: true, Series: 50}, 2, nil) {
+		for _, r := range tb.Rows {
+			if r.ErrorKind == KindUnavailable {
+				if os.Getenv("CI") == "true" {
+					t.Errorf("%s unavailable on CI: %s", r.Allocator, r.Error)
+				}
+				continue
+			}
+			if r.Error != "" {
+				t.Errorf("%s on %s: %s", r.Allocator, r.Trace, r.Error)
+				continue
+			}
+			var fp, res, live int64
+			for _, p := range r.Series {
+				fp, res, live = max(fp, p.Footprint), max(res, p.Resident), max(live, p.Live)
+			}
+			if fp != r.PeakFootprint || res != r.PeakRSS || live != r.PeakLive || len(r.Series) == 0 {
+				t.Errorf("%s on %s: the series' peaks are footprint %d, resident %d, live %d over %d points; the table's %d, %d, %d",
+					r.Allocator, r.Trace, fp, res, live, len(r.Series), r.PeakFootprint, r.PeakRSS, r.PeakLive)
+			}
+		}
+	}
+}
