@@ -72,7 +72,7 @@ func (p *Pool) valid(off offset) bool {
 func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 	off := p.head
 	c := p.chunk(off)
-	next := p.link(off)
+	next := *p.next(off)
 	free := p.carved - p.nlive // this chunk included
 	if next == off || (next == none) != (free == 1) || next != none && (!p.valid(next) || p.isLive(next)) {
 		// The link was overwritten: keep this chunk out of use and rebuild
@@ -116,9 +116,8 @@ func (p *Pool) freeChecked(off offset) error {
 		return fmt.Errorf("%w: chunk at offset %d", ErrDoubleFree, off)
 	}
 	p.clearLive(off)
-	c := p.chunk(off)
-	poison(c)
-	*(*offset)(unsafe.Pointer(&c[0])) = p.head
+	poison(p.chunk(off))
+	*p.next(off) = p.head
 	p.head = off
 	return nil
 }
@@ -132,7 +131,7 @@ func (p *Pool) rebuildFreeList() {
 		for i := p.carvedIn(s); i > 0; i-- {
 			off := offset(start + (i-1)*p.stride)
 			if !p.isLive(off) {
-				*(*offset)(unsafe.Add(p.base, off)) = p.head
+				*p.next(off) = p.head
 				p.head = off
 			}
 		}
@@ -174,7 +173,7 @@ func (p *Pool) check() error {
 		return fmt.Errorf("slabs carved %d chunks with %d vacant, pool counts %d and %d", carved, nvacant, p.carved, p.nvacant)
 	}
 	var free int64
-	for off := p.head; off != none; off = p.link(off) {
+	for off := p.head; off != none; off = *p.next(off) {
 		if !p.valid(off) {
 			return fmt.Errorf("free list: offset %d after %d free chunks is not a carved chunk", off, free)
 		}

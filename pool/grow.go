@@ -46,9 +46,9 @@ func (p *Pool) allocSlow() (unsafe.Pointer, error) {
 			return p.allocChecked()
 		}
 		// Pop the first chunk revive put on the list.
-		c := unsafe.Add(p.base, p.head)
-		p.head = *(*offset)(c)
-		return c, nil
+		off := p.head
+		p.head = *p.next(off)
+		return unsafe.Add(p.base, off), nil
 	}
 	if int64(p.nslabs+1)*int64(p.slabSize) > p.limit {
 		return nil, fmt.Errorf("%w: %d bytes committed, the limit", ErrExhausted, p.limit)
@@ -78,8 +78,7 @@ func (p *Pool) revive() error {
 	p.nvacant--
 	for in := p.usable; in >= p.stride; {
 		in -= p.stride
-		c := unsafe.Add(p.base, start+in)
-		*(*offset)(c) = p.head
+		*p.next(offset(start + in)) = p.head
 		p.head = offset(start + in)
 		if invariants.Enabled {
 			poison(p.chunk(offset(start + in)))
@@ -100,7 +99,7 @@ func (p *Pool) Trim() (int64, error) {
 	// Count the free chunks of each slab; a slab is empty when all the
 	// chunks it carved are free.
 	free := make([]uintptr, p.nslabs)
-	for off := p.head; off != none; off = p.link(off) {
+	for off := p.head; off != none; off = *p.next(off) {
 		free[uintptr(off)>>p.shift]++
 	}
 	empty := make([]bool, p.nslabs)
@@ -148,21 +147,21 @@ func (p *Pool) carvedIn(s int) uintptr {
 // keeping the order of the rest.
 func (p *Pool) unlink(drop []bool) {
 	prev := none
-	for off := p.head; off != none; off = p.link(off) {
+	for off := p.head; off != none; off = *p.next(off) {
 		if drop[uintptr(off)>>p.shift] {
 			continue
 		}
 		if prev == none {
 			p.head = off
 		} else {
-			*(*offset)(unsafe.Add(p.base, prev)) = off
+			*p.next(prev) = off
 		}
 		prev = off
 	}
 	if prev == none {
 		p.head = none
 	} else {
-		*(*offset)(unsafe.Add(p.base, prev)) = none
+		*p.next(prev) = none
 	}
 }
 

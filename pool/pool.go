@@ -271,7 +271,7 @@ func (p *Pool) allocVia(slow func(*Pool) ([]byte, error)) ([]byte, error) {
 		return slow(p)
 	}
 	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
-	p.head = *(*offset)(c)
+	p.head = *linkOf(c)
 	return unsafe.Slice((*byte)(c), p.size), nil
 }
 
@@ -297,7 +297,7 @@ func (p *Pool) Free(b []byte) error {
 	if invariants.Enabled {
 		return p.freeChecked(offset(off))
 	}
-	*(*offset)(c) = p.head
+	*linkOf(c) = p.head
 	p.head = offset(off)
 	return nil
 }
@@ -308,7 +308,7 @@ func (p *Pool) push(c unsafe.Pointer, off uintptr) error {
 	if invariants.Enabled {
 		return p.freeChecked(offset(off))
 	}
-	*(*offset)(c) = p.head
+	*linkOf(c) = p.head
 	p.head = offset(off)
 	return nil
 }
@@ -361,16 +361,21 @@ func (e *foreignError) Error() string { return e.Unwrap().Error() }
 // count should a double free have made it a cycle.
 func (p *Pool) freeCount() int64 {
 	var n int64
-	for off := p.head; off != none && n <= p.carved; off = p.link(off) {
+	for off := p.head; off != none && n <= p.carved; off = *p.next(off) {
 		n++
 	}
 	return n
 }
 
-// link reads the next-free link of the free chunk at off.
-func (p *Pool) link(off offset) offset {
-	return *(*offset)(unsafe.Add(p.base, off))
-}
+// linkOf returns the free-list link of the chunk at c: the word a free
+// chunk keeps in its first LinkSize bytes. Every read and write of a link
+// goes through it. c must start a carved chunk of a committed slab (the
+// callers' invariants say so; check verifies them), so the word is mapped,
+// and aligned, since the stride is a multiple of the link's alignment.
+func linkOf(c unsafe.Pointer) *offset { return (*offset)(c) }
+
+// next returns the link of the chunk at off, as linkOf does.
+func (p *Pool) next(off offset) *offset { return linkOf(unsafe.Add(p.base, off)) }
 
 // Close returns the pool's memory to the OS (a pool made by Over only
 // drops its reference to the region). Every chunk becomes invalid, in use

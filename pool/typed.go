@@ -76,8 +76,8 @@ func (p *Pool) popCleared(slow func(*Pool) (unsafe.Pointer, error)) (unsafe.Poin
 		return slow(p)
 	}
 	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
-	p.head = *(*offset)(c)
-	*(*offset)(c) = 0
+	p.head = *linkOf(c)
+	*linkOf(c) = 0
 	return c, nil
 }
 
@@ -92,7 +92,7 @@ func newSlow(p *Pool) (unsafe.Pointer, error) {
 	if invariants.Enabled {
 		clear(unsafe.Slice((*byte)(c), p.stride))
 	} else {
-		*(*offset)(c) = 0
+		*linkOf(c) = 0 // the link revive or Trim's unlink left
 	}
 	return c, nil
 }
