@@ -4,6 +4,7 @@ package pool_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -211,6 +212,9 @@ func TestWriteAfterFree(t *testing.T) {
 			victim := cs[tt.victim]
 			tt.write(victim, cs, base)
 
+			// The checker that slow paths run reads no chunk: the write
+			// must come out as ErrCorrupt, not as a panic in the checker.
+			p.CheckDue()
 			c, err := p.Alloc()
 			if c != nil || !errors.Is(err, pool.ErrCorrupt) {
 				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", addr(victim), addr(c), err, pool.ErrCorrupt)
@@ -288,4 +292,65 @@ func TestQuarantineSurvivesTrim(t *testing.T) {
 	if st := checkStats(t, p); st.Slabs != 2 || st.Quarantined != 1 || st.Free != 63 {
 		t.Errorf("Stats() = Slabs %d, Quarantined %d, Free %d, want 2, 1, 63", st.Slabs, st.Quarantined, st.Free)
 	}
+}
+
+// TestSlowPathCheck breaks the pool's bookkeeping as a bug would: the next
+// slow path on which the checker is due must stop the program.
+func TestSlowPathCheck(t *testing.T) {
+	for _, op := range []string{"Alloc", "Free", "Trim"} {
+		t.Run(op, func(t *testing.T) {
+			p := mustNew(t, 64, pool.SlabSize(4096))
+			c := mustAlloc(t, p)
+			mustAlloc(t, p)
+			p.BreakLiveCount()
+			p.CheckDue()
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "pool: invariant broken: ") {
+					t.Errorf("%s with broken bookkeeping: recovered %v, want a panic of the checker", op, r)
+				}
+			}()
+			switch op {
+			case "Alloc":
+				p.Alloc()
+			case "Free":
+				p.Free(c)
+			case "Trim":
+				p.Trim()
+			}
+		})
+	}
+}
+
+// TestSlowPathCheckLinear checks that the checker runs on the slow paths
+// while a pool grows and shrinks, and that its steps stay within the calls
+// made, so that checked builds stay linear.
+func TestSlowPathCheckLinear(t *testing.T) {
+	const n = 1 << 15
+	p := mustNew(t, 16, pool.SlabSize(4096))
+	cs := make([][]byte, 0, n)
+	for range n {
+		c, err := p.Alloc()
+		if err != nil {
+			t.Fatalf("Alloc() = %v", err)
+		}
+		cs = append(cs, c)
+	}
+	_, grown, _ := p.CheckCounts()
+	for _, c := range cs {
+		if err := p.Free(c); err != nil {
+			t.Fatalf("Free() = %v", err)
+		}
+	}
+	calls, runs, work := p.CheckCounts()
+	t.Logf("%d slow-path calls: %d checker runs, %d steps", calls, runs, work)
+	// Growing to n chunks runs the checker about log2(n) times, and the n
+	// frees at least once more.
+	if grown < 10 || runs < grown+1 {
+		t.Errorf("checker ran %d times while the pool grew to %d chunks and %d in all, want at least 10 and more after", grown, n, runs)
+	}
+	if work > calls+uint64(n) {
+		t.Errorf("checker took %d steps over %d calls: more than the calls, the checks are not linear", work, calls)
+	}
+	mustCheck(t, p, "the frees")
 }

@@ -11,7 +11,8 @@ import (
 // trimming slabs.
 
 // allocSlow runs when the free list is empty (and, in checked builds, on
-// every allocation).
+// every allocation, where it also runs the invariant checker when its
+// schedule says so: see mayCheck).
 //
 //  1. Carve the chunk at the cursor, if the cursor's slab has one left.
 //  2. Otherwise revive the lowest vacant slab: commit it and put all its
@@ -20,8 +21,11 @@ import (
 //  3. Otherwise commit the slab after the cursor's and carve from it.
 //  4. Otherwise the pool is at its limit.
 func (p *Pool) allocSlow() (unsafe.Pointer, error) {
-	if invariants.Enabled && p.head != none {
-		return p.allocChecked()
+	if invariants.Enabled {
+		p.mayCheck()
+		if p.head != none {
+			return p.allocChecked()
+		}
 	}
 	if p.closed {
 		return nil, ErrClosed
@@ -93,6 +97,9 @@ func (p *Pool) revive() error {
 // never touched. The free list loses those slabs' chunks first, since
 // decommitted pages read as zero. A pool made by Over trims nothing.
 func (p *Pool) Trim() (int64, error) {
+	if invariants.Enabled {
+		p.mayCheck()
+	}
 	if p.region == nil || p.closed {
 		return 0, nil
 	}

@@ -132,6 +132,7 @@ type Pool struct {
 	nlive       int64    // bits set in live
 	quarantined int64    // chunks found written after free, kept out of use
 	quar        []uint64 // one bit per chunk index: quarantined (also set in live)
+	checks      invariants.Schedule
 }
 
 // Option configures a pool made by [New] or [Over].
@@ -389,6 +390,7 @@ func (p *Pool) Close() error {
 	// address space the OS can hand to someone else.
 	p.head, p.base, p.top, p.topEnd, p.carved = none, nil, 0, 0, 0
 	p.nslabs, p.vacant, p.nvacant, p.over = 0, nil, 0, nil
+	p.live, p.nlive, p.quar, p.quarantined = nil, 0, nil, 0
 	if p.region != nil {
 		return p.region.Release()
 	}
