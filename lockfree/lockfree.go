@@ -44,7 +44,9 @@
 // Built with -tags carvecheck, the pool keeps each chunk's state in its
 // link and moves it with compare-and-swap, so it refuses double frees,
 // racing ones included; it poisons freed chunks and quarantines one
-// written after free; and a cache refuses a second goroutine.
+// written after free; a cache refuses a second goroutine; and the slow
+// paths check what the lock they hold guards (growth, the depot, the
+// cache), panicking if an invariant is broken (see check.go).
 //
 // See the carve package documentation for the overview, the glossary and
 // the cost model shared by all carve allocators, and package pool for the
@@ -303,6 +305,7 @@ func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
 		align:  align,
 	}
 	p.head.Store(uint64(pack(nilIndex, 0)))
+	p.depot.owner = p
 	return c, p, nil
 }
 
