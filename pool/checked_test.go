@@ -354,3 +354,66 @@ func TestSlowPathCheckLinear(t *testing.T) {
 	}
 	mustCheck(t, p, "the frees")
 }
+
+// TestOfDoubleFree frees a *T twice through the typed handle: the second
+// Free must be refused before it touches the chunk, so that the pool stays
+// whole (the next New works and hands out a zeroed T) and a chunk whose
+// slab Trim gave back is not written.
+func TestOfDoubleFree(t *testing.T) {
+	type rec struct{ A, B, C, D int64 }
+	t.Run("freed", func(t *testing.T) {
+		o, err := pool.NewOf[rec]()
+		if err != nil {
+			t.Fatalf("NewOf[rec] = %v, want nil", err)
+		}
+		defer o.Pool().Close()
+		a, _ := o.New()
+		b, _ := o.New()
+		*b = rec{1, 2, 3, 4}
+		if err := o.Free(a); err != nil {
+			t.Fatalf("Free(a) = %v, want nil", err)
+		}
+		before := o.Pool().Stats()
+		if err := o.Free(a); !errors.Is(err, pool.ErrDoubleFree) {
+			t.Fatalf("Free(a) again = %v, want %v", err, pool.ErrDoubleFree)
+		}
+		mustCheck(t, o.Pool(), "a double free of a *T")
+		if after := o.Pool().Stats(); after != before {
+			t.Fatalf("Stats() after a double free = %+v, want unchanged %+v", after, before)
+		}
+		c, err := o.New()
+		if err != nil || c != a || *c != (rec{}) {
+			t.Fatalf("New() after a refused double free = %p (%+v), %v, want %p, zeroed, nil", c, c, err, a)
+		}
+		if *b != (rec{1, 2, 3, 4}) {
+			t.Errorf("the live *T next to it = %+v, want it untouched", *b)
+		}
+	})
+	t.Run("after Trim", func(t *testing.T) {
+		o, err := pool.NewOf[[1024]byte](pool.SlabSize(64 << 10))
+		if err != nil {
+			t.Fatalf("NewOf = %v, want nil", err)
+		}
+		defer o.Pool().Close()
+		var vs []*[1024]byte
+		for range 2 * 64 {
+			v, err := o.New()
+			if err != nil {
+				t.Fatalf("New() = %v, want nil", err)
+			}
+			vs = append(vs, v)
+		}
+		for _, v := range vs[:64] {
+			if err := o.Free(v); err != nil {
+				t.Fatalf("Free() = %v, want nil", err)
+			}
+		}
+		if n, err := o.Pool().Trim(); n != 64<<10 || err != nil {
+			t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, 64<<10)
+		}
+		if err := o.Free(vs[5]); !errors.Is(err, pool.ErrDoubleFree) {
+			t.Fatalf("Free(a *T of a trimmed slab) = %v, want %v", err, pool.ErrDoubleFree)
+		}
+		mustCheck(t, o.Pool(), "a double free into a trimmed slab")
+	})
+}

@@ -303,17 +303,6 @@ func (p *Pool) Free(b []byte) error {
 	return nil
 }
 
-// push puts the chunk at c, offset off, which the pool owns, on the free
-// list.
-func (p *Pool) push(c unsafe.Pointer, off uintptr) error {
-	if invariants.Enabled {
-		return p.freeChecked(offset(off))
-	}
-	*linkOf(c) = p.head
-	p.head = offset(off)
-	return nil
-}
-
 // Owns reports whether b starts at a chunk of this pool: what Free checks
 // before it takes a slice back. It does not tell whether the chunk is in
 // use.

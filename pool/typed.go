@@ -57,15 +57,22 @@ func (o *Of[T]) New() (*T, error) {
 
 // Free clears *t and gives it back to the pool; a pointer New did not
 // hand out is refused with an error wrapping ErrForeign, and its memory is
-// left alone.
+// left alone. Checked builds refuse a double free (ErrDoubleFree) before
+// they touch the chunk, and poison the chunk instead of clearing it.
 func (o *Of[T]) Free(t *T) error {
 	p, c := o.p, unsafe.Pointer(t)
 	off := uintptr(c) - uintptr(p.base)
 	if !p.owns(off) {
 		return p.foreignError(c)
 	}
+	if invariants.Enabled {
+		// Check, then poison: New clears the whole chunk in checked builds.
+		return p.freeChecked(offset(off))
+	}
 	clear(unsafe.Slice((*byte)(c), p.size))
-	return p.push(c, off)
+	*linkOf(c) = p.head
+	p.head = offset(off)
+	return nil
 }
 
 // popCleared is New's fast path: pop a chunk and clear the link in it.
