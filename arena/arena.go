@@ -28,7 +28,8 @@ import (
 var (
 	// ErrBadOption reports an option [New] cannot honour, or a zero Option.
 	ErrBadOption = errors.New("arena: bad option")
-	// ErrSize reports a negative size, or a count whose bytes overflow.
+	// ErrSize reports a negative size, a count whose bytes overflow, or
+	// (from NewOf) a type larger than the arena's Limit.
 	ErrSize = errors.New("arena: bad size")
 	// ErrAlign reports an alignment that is not a power of two from 1 to
 	// MaxAlign.

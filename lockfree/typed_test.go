@@ -2,6 +2,7 @@ package lockfree_test
 
 import (
 	"errors"
+	"math/bits"
 	"sync"
 	"testing"
 	"unsafe"
@@ -127,5 +128,61 @@ func TestOf(t *testing.T) {
 	mustCheck(t, p, "typed caches")
 	if st := checkStats(t, p); st.InUse != 0 || st.Cached != 0 {
 		t.Fatalf("Stats() after everything went back = %+v, want nothing in use or cached", st)
+	}
+}
+
+// big is larger than the 64 KiB the compiler keeps a temporary on the
+// stack for: zeroing one through a temporary would allocate it on the Go
+// heap.
+type big [128 << 10]byte
+
+// TestOfBigValue checks that New and Free, on the pool and on a cache,
+// clear a T larger than 64 KiB in place, allocating nothing on the Go
+// heap.
+func TestOfBigValue(t *testing.T) {
+	o, err := lockfree.NewOf[big]()
+	if err != nil {
+		t.Fatalf("NewOf[big] = %v, want nil", err)
+	}
+	defer o.Pool().Close()
+	c := o.NewCache()
+	for _, tt := range []struct {
+		name string
+		new  func() (*big, error)
+		free func(*big) error
+	}{
+		{"pool", o.New, o.Free},
+		{"cache", c.New, c.Free},
+	} {
+		n := testing.AllocsPerRun(100, func() {
+			v, err := tt.new()
+			if err != nil {
+				panic(err)
+			}
+			if v[0] != 0 || v[len(v)-1] != 0 {
+				panic("New handed out a T that is not zero")
+			}
+			v[0], v[len(v)-1] = 1, 1
+			if err := tt.free(v); err != nil {
+				panic(err)
+			}
+		})
+		if n != 0 {
+			t.Errorf("AllocsPerRun(%s New + Free of a %d-byte T) = %v, want 0", tt.name, len(big{}), n)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewOfHuge checks that a type too large for a chunk is refused with
+// an error.
+func TestNewOfHuge(t *testing.T) {
+	if bits.UintSize < 64 {
+		t.Skip("1 TiB types need a 64-bit platform")
+	}
+	if o, err := lockfree.NewOf[[1 << (bits.UintSize - 24)]byte](); o != nil || !errors.Is(err, lockfree.ErrChunkSize) {
+		t.Errorf("NewOf[[1 TiB]byte] = %v, %v, want nil, %v", o, err, lockfree.ErrChunkSize)
 	}
 }
