@@ -519,3 +519,20 @@ func TestClose(t *testing.T) {
 func TestCheckedBuild(t *testing.T) {
 	t.Logf("invariants.Enabled = %t", invariants.Enabled)
 }
+
+// TestNilOption checks that a nil Option is an error wrapping ErrOption
+// for every constructor, not a panic.
+func TestNilOption(t *testing.T) {
+	good := lockfree.SlabSize(64 << 10)
+	for _, opts := range [][]lockfree.Option{{nil}, {good, nil}, {nil, good}} {
+		if p, err := lockfree.New(64, opts...); p != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("New(64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, lockfree.ErrOption)
+		}
+		if p, err := lockfree.Over(make([]byte, 4096), 64, opts...); p != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("Over(4096 bytes, 64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, lockfree.ErrOption)
+		}
+		if o, err := lockfree.NewOf[[64]byte](opts...); o != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("NewOf[[64]byte](%d options, one nil) = %v, %v, want nil, %v", len(opts), o, err, lockfree.ErrOption)
+		}
+	}
+}

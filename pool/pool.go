@@ -135,7 +135,8 @@ type Pool struct {
 	checks      invariants.Schedule
 }
 
-// Option configures a pool made by [New] or [Over].
+// Option configures a pool made by [New] or [Over]. The nil Option is
+// invalid.
 type Option func(*slabs.Config)
 
 // Align sets the alignment of every chunk: a power of two from 1 up to the
@@ -223,6 +224,9 @@ func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
 func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
 	c := slabs.Defaults()
 	for _, o := range opts {
+		if o == nil {
+			return c, nil, fmt.Errorf("%w: nil Option (want one from Align, SlabSize or Limit)", ErrOption)
+		}
 		o(&c)
 	}
 	if problem := c.AlignProblem(); problem != "" {

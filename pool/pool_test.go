@@ -750,3 +750,20 @@ func TestTrimNothingFree(t *testing.T) {
 		}
 	}
 }
+
+// TestNilOption checks that a nil Option is an error wrapping ErrOption
+// for every constructor, not a panic.
+func TestNilOption(t *testing.T) {
+	good := pool.SlabSize(64 << 10)
+	for _, opts := range [][]pool.Option{{nil}, {good, nil}, {nil, good}} {
+		if p, err := pool.New(64, opts...); p != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("New(64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, pool.ErrOption)
+		}
+		if p, err := pool.Over(make([]byte, 4096), 64, opts...); p != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("Over(4096 bytes, 64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, pool.ErrOption)
+		}
+		if o, err := pool.NewOf[[64]byte](opts...); o != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("NewOf[[64]byte](%d options, one nil) = %v, %v, want nil, %v", len(opts), o, err, pool.ErrOption)
+		}
+	}
+}
