@@ -10,7 +10,6 @@ import (
 	"github.com/carvelab/carve/internal/typecheck"
 )
 
-
 // Of is a typed handle on an arena: it allocates zeroed values of T, at
 // T's size and alignment. Build one per type with [NewOf]; the zero Of is
 // not usable. An Of is a small value that may be copied; its allocations
