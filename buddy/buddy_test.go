@@ -703,3 +703,36 @@ func TestContains(t *testing.T) {
 		t.Error("Contains after Close = true")
 	}
 }
+
+// TestFreeShorter frees blocks through slices shorter than the ones
+// handed out, which Free accepts (it takes the length as the bytes asked
+// for): unrelated allocations afterwards, on slow paths where checked
+// builds run the checker, must succeed, and Stats must still read
+// 0 <= Live <= Used - HeaderBytes.
+func TestFreeShorter(t *testing.T) {
+	for _, mode := range []buddy.Mode{buddy.Plain, buddy.Header} {
+		for _, tt := range []struct {
+			name  string
+			slice func([]byte) []byte
+		}{
+			{"capacity cut", func(b []byte) []byte { return b[:50:50] }},
+			{"length cut", func(b []byte) []byte { return b[:50] }},
+			{"empty", func(b []byte) []byte { return b[:0] }},
+		} {
+			t.Run(mode.String()+", "+tt.name, func(t *testing.T) {
+				h := mustNew(t, mode)
+				b := mustAlloc(t, h, 100, 8)
+				if err := h.Free(tt.slice(b)); err != nil {
+					t.Fatalf("Free(%d bytes of a 100-byte block) = %v, want nil", len(tt.slice(b)), err)
+				}
+				checkStats(t, h)
+				// Large blocks far from the first: the heap commits
+				// granules for them, a slow path.
+				for _, size := range []int{8, 300 << 10, 3 << 20} {
+					mustAlloc(t, h, size, 8)
+					checkStats(t, h)
+				}
+			})
+		}
+	}
+}

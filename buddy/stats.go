@@ -10,7 +10,8 @@ import (
 // counts. All figures but the counts of blocks and calls are bytes. For a
 // heap:
 //
-//	Live      = the sizes asked for, of the blocks in use (from len(b) at Free)
+//	Live      = the sizes asked for, of the blocks in use (from len(b) at Free),
+//	            clamped to [0, Used - HeaderBytes]
 //	Used      = sum over blocks in use of 2^order        (headers included)
 //	Used - Live - HeaderBytes = the power-of-two rounding
 //	Footprint = Granule * committed granules; Footprint - Used = free bytes committed
@@ -71,7 +72,8 @@ func (h *Heap) Stats() Stats {
 	if h.closed {
 		return s
 	}
-	s.Live, s.Used, s.HeaderBytes = h.live, h.used, h.headers
+	s.Used, s.HeaderBytes = h.used, h.headers
+	s.Live = min(max(h.live, 0), h.used-h.headers)
 	s.Footprint = int64(h.region.Committed())
 	s.Resident = h.resident()
 	s.LiveByOrder = h.nlive

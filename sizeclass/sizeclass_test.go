@@ -569,3 +569,36 @@ func TestNoGoAllocs(t *testing.T) {
 		t.Errorf("Alloc, Realloc and Free allocate %v times per run, want 0", n)
 	}
 }
+
+// TestFreeOtherLength frees blocks through slices whose length is not the
+// one handed out, which Free accepts (it subtracts the length it is
+// given from Live): an unrelated allocation afterwards, on a slow path
+// where checked builds run the checker, must succeed, and Stats must
+// still read 0 <= Live <= Used <= Footprint.
+func TestFreeOtherLength(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		size  int
+		slice func([]byte) []byte
+	}{
+		{"shorter, capacity cut", 100, func(b []byte) []byte { return b[:50:50] }},
+		{"shorter", 100, func(b []byte) []byte { return b[:50] }},
+		{"longer, to the capacity", 100, func(b []byte) []byte { return b[:cap(b)] }},
+		{"large object, shorter, capacity cut", 40000, func(b []byte) []byte { return b[:50:50] }},
+		{"large object, longer", 40000, func(b []byte) []byte { return b[:cap(b)] }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := mustNew(t)
+			b := mustAlloc(t, h, tt.size, 8)
+			if err := h.Free(tt.slice(b)); err != nil {
+				t.Fatalf("Free(%d bytes of a %d-byte block) = %v, want nil", len(tt.slice(b)), tt.size, err)
+			}
+			checkStats(t, h)
+			// Classes never used before: each takes the slow path.
+			for _, size := range []int{8, 2000, 30000} {
+				mustAlloc(t, h, size, 8)
+				checkStats(t, h)
+			}
+		})
+	}
+}

@@ -8,11 +8,14 @@ import carve "github.com/carvelab/carve"
 //	Live      = sum of the sizes requested by live blocks (as Free saw them)
 //	Used      = sum over classes of InUse * Size  +  LargeBytes
 //	Footprint = sum over classes of Slabs * SlabSize  +  LargeBytes
-//	Live <= Used <= Footprint <= Limit
+//	0 <= Live <= Used <= Footprint <= Limit
 //
 // Used - Live is the rounding to class sizes and pages; Footprint - Used
 // the free and not yet carved chunks of the classes and their slabs'
-// tails.
+// tails. Live counts, for each freed block, the length of the slice Free
+// was given: a block freed through a shorter slice than Alloc returned
+// leaves Live too high, through a longer one too low, and Stats clamps
+// Live to [0, Used] so that the equations above hold.
 type Stats struct {
 	carve.Stats
 	// Classes has one entry per size class, smallest first, including
@@ -74,6 +77,7 @@ func (h *Heap) Stats() Stats {
 	st.LargeBytes = h.large.bytes
 	st.Used += h.large.bytes
 	st.Footprint += h.large.bytes
+	st.Live = min(max(st.Live, 0), st.Used)
 	for _, r := range h.large.regions {
 		if n, err := r.Resident(0, r.Size()); err == nil {
 			st.Resident += int64(n)
