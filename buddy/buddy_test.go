@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/mem"
 )
@@ -734,5 +735,56 @@ func TestFreeShorter(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestClose checks every method after Close against the contract: later
+// calls return ErrClosed, and the queries report an empty heap.
+func TestClose(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h, err := buddy.New(mode, buddy.Limit(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := mustAlloc(t, h, 100, 8)
+			mustFree(t, h, mustAlloc(t, h, 5000, 64))
+			if err := h.Close(); err != nil {
+				t.Fatalf("Close() = %v, want nil", err)
+			}
+			mustCheck(t, h, "Close")
+			if got, err := h.Alloc(100, 8); got != nil || !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("Alloc after Close = %#x, %v, want nil, %v", addr(got), err, buddy.ErrClosed)
+			}
+			for _, x := range [][]byte{b, nil, make([]byte, 8)} {
+				if err := h.Free(x); !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("Free(%#x) after Close = %v, want %v", addr(x), err, buddy.ErrClosed)
+				}
+				if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, %v", addr(x), addr(got), err, buddy.ErrClosed)
+				}
+				if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, %v", addr(x), n, err, buddy.ErrClosed)
+				}
+			}
+			if n, err := h.Trim(); n != 0 || !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("Trim after Close = %d, %v, want 0, %v", n, err, buddy.ErrClosed)
+			}
+			if err := h.Close(); !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("second Close = %v, want %v", err, buddy.ErrClosed)
+			}
+			if h.Contains(b) {
+				t.Errorf("Contains(%#x) after Close = true, want false", addr(b))
+			}
+			if n := h.Footprint(); n != 0 {
+				t.Errorf("Footprint() after Close = %d, want 0", n)
+			}
+			if st := h.Stats(); st.Stats != (carve.Stats{}) || st.Blocks != 0 || st.FreeBlocks != 0 {
+				t.Errorf("Stats() after Close = %+v, want zeros", st)
+			}
+			if m := h.Map(); len(m.Segments) != 0 || m.Size != 0 {
+				t.Errorf("Map() after Close = %d segments over %d bytes, want none", len(m.Segments), m.Size)
+			}
+		})
 	}
 }

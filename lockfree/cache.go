@@ -130,8 +130,12 @@ func (c *Cache) freeVia(ptr unsafe.Pointer, slow func(*Cache, unsafe.Pointer) er
 }
 
 // Flush gives every chunk the cache holds back to the pool's depot, where
-// other caches and the pool can use them. The cache stays usable.
+// other caches and the pool can use them. The cache stays usable. After
+// the pool's Close it returns ErrClosed.
 func (c *Cache) Flush() error {
+	if c.p.closed.Load() {
+		return ErrClosed
+	}
 	if checked {
 		if err := c.enter(); err != nil {
 			return err

@@ -121,8 +121,11 @@ const cacheLine = 64
 //
 // Contract:
 //   - All methods are safe for concurrent use, except Close, which no
-//     other call may overlap or follow (but Stats, which reports a closed
-//     pool as empty). A [Cache] is not: each belongs to one goroutine.
+//     other call may overlap. After Close the pool's methods return
+//     ErrClosed (Stats reports an empty pool, Owns false), and so do
+//     caches made after it; caches made before must not be used again.
+//     A [Cache] is not safe for concurrent use: each belongs to one
+//     goroutine.
 //   - Alloc returns a slice of exactly ChunkSize bytes (len == cap),
 //     aligned to the pool's alignment. Its contents are whatever the last
 //     owner left (fresh memory is zero): the pool never writes into a

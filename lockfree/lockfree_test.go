@@ -510,6 +510,19 @@ func TestClose(t *testing.T) {
 			if st := p.Stats(); st.InUse != 0 || st.Footprint != 0 || st.ChunkSize != 64 {
 				t.Errorf("Stats() after Close = %+v, want geometry only", st)
 			}
+			if p.Owns(c) {
+				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+			}
+			late := p.NewCache()
+			if b, err := late.Alloc(); b != nil || !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Alloc() of a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
+			if err := late.Free(c); !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Free() into a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
+			if err := late.Flush(); !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Flush() of a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
 			mustCheck(t, p, "Close")
 		})
 	}

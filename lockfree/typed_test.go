@@ -186,3 +186,32 @@ func TestNewOfHuge(t *testing.T) {
 		t.Errorf("NewOf[[1 TiB]byte] = %v, %v, want nil, %v", o, err, lockfree.ErrChunkSize)
 	}
 }
+
+// TestOfClosed checks the typed handle and a typed cache made after the
+// pool's Close: New and Free return ErrClosed.
+func TestOfClosed(t *testing.T) {
+	o, err := lockfree.NewOf[point]()
+	if err != nil {
+		t.Fatalf("NewOf[point] = %v, want nil", err)
+	}
+	v, err := o.New()
+	if err != nil {
+		t.Fatalf("New() = %v, want nil", err)
+	}
+	if err := o.Pool().Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if w, err := o.New(); w != nil || !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("New() after Close = %p, %v, want nil, %v", w, err, lockfree.ErrClosed)
+	}
+	if err := o.Free(v); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("Free() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+	c := o.NewCache()
+	if w, err := c.New(); w != nil || !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("cache New() after Close = %p, %v, want nil, %v", w, err, lockfree.ErrClosed)
+	}
+	if err := c.Free(v); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("cache Free() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+}

@@ -417,3 +417,22 @@ func TestOfDoubleFree(t *testing.T) {
 		mustCheck(t, o.Pool(), "a double free into a trimmed slab")
 	})
 }
+
+// TestCloseQuarantined closes a pool holding a quarantined chunk: Stats
+// afterwards reports an empty pool, not a negative InUse.
+func TestCloseQuarantined(t *testing.T) {
+	p := mustNew(t, 64)
+	a := mustAlloc(t, p)
+	mustAlloc(t, p)
+	mustFree(t, p, a)
+	a[pool.LinkSize] = 1
+	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
+		t.Fatalf("Alloc() after a write into a freed chunk = %v, want %v", err, pool.ErrCorrupt)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if st := checkStats(t, p); st.InUse != 0 || st.Quarantined != 0 || st.Carved != 0 {
+		t.Errorf("Stats() after Close = InUse %d, Quarantined %d, Carved %d, want 0, 0, 0", st.InUse, st.Quarantined, st.Carved)
+	}
+}

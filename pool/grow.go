@@ -96,11 +96,15 @@ func (p *Pool) revive() error {
 // returns how many bytes it released: RSS drops by as much, less pages
 // never touched. The free list loses those slabs' chunks first, since
 // decommitted pages read as zero. A pool made by Over trims nothing.
+// After Close, Trim returns ErrClosed.
 func (p *Pool) Trim() (int64, error) {
+	if p.closed {
+		return 0, ErrClosed
+	}
 	if invariants.Enabled {
 		p.mayCheck()
 	}
-	if p.region == nil || p.closed {
+	if p.region == nil {
 		return 0, nil
 	}
 	// Count the free chunks of each slab; a slab is empty when all the

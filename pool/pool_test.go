@@ -664,11 +664,21 @@ func TestClose(t *testing.T) {
 			if err := p.Close(); !errors.Is(err, pool.ErrClosed) {
 				t.Errorf("Close() again = %v, want %v", err, pool.ErrClosed)
 			}
-			if n, err := p.Trim(); n != 0 || err != nil {
-				t.Errorf("Trim() after Close = %d, %v, want 0, nil", n, err)
+			if n, err := p.Trim(); n != 0 || !errors.Is(err, pool.ErrClosed) {
+				t.Errorf("Trim() after Close = %d, %v, want 0, %v", n, err, pool.ErrClosed)
 			}
-			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 {
-				t.Errorf("Stats() after Close = %+v, want nothing committed or in use", st)
+			if c != nil && p.Owns(c) {
+				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+			}
+			if n := p.Footprint(); n != 0 {
+				t.Errorf("Footprint() after Close = %d, want 0", n)
+			}
+			p.Slabs(func(s, carved int) bool {
+				t.Errorf("Slabs() after Close yielded slab %d (%d carved), want none", s, carved)
+				return true
+			})
+			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 || st.Carved != 0 {
+				t.Errorf("Stats() after Close = %+v, want nothing committed, carved or in use", st)
 			}
 			mustCheck(t, p, "Close")
 		})

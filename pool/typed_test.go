@@ -378,3 +378,25 @@ func TestNewOfHuge(t *testing.T) {
 		t.Errorf("NewOf[[1 TiB]byte] = %v, %v, want nil, %v", o, err, pool.ErrChunkSize)
 	}
 }
+
+// TestOfClosed checks the typed handle after its pool's Close: New and
+// Free return ErrClosed.
+func TestOfClosed(t *testing.T) {
+	o, err := pool.NewOf[wide]()
+	if err != nil {
+		t.Fatalf("NewOf[wide] = %v, want nil", err)
+	}
+	w, err := o.New()
+	if err != nil {
+		t.Fatalf("New() = %v, want nil", err)
+	}
+	if err := o.Pool().Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if v, err := o.New(); v != nil || !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("New() after Close = %p, %v, want nil, %v", v, err, pool.ErrClosed)
+	}
+	if err := o.Free(w); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("Free() after Close = %v, want %v", err, pool.ErrClosed)
+	}
+}

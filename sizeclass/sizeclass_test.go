@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/sizeclass"
@@ -462,22 +463,41 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := mustAlloc(t, h, 64, 8)
-	mustAlloc(t, h, 1<<20, 8)
+	large := mustAlloc(t, h, 1<<20, 8)
 	if err := h.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
 	mustCheck(t, h, "Close")
-	if st := h.Stats(); st.Footprint != 0 || st.Live != 0 || st.Used != 0 {
-		t.Errorf("Stats() after Close = %+v, want zeros", st.Stats)
+	if st := h.Stats(); st.Stats != (carve.Stats{}) || st.LargeObjects != 0 || st.LargeBytes != 0 {
+		t.Errorf("Stats() after Close = %+v, %d large objects of %d bytes, want zeros", st.Stats, st.LargeObjects, st.LargeBytes)
 	}
-	if _, err := h.Alloc(64, 8); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Alloc after Close = %v, want ErrClosed", err)
+	if n := h.Footprint(); n != 0 {
+		t.Errorf("Footprint() after Close = %d, want 0", n)
 	}
-	if err := h.Free(b); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Free after Close = %v, want ErrClosed", err)
+	if m := h.Map(); len(m.Segments) != 0 || m.Size != 0 {
+		t.Errorf("Map() after Close = %d segments over %d bytes, want none", len(m.Segments), m.Size)
 	}
-	if _, err := h.Realloc(b, 10); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Realloc after Close = %v, want ErrClosed", err)
+	for _, size := range []int{64, 1 << 20} {
+		if got, err := h.Alloc(size, 8); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Alloc(%d, 8) after Close = %#x, %v, want nil, ErrClosed", size, addr(got), err)
+		}
+	}
+	if got, err := h.Realloc(nil, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+		t.Errorf("Realloc(nil, 10) after Close = %#x, %v, want nil, ErrClosed", addr(got), err)
+	}
+	for _, x := range [][]byte{b, large, nil, make([]byte, 64)} {
+		if err := h.Free(x); !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Free(%#x) after Close = %v, want ErrClosed", addr(x), err)
+		}
+		if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, ErrClosed", addr(x), addr(got), err)
+		}
+		if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, ErrClosed", addr(x), n, err)
+		}
+		if h.Contains(x) {
+			t.Errorf("Contains(%#x) after Close = true, want false", addr(x))
+		}
 	}
 	if _, err := h.Trim(); !errors.Is(err, sizeclass.ErrClosed) {
 		t.Errorf("Trim after Close = %v, want ErrClosed", err)
