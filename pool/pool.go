@@ -76,10 +76,16 @@ const none = ^offset(0)
 //     freed chunks with a poison byte instead).
 //   - Free takes a slice that Alloc returned (any length; what counts is
 //     where it starts) and returns an error, changing nothing, for memory
-//     the pool did not hand out. Release builds do not detect a double
-//     free: it corrupts the free list, or faults if Trim has given the
-//     chunk's slab back. Checked builds (-tags carvecheck) detect it, and
+//     the pool did not hand out. A release build does not detect a double
+//     free: Free returns nil and the pool is corrupted (the chunk is on the
+//     free list twice, so later Allocs hand it out more than once, to
+//     owners that then share it, and Stats miscounts), or the process
+//     faults if Trim has given the chunk's slab back. Checked builds (-tags
+//     carvecheck) refuse it with ErrDoubleFree, changing nothing, and
 //     detect writes into freed chunks when they are handed out again.
+//     (Detection in release builds was measured: a bit per chunk took the
+//     Alloc+Free pair from about 4 to 11 ns and stopped both from
+//     inlining.)
 //   - After Free, Trim or Close the chunk must not be touched: the runtime
 //     cannot catch that, and after Trim or Close the access is a fatal
 //     fault.
@@ -293,6 +299,10 @@ func allocSlowBytes(p *Pool) ([]byte, error) {
 // pool handed out is refused with an error wrapping ErrForeign, and the
 // pool is unchanged. The check is two compares and a multiply, and Free
 // makes no call, so the compiler inlines it into the caller.
+//
+// A release build does not detect a double free: Free returns nil and
+// corrupts the pool (see Pool). Checked builds return an error wrapping
+// ErrDoubleFree and change nothing.
 func (p *Pool) Free(b []byte) error {
 	c := unsafe.Pointer(unsafe.SliceData(b))
 	off := uintptr(c) - uintptr(p.base)

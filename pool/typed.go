@@ -57,8 +57,10 @@ func (o *Of[T]) New() (*T, error) {
 
 // Free clears *t and gives it back to the pool; a pointer New did not
 // hand out is refused with an error wrapping ErrForeign, and its memory is
-// left alone. Checked builds refuse a double free (ErrDoubleFree) before
-// they touch the chunk, and poison the chunk instead of clearing it.
+// left alone. As with Pool.Free, a release build does not detect a double
+// free, which corrupts the pool; checked builds refuse it (ErrDoubleFree)
+// before they touch the chunk, and poison the chunk instead of clearing
+// it.
 func (o *Of[T]) Free(t *T) error {
 	p, c := o.p, unsafe.Pointer(t)
 	off := uintptr(c) - uintptr(p.base)
