@@ -233,7 +233,8 @@ func TestNew(t *testing.T) {
 			mustCheck(t, h, "New")
 			s := checkStats(t, h)
 			want := buddy.Stats{Mode: tt.mode, Span: tt.span, MinBlock: tt.minB, MaxBlock: tt.maxB, Granule: tt.gran,
-				FreeBlocks: int64(len(strings.Fields(tt.layout))), FreeByOrder: s.FreeByOrder, Metadata: s.Metadata}
+				FreeBlocks: int64(len(strings.Fields(tt.layout))), FreeByOrder: s.FreeByOrder}
+			want.Metadata = s.Metadata
 			if s != want {
 				t.Errorf("Stats() = %+v\nwant %+v (nothing committed before the first Alloc)", s, want)
 			}
@@ -784,6 +785,42 @@ func TestClose(t *testing.T) {
 			}
 			if m := h.Map(); len(m.Segments) != 0 || m.Size != 0 {
 				t.Errorf("Map() after Close = %d segments over %d bytes, want none", len(m.Segments), m.Size)
+			}
+		})
+	}
+}
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the side
+// tables, is there from the start (the roots' free bits), grows as blocks
+// spread over more of the address range, and is zero after Close. It is
+// the embedded carve.Stats field, which the lab reads.
+func TestMetadata(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := mustNew(t, mode, buddy.Limit(1<<30))
+			st := h.Stats()
+			if st.Metadata <= 0 || st.Stats.Metadata != st.Metadata {
+				t.Fatalf("Stats().Metadata of a new heap = %d (carve.Stats says %d), want above 0", st.Metadata, st.Stats.Metadata)
+			}
+			last := st.Metadata
+			blocks := 0
+			for _, n := range []int{1 << 10, 1 << 14, 1 << 17} {
+				for ; blocks < n; blocks++ {
+					if _, err := h.Alloc(16, 8); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st := h.Stats()
+				if st.Metadata <= last {
+					t.Errorf("%d blocks of 16 bytes: Stats().Metadata = %d, want above %d", n, st.Metadata, last)
+				}
+				last = st.Metadata
+			}
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := h.Stats(); st.Metadata != 0 {
+				t.Errorf("Stats().Metadata after Close = %d, want 0", st.Metadata)
 			}
 		})
 	}

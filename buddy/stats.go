@@ -18,8 +18,14 @@ import (
 //	Idle     <= Retain: committed granules with no block in use
 //	Used + free blocks' bytes = Span
 type Stats struct {
-	// Live, Used, Footprint and Resident in carve's vocabulary. Resident
-	// is mincore over the committed granules.
+	// Live, Used, Footprint, Resident and Metadata in carve's vocabulary.
+	// Resident is mincore over the committed granules. Metadata is the Go
+	// memory of the side tables: the split and free bits of every order
+	// (their leaves, the leaf pointers and the non-empty masks, from the
+	// slices' capacities), the per-granule counts and commit bits, and in
+	// checked builds the poison record; the Heap struct itself is not
+	// counted, nor package mem's own record of the region's committed
+	// pages.
 	carve.Stats
 
 	// Mode is the heap's mode; Mode.String() is the allocator's name.
@@ -36,10 +42,6 @@ type Stats struct {
 	// Idle is the committed bytes in granules with no block in use: free
 	// memory kept for reuse, at most Retain. Part of Footprint - Used.
 	Idle int64
-	// Metadata is the Go memory the side tables hold: the split and free
-	// bits of every order and the per-granule counts (the Heap struct
-	// itself not included).
-	Metadata int64
 	// Commits and Decommits count the calls into the OS that committed
 	// granules and gave them back.
 	Commits, Decommits int64

@@ -58,9 +58,16 @@ func (d *depot) put(src []index) {
 
 // len returns how many chunks the depot holds.
 func (d *depot) len() int {
+	n, _ := d.size()
+	return n
+}
+
+// size returns how many chunks the depot holds, and how many its array
+// has room for.
+func (d *depot) size() (n, capacity int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.free)
+	return len(d.free), cap(d.free)
 }
 
 // drain empties the depot.

@@ -192,4 +192,25 @@ func (p *Pool) lowerCursor() {
 		p.top = uintptr(p.nslabs-1)<<p.shift + p.usable
 		p.topEnd = p.top
 	}
+	// The tables follow the pool down, so that Metadata does: no chunk
+	// of the slabs dropped is marked (they were all free).
+	p.vacant = shrink(p.vacant)
+	if invariants.Enabled {
+		words := (uintptr(p.nslabs)*p.perSlab + 63) / 64
+		p.live = shrink(p.live[:min(uintptr(len(p.live)), words)])
+		p.quar = shrink(p.quar[:min(uintptr(len(p.quar)), words)])
+	}
+}
+
+// shrink returns s, or a copy of it in a smaller array if s uses less
+// than a quarter of its capacity, so that the pool gives back the Go
+// memory of tables it no longer needs.
+func shrink[E any](s []E) []E {
+	switch {
+	case len(s) >= cap(s)/4:
+		return s
+	case len(s) == 0:
+		return nil
+	}
+	return append(make([]E, 0, 2*len(s)), s...)
 }

@@ -401,12 +401,20 @@ func (p *Pool) Close() error {
 }
 
 // Stats is a pool's statistics: the carve vocabulary (Live, Used,
-// Footprint, Resident) and the pool's counts. For a pool:
+// Footprint, Resident, Metadata) and the pool's counts. For a pool:
 //
 //	Live      = InUse * ChunkSize
 //	Used      = InUse * Stride          (Used - Live: the rounding to the alignment)
 //	Footprint = Slabs * SlabSize        (the region's length for a pool made by Over)
 //	InUse + Free + Quarantined = Carved <= Capacity = Slabs * chunks per slab
+//	Metadata  = the slab table, one byte per slab below the cursor, and in
+//	            checked builds the live and quarantine bitmaps, one bit
+//	            each per chunk carved
+//
+// Metadata counts the capacity of those slices, the Go memory the pool
+// keeps beside its chunks; the Pool struct (a few hundred bytes) and
+// package mem's own record of the region's committed pages are not
+// counted. The free list lives in the free chunks and costs nothing.
 type Stats struct {
 	carve.Stats
 	ChunkSize   int   // bytes asked for per chunk
@@ -453,6 +461,7 @@ func (p *Pool) Stats() Stats {
 	}
 	st.Live = st.InUse * int64(p.size)
 	st.Used = st.InUse * int64(p.stride)
+	st.Metadata = int64(cap(p.vacant)) + 8*int64(cap(p.live)+cap(p.quar))
 	switch {
 	case p.closed:
 	case p.region != nil:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/pool"
 )
@@ -775,5 +776,67 @@ func TestNilOption(t *testing.T) {
 		if o, err := pool.NewOf[[64]byte](opts...); o != nil || !errors.Is(err, pool.ErrOption) {
 			t.Errorf("NewOf[[64]byte](%d options, one nil) = %v, %v, want nil, %v", len(opts), o, err, pool.ErrOption)
 		}
+	}
+}
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the pool's
+// tables, is there once the pool holds memory, grows as the pool grows
+// (at least a byte per slab, and in checked builds two bits per chunk),
+// and goes when Trim gives every slab back.
+func TestMetadata(t *testing.T) {
+	const chunk, slab = 64, 4096
+	p := mustNew(t, chunk, pool.SlabSize(slab))
+	if st := p.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata of a pool that holds nothing = %d, want 0", st.Metadata)
+	}
+	var cs [][]byte
+	last := int64(0)
+	for _, slabs := range []int{1, 10, 100, 1000} {
+		for len(cs) < slabs*slab/chunk {
+			cs = append(cs, mustAllocQuiet(t, p))
+		}
+		st := checkStats(t, p)
+		least := int64(st.Slabs)
+		if invariants.Enabled {
+			least += st.Carved / 64 * 8 // the live bitmap
+		}
+		if st.Metadata < least || st.Metadata <= last || st.Metadata > 4*least+1024 {
+			t.Errorf("%d slabs: Stats().Metadata = %d, want above %d (the last) and in [%d, %d]", slabs, st.Metadata, last, least, 4*least+1024)
+		}
+		last = st.Metadata
+	}
+	for _, c := range cs {
+		mustFreeQuiet(t, p, c)
+	}
+	if _, err := p.Trim(); err != nil {
+		t.Fatalf("Trim() = %v, want nil", err)
+	}
+	mustCheck(t, p, "Trim")
+	if st := p.Stats(); st.Metadata != 0 || st.Slabs != 0 {
+		t.Errorf("Stats() after Trim gave every slab back = Metadata %d, Slabs %d, want 0, 0", st.Metadata, st.Slabs)
+	}
+	o := mustOver(t, make([]byte, 4*chunk), chunk)
+	mustAlloc(t, o)
+	if st := o.Stats(); st.Metadata <= 0 {
+		t.Errorf("Stats().Metadata of a pool over a region = %d, want its slab table's byte", st.Metadata)
+	}
+}
+
+// mustAllocQuiet allocates without checking the whole pool, for tests
+// that allocate many chunks.
+func mustAllocQuiet(t testing.TB, p *pool.Pool) []byte {
+	t.Helper()
+	c, err := p.Alloc()
+	if err != nil {
+		t.Fatalf("Alloc() = %v, want nil", err)
+	}
+	return c
+}
+
+// mustFreeQuiet frees without checking the whole pool.
+func mustFreeQuiet(t testing.TB, p *pool.Pool, c []byte) {
+	t.Helper()
+	if err := p.Free(c); err != nil {
+		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
 	}
 }

@@ -622,3 +622,48 @@ func TestFreeOtherLength(t *testing.T) {
 		})
 	}
 }
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the heap's
+// bookkeeping, is zero for a new heap, grows as a class commits slabs (a
+// bit per chunk), as more classes open and as large objects come, and is
+// zero again after Close.
+func TestMetadata(t *testing.T) {
+	h := mustNew(t)
+	if st := h.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata of a new heap = %d, want 0", st.Metadata)
+	}
+	last := int64(0)
+	grew := func(step string, least int64) {
+		t.Helper()
+		st := h.Stats()
+		if st.Metadata <= last || st.Metadata-last < least {
+			t.Errorf("after %s: Stats().Metadata = %d, want at least %d more than %d", step, st.Metadata, least, last)
+		}
+		last = st.Metadata
+	}
+	mustAlloc(t, h, 16, 8)
+	grew("the first chunk", 8) // a bitmap word at least
+	var bs [][]byte
+	for range 1 << 16 {
+		b, err := h.Alloc(16, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	grew("65536 more 16-byte chunks", (1<<16)/8) // their bits
+	for _, size := range []int{100, 1000, 10000} {
+		mustAlloc(t, h, size, 8)
+	}
+	grew("three more classes", 3*8)
+	for range 10 {
+		mustAlloc(t, h, 100<<10, 8)
+	}
+	grew("ten large objects", 10*16)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata after Close = %d, want 0", st.Metadata)
+	}
+}
