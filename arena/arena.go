@@ -409,8 +409,8 @@ func (a *Arena) Release() error {
 // counted in n; ask for a little more when they matter.
 //
 // Prefault is for benchmarks and latency-critical phases that must not pay
-// the first-touch faults (the seed's benchmark memsets its arena before
-// timing). It fails with [ErrExhausted] if the new block would pass the
+// the first-touch faults (the bump allocator post's benchmark memsets its
+// arena before timing). It fails with [ErrExhausted] if the new block would pass the
 // Limit, and with [ErrSize] if n is negative.
 func (a *Arena) Prefault(n int) error {
 	if n < 0 {

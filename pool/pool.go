@@ -8,8 +8,8 @@
 // one handed out. Memory comes from the OS through package mem (outside the
 // Go heap: the garbage collector neither scans nor moves it) and grows in
 // slabs up to a limit; [Pool.Trim] gives empty slabs back to the OS. A pool
-// can also carve a region the caller owns, as the seed's pool.cpp does
-// ([Over]).
+// can also carve a region the caller owns ([Over]), as the block-allocator
+// article's pool does.
 //
 // [Of] is the typed handle: built once for a type that holds no Go
 // pointers, it hands out *T.
@@ -192,9 +192,9 @@ func New(chunkSize int, opts ...Option) (*Pool, error) {
 }
 
 // Over returns a pool that carves the caller's region into chunks of
-// chunkSize bytes, as the seed's pool.cpp does. The first chunk starts at
-// the first aligned address of the region; the pool never grows, and Trim
-// gives nothing back (the caller owns the memory). The region may be Go
+// chunkSize bytes, as the block-allocator article's pool does. The first
+// chunk starts at the first aligned address of the region; the pool never
+// grows, and Trim gives nothing back (the caller owns the memory). The region may be Go
 // memory (make([]byte, n)): the pool keeps it alive. The caller must not
 // touch the region while the pool uses it.
 func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
