@@ -436,3 +436,14 @@ func TestCloseQuarantined(t *testing.T) {
 		t.Errorf("Stats() after Close = InUse %d, Quarantined %d, Carved %d, want 0, 0, 0", st.InUse, st.Quarantined, st.Carved)
 	}
 }
+
+// TestCheckLiveBitOutside marks a chunk past the cursor live: the checker
+// of the pool's bookkeeping must find it.
+func TestCheckLiveBitOutside(t *testing.T) {
+	p := mustNew(t, 64, pool.SlabSize(4096))
+	mustAlloc(t, p)
+	p.BreakLiveBit()
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("Check() with a live bit past the cursor = %v, want an error about a bit outside the carved chunks", err)
+	}
+}

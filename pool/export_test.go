@@ -49,3 +49,17 @@ func (p *Pool) CheckCounts() (calls, runs, work uint64) { return p.checks.Counts
 // BreakLiveCount breaks the checked build's count of chunks marked live,
 // as a bug in the pool's bookkeeping would.
 func (p *Pool) BreakLiveCount() { p.nlive++ }
+
+// CountBits exposes the checker's count of the bits set in a range.
+var CountBits = countBits
+
+// BreakLiveBit marks, in a checked build, a chunk index past the cursor as
+// live, as a bug in the pool's bookkeeping would.
+func (p *Pool) BreakLiveBit() {
+	i := uintptr(p.nslabs) * p.perSlab // the first index past the slabs
+	for i/64 >= uintptr(len(p.live)) {
+		p.live = append(p.live, 0)
+	}
+	p.live[i/64] |= 1 << (i % 64)
+	p.nlive++
+}

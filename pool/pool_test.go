@@ -840,3 +840,22 @@ func mustFreeQuiet(t testing.TB, p *pool.Pool, c []byte) {
 		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
 	}
 }
+
+// TestCountBits checks the checker's count of set bits in [lo, hi)
+// against a bit-by-bit count.
+func TestCountBits(t *testing.T) {
+	m := []uint64{0xf0f0_0000_0000_0001, 0, ^uint64(0), 0x8000_0000_0000_0003}
+	for lo := uintptr(0); lo <= 256; lo += 7 {
+		for hi := lo; hi <= 300; hi += 5 {
+			var want int64
+			for i := lo; i < min(hi, 256); i++ {
+				if m[i/64]&(1<<(i%64)) != 0 {
+					want++
+				}
+			}
+			if got := pool.CountBits(m, lo, hi); got != want {
+				t.Fatalf("CountBits(m, %d, %d) = %d, want %d", lo, hi, got, want)
+			}
+		}
+	}
+}
