@@ -28,7 +28,8 @@ import (
 var (
 	// ErrBadOption reports an option [New] cannot honour, or a zero Option.
 	ErrBadOption = errors.New("arena: bad option")
-	// ErrSize reports a negative size, or a count whose bytes overflow.
+	// ErrSize reports a negative size, a count whose bytes overflow, or
+	// (from NewOf) a type larger than the arena's Limit.
 	ErrSize = errors.New("arena: bad size")
 	// ErrAlign reports an alignment that is not a power of two from 1 to
 	// MaxAlign.
@@ -408,8 +409,8 @@ func (a *Arena) Release() error {
 // counted in n; ask for a little more when they matter.
 //
 // Prefault is for benchmarks and latency-critical phases that must not pay
-// the first-touch faults (the seed's benchmark memsets its arena before
-// timing). It fails with [ErrExhausted] if the new block would pass the
+// the first-touch faults (the bump allocator post's benchmark memsets its
+// arena before timing). It fails with [ErrExhausted] if the new block would pass the
 // Limit, and with [ErrSize] if n is negative.
 func (a *Arena) Prefault(n int) error {
 	if n < 0 {

@@ -29,7 +29,8 @@ type Of[T any] struct {
 
 // NewOf returns a handle that allocates values of T from a. If T holds Go
 // pointers it fails with an error wrapping [ErrPointers] that names the
-// field, e.g. "conn.Peer.Name is a string".
+// field, e.g. "conn.Peer.Name is a string"; if one T is larger than the
+// arena's Limit, with an error wrapping [ErrSize].
 func NewOf[T any](a *Arena) (Of[T], error) {
 	t := reflect.TypeFor[T]()
 	if a == nil {
@@ -38,8 +39,13 @@ func NewOf[T any](a *Arena) (Of[T], error) {
 	if err := typecheck.PointerFree(t); err != nil {
 		return Of[T]{}, fmt.Errorf("arena.NewOf[%s]: %w", t, err)
 	}
-	var zero T
-	return Of[T]{a: a, size: int(unsafe.Sizeof(zero)), align: int(unsafe.Alignof(zero))}, nil
+	// The size comes from reflect: a variable of type T, even unused,
+	// would make the compiler reserve room for one.
+	if uint64(t.Size()) > uint64(a.limitBytes()) {
+		return Of[T]{}, fmt.Errorf("arena.NewOf[%s]: %w: a value of %d bytes exceeds the arena's limit of %d",
+			t, ErrSize, t.Size(), a.limitBytes())
+	}
+	return Of[T]{a: a, size: int(t.Size()), align: t.Align()}, nil
 }
 
 // New returns a pointer to a new zeroed T. It fails as [Arena.Alloc] does.
@@ -51,7 +57,7 @@ func (o Of[T]) New() (*T, error) {
 	// p is the start of sizeof(T) bytes aligned for T, outside the Go
 	// heap; T holds no Go pointers (NewOf checked).
 	t := (*T)(p)
-	*t = *new(T)
+	typecheck.Clear(t)
 	return t, nil
 }
 

@@ -3,6 +3,7 @@ package arena
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"strings"
 	"testing"
 	"unsafe"
@@ -211,5 +212,57 @@ func lens[T any](f func(int) ([]T, error)) func(int) (int, int, error) {
 			return -1, -1, nil
 		}
 		return len(s), cap(s), err
+	}
+}
+
+// big is larger than the 64 KiB the compiler keeps a temporary on the
+// stack for: zeroing one through a temporary would allocate it on the Go
+// heap.
+type big [128 << 10]byte
+
+// huge is 1 TiB on 64-bit platforms: no arena's default limit holds one.
+type huge [1 << (bits.UintSize - 24)]byte
+
+// TestOfBigValue checks that New zeroes a T larger than 64 KiB in place,
+// allocating nothing on the Go heap, and hands it out zeroed after Reset.
+func TestOfBigValue(t *testing.T) {
+	a, err := New(Limit(64 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	o, err := NewOf[big](a)
+	if err != nil {
+		t.Fatalf("NewOf[big] = %v, want nil", err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		v, err := o.New()
+		if err != nil {
+			panic(err)
+		}
+		v[0], v[len(v)-1] = 1, 1
+	})
+	if n != 0 {
+		t.Errorf("AllocsPerRun(Of[%d bytes].New) = %v, want 0", len(big{}), n)
+	}
+	a.Reset()
+	v, err := o.New()
+	if err != nil || v[0] != 0 || v[len(v)-1] != 0 {
+		t.Fatalf("New() after Reset = first byte %d, last %d, %v; want zeroed, nil", v[0], v[len(v)-1], err)
+	}
+}
+
+// TestNewOfHuge checks that a type larger than the arena's limit is
+// refused with an error, not with the process.
+func TestNewOfHuge(t *testing.T) {
+	if bits.UintSize < 64 {
+		t.Skip("1 TiB types need a 64-bit platform")
+	}
+	o, err := NewOf[huge](newArena(t))
+	if !errors.Is(err, ErrSize) {
+		t.Fatalf("NewOf[[%d]byte] = %v, want %v", unsafe.Sizeof(huge{}), err, ErrSize)
+	}
+	if o != (Of[huge]{}) {
+		t.Errorf("NewOf[[%d]byte] returned a usable handle with its error", unsafe.Sizeof(huge{}))
 	}
 }

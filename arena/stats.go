@@ -1,6 +1,10 @@
 package arena
 
-import carve "github.com/carvelab/carve"
+import (
+	"unsafe"
+
+	carve "github.com/carvelab/carve"
+)
 
 // Stats describes an arena in carve's vocabulary, with the counts that
 // are the arena's own. All figures but Blocks are bytes.
@@ -11,12 +15,16 @@ import carve "github.com/carvelab/carve"
 //	Resident <= Footprint
 //
 // Live, Used, AlignWaste and TailWaste count from the last Reset;
-// Footprint, Resident, Blocks and Free describe the blocks the arena holds,
-// which Reset keeps and Release gives back.
+// Footprint, Resident, Metadata, Blocks and Free describe the blocks the
+// arena holds, which Reset keeps and Release gives back. Metadata is the
+// Go memory of the block list: its array's capacity, 32 bytes a block on
+// 64-bit platforms (the Arena struct itself, and package mem's own record
+// of each block's region, are not counted).
 type Stats struct {
 	// Live is the sum of the sizes requested since the last Reset, Used
 	// adds the alignment padding, Footprint is the bytes committed in all
-	// blocks, and Resident the part of it in physical memory (mincore).
+	// blocks, Resident the part of it in physical memory (mincore), and
+	// Metadata the block list's Go memory.
 	carve.Stats
 
 	// Blocks counts the blocks the arena holds, in use or spare.
@@ -44,6 +52,7 @@ func (a *Arena) Stats() Stats {
 			Live:      used - a.padding,
 			Used:      used,
 			Footprint: a.footprint,
+			Metadata:  int64(cap(a.blocks)) * int64(unsafe.Sizeof(block{})),
 		},
 		Blocks:     len(a.blocks),
 		AlignWaste: a.padding,

@@ -131,7 +131,8 @@ type offset uint
 //     returned, as returned: what counts is where it starts, and its
 //     length is taken as the bytes that were asked for (clamped to the
 //     block), so Stats.Live stays exact only if the length is the one
-//     handed out. A slice the heap did not hand out is refused with
+//     handed out (a shorter one leaves it too high; Stats keeps it at
+//     most Used - HeaderBytes, and the heap itself is unaffected). A slice the heap did not hand out is refused with
 //     ErrForeign, one already freed with ErrDoubleFree, in release builds
 //     too; a refused call changes nothing. A double free goes undetected
 //     only once the block, or a block at the same address, has been handed

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/mem"
 )
@@ -232,7 +233,8 @@ func TestNew(t *testing.T) {
 			mustCheck(t, h, "New")
 			s := checkStats(t, h)
 			want := buddy.Stats{Mode: tt.mode, Span: tt.span, MinBlock: tt.minB, MaxBlock: tt.maxB, Granule: tt.gran,
-				FreeBlocks: int64(len(strings.Fields(tt.layout))), FreeByOrder: s.FreeByOrder, Metadata: s.Metadata}
+				FreeBlocks: int64(len(strings.Fields(tt.layout))), FreeByOrder: s.FreeByOrder}
+			want.Metadata = s.Metadata
 			if s != want {
 				t.Errorf("Stats() = %+v\nwant %+v (nothing committed before the first Alloc)", s, want)
 			}
@@ -701,5 +703,125 @@ func TestContains(t *testing.T) {
 	h.Close()
 	if h.Contains(b) {
 		t.Error("Contains after Close = true")
+	}
+}
+
+// TestFreeShorter frees blocks through slices shorter than the ones
+// handed out, which Free accepts (it takes the length as the bytes asked
+// for): unrelated allocations afterwards, on slow paths where checked
+// builds run the checker, must succeed, and Stats must still read
+// 0 <= Live <= Used - HeaderBytes.
+func TestFreeShorter(t *testing.T) {
+	for _, mode := range []buddy.Mode{buddy.Plain, buddy.Header} {
+		for _, tt := range []struct {
+			name  string
+			slice func([]byte) []byte
+		}{
+			{"capacity cut", func(b []byte) []byte { return b[:50:50] }},
+			{"length cut", func(b []byte) []byte { return b[:50] }},
+			{"empty", func(b []byte) []byte { return b[:0] }},
+		} {
+			t.Run(mode.String()+", "+tt.name, func(t *testing.T) {
+				h := mustNew(t, mode)
+				b := mustAlloc(t, h, 100, 8)
+				if err := h.Free(tt.slice(b)); err != nil {
+					t.Fatalf("Free(%d bytes of a 100-byte block) = %v, want nil", len(tt.slice(b)), err)
+				}
+				checkStats(t, h)
+				// Large blocks far from the first: the heap commits
+				// granules for them, a slow path.
+				for _, size := range []int{8, 300 << 10, 3 << 20} {
+					mustAlloc(t, h, size, 8)
+					checkStats(t, h)
+				}
+			})
+		}
+	}
+}
+
+// TestClose checks every method after Close against the contract: later
+// calls return ErrClosed, and the queries report an empty heap.
+func TestClose(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h, err := buddy.New(mode, buddy.Limit(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := mustAlloc(t, h, 100, 8)
+			mustFree(t, h, mustAlloc(t, h, 5000, 64))
+			if err := h.Close(); err != nil {
+				t.Fatalf("Close() = %v, want nil", err)
+			}
+			mustCheck(t, h, "Close")
+			if got, err := h.Alloc(100, 8); got != nil || !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("Alloc after Close = %#x, %v, want nil, %v", addr(got), err, buddy.ErrClosed)
+			}
+			for _, x := range [][]byte{b, nil, make([]byte, 8)} {
+				if err := h.Free(x); !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("Free(%#x) after Close = %v, want %v", addr(x), err, buddy.ErrClosed)
+				}
+				if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, %v", addr(x), addr(got), err, buddy.ErrClosed)
+				}
+				if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, buddy.ErrClosed) {
+					t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, %v", addr(x), n, err, buddy.ErrClosed)
+				}
+			}
+			if n, err := h.Trim(); n != 0 || !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("Trim after Close = %d, %v, want 0, %v", n, err, buddy.ErrClosed)
+			}
+			if err := h.Close(); !errors.Is(err, buddy.ErrClosed) {
+				t.Errorf("second Close = %v, want %v", err, buddy.ErrClosed)
+			}
+			if h.Contains(b) {
+				t.Errorf("Contains(%#x) after Close = true, want false", addr(b))
+			}
+			if n := h.Footprint(); n != 0 {
+				t.Errorf("Footprint() after Close = %d, want 0", n)
+			}
+			if st := h.Stats(); st.Stats != (carve.Stats{}) || st.Blocks != 0 || st.FreeBlocks != 0 {
+				t.Errorf("Stats() after Close = %+v, want zeros", st)
+			}
+			if m := h.Map(); len(m.Segments) != 0 || m.Size != 0 {
+				t.Errorf("Map() after Close = %d segments over %d bytes, want none", len(m.Segments), m.Size)
+			}
+		})
+	}
+}
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the side
+// tables, is there from the start (the roots' free bits), grows as blocks
+// spread over more of the address range, and is zero after Close. It is
+// the embedded carve.Stats field, which the lab reads.
+func TestMetadata(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := mustNew(t, mode, buddy.Limit(1<<30))
+			st := h.Stats()
+			if st.Metadata <= 0 || st.Stats.Metadata != st.Metadata {
+				t.Fatalf("Stats().Metadata of a new heap = %d (carve.Stats says %d), want above 0", st.Metadata, st.Stats.Metadata)
+			}
+			last := st.Metadata
+			blocks := 0
+			for _, n := range []int{1 << 10, 1 << 14, 1 << 17} {
+				for ; blocks < n; blocks++ {
+					if _, err := h.Alloc(16, 8); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st := h.Stats()
+				if st.Metadata <= last {
+					t.Errorf("%d blocks of 16 bytes: Stats().Metadata = %d, want above %d", n, st.Metadata, last)
+				}
+				last = st.Metadata
+			}
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st := h.Stats(); st.Metadata != 0 {
+				t.Errorf("Stats().Metadata after Close = %d, want 0", st.Metadata)
+			}
+		})
 	}
 }

@@ -10,15 +10,22 @@ import (
 // counts. All figures but the counts of blocks and calls are bytes. For a
 // heap:
 //
-//	Live      = the sizes asked for, of the blocks in use (from len(b) at Free)
+//	Live      = the sizes asked for, of the blocks in use (from len(b) at Free),
+//	            clamped to [0, Used - HeaderBytes]
 //	Used      = sum over blocks in use of 2^order        (headers included)
 //	Used - Live - HeaderBytes = the power-of-two rounding
 //	Footprint = Granule * committed granules; Footprint - Used = free bytes committed
 //	Idle     <= Retain: committed granules with no block in use
 //	Used + free blocks' bytes = Span
 type Stats struct {
-	// Live, Used, Footprint and Resident in carve's vocabulary. Resident
-	// is mincore over the committed granules.
+	// Live, Used, Footprint, Resident and Metadata in carve's vocabulary.
+	// Resident is mincore over the committed granules. Metadata is the Go
+	// memory of the side tables: the split and free bits of every order
+	// (their leaves, the leaf pointers and the non-empty masks, from the
+	// slices' capacities), the per-granule counts and commit bits, and in
+	// checked builds the poison record; the Heap struct itself is not
+	// counted, nor package mem's own record of the region's committed
+	// pages.
 	carve.Stats
 
 	// Mode is the heap's mode; Mode.String() is the allocator's name.
@@ -35,10 +42,6 @@ type Stats struct {
 	// Idle is the committed bytes in granules with no block in use: free
 	// memory kept for reuse, at most Retain. Part of Footprint - Used.
 	Idle int64
-	// Metadata is the Go memory the side tables hold: the split and free
-	// bits of every order and the per-granule counts (the Heap struct
-	// itself not included).
-	Metadata int64
 	// Commits and Decommits count the calls into the OS that committed
 	// granules and gave them back.
 	Commits, Decommits int64
@@ -71,7 +74,8 @@ func (h *Heap) Stats() Stats {
 	if h.closed {
 		return s
 	}
-	s.Live, s.Used, s.HeaderBytes = h.live, h.used, h.headers
+	s.Used, s.HeaderBytes = h.used, h.headers
+	s.Live = min(max(h.live, 0), h.used-h.headers)
 	s.Footprint = int64(h.region.Committed())
 	s.Resident = h.resident()
 	s.LiveByOrder = h.nlive

@@ -8,11 +8,11 @@ import (
 	"github.com/carvelab/carve/lockfree"
 )
 
-// The seed's ABA hazard, reproduced deterministically. A goroutine T pops:
-// it reads the head A and A's link B, and stalls just before its
-// compare-and-swap (a hook that waits on a channel). Meanwhile the test
-// pops A, pops B (the test now holds B) and pushes A back, so the head is
-// A again. Then T resumes and tries its swap.
+// The block-allocator article's ABA hazard, reproduced deterministically.
+// A goroutine T pops: it reads the head A and A's link B, and stalls just
+// before its compare-and-swap (a hook that waits on a channel). Meanwhile
+// the test pops A, pops B (the test now holds B) and pushes A back, so the
+// head is A again. Then T resumes and tries its swap.
 //
 // A bare compare-and-swap stack (naiveStack below, in this file and not in
 // the library) lets the swap succeed and installs B, which the test holds,
@@ -20,7 +20,7 @@ import (
 // a version with the head, so T's swap fails, T retries from the real
 // head, and the list stays whole.
 
-// naiveStack is the seed's lock-free list as written: pop reads the head
+// naiveStack is the article's lock-free list as written: pop reads the head
 // and its link and swaps the head from the one to the other; the head is
 // a bare index (plus one; 0 is empty) with no version.
 type naiveStack struct {

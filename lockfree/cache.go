@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
 )
 
 // Cache is a free list of a pool's chunks that belongs to one goroutine:
@@ -51,8 +53,9 @@ type Cache struct {
 	free [2 * batch]index
 
 	p         *Pool
-	published int64       // n as last added to the pool's Cached count
-	busy      atomic.Bool // checked builds: an operation is running
+	published int64               // n as last added to the pool's Cached count
+	busy      atomic.Bool         // checked builds: an operation is running
+	checks    invariants.Schedule // checked builds: when slow paths run check
 }
 
 // NewCache returns an empty cache of the pool's chunks for one goroutine.
@@ -127,8 +130,12 @@ func (c *Cache) freeVia(ptr unsafe.Pointer, slow func(*Cache, unsafe.Pointer) er
 }
 
 // Flush gives every chunk the cache holds back to the pool's depot, where
-// other caches and the pool can use them. The cache stays usable.
+// other caches and the pool can use them. The cache stays usable. After
+// the pool's Close it returns ErrClosed.
 func (c *Cache) Flush() error {
+	if c.p.closed.Load() {
+		return ErrClosed
+	}
 	if checked {
 		if err := c.enter(); err != nil {
 			return err
@@ -158,6 +165,7 @@ func cacheAllocSlow(c *Cache) (unsafe.Pointer, error) {
 			return nil, err
 		}
 		defer c.leave()
+		c.mayCheck()
 	}
 	if c.n == 0 {
 		if err := c.refill(); err != nil {
@@ -214,6 +222,7 @@ func cacheFreeSlow(c *Cache, ptr unsafe.Pointer) error {
 			return err
 		}
 		defer c.leave()
+		c.mayCheck()
 		if err := p.retire(i, ptr, heldMark); err != nil {
 			return err
 		}

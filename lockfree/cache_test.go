@@ -232,3 +232,58 @@ func TestCacheForeign(t *testing.T) {
 	}
 	mustCheckCaches(t, p, "foreign", c)
 }
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the depot's
+// array, is zero while no cache has traded with the pool, and grows as
+// caches park more chunks in the depot: at least 4 bytes per chunk there.
+func TestMetadata(t *testing.T) {
+	p := mustNew(t, 64, lockfree.SlabSize(4096))
+	for range 100 {
+		mustAlloc(t, p)
+	}
+	if st := p.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata with no cache = %d, want 0 (the side table counts in Footprint)", st.Metadata)
+	}
+	c := p.NewCache()
+	var bs [][]byte
+	last := int64(0)
+	for _, n := range []int{4, 40, 400} {
+		for len(bs) < n*lockfree.Batch {
+			b, err := c.Alloc()
+			if err != nil {
+				t.Fatalf("Cache.Alloc() = %v", err)
+			}
+			bs = append(bs, b)
+		}
+		// Freeing them all parks all but the cache's last batch or two
+		// in the depot.
+		for _, b := range bs {
+			if err := c.Free(b); err != nil {
+				t.Fatalf("Cache.Free() = %v", err)
+			}
+		}
+		depot := int64(p.DepotLen())
+		st := p.Stats()
+		if st.Metadata < 4*depot || st.Metadata <= last || st.Metadata > 8*depot+1024 {
+			t.Errorf("%d chunks in the depot: Stats().Metadata = %d, want above %d (the last) and in [%d, %d]", depot, st.Metadata, last, 4*depot, 8*depot+1024)
+		}
+		last = st.Metadata
+		// Take them back out for the next round.
+		for i := range bs {
+			b, err := c.Alloc()
+			if err != nil {
+				t.Fatalf("Cache.Alloc() = %v", err)
+			}
+			bs[i] = b
+		}
+	}
+	for _, b := range bs {
+		if err := c.Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, p, "the caches' trades")
+}

@@ -177,6 +177,124 @@ func (p *Pool) check() error {
 	return nil
 }
 
+// The checkers below run on the slow paths of checked builds, while the
+// calling goroutine holds the lock of what they read, so that nothing they
+// check can change under them:
+//
+//   - checkGrowth, under the growth mutex (on every carve): the carved
+//     count, capacity and committed bytes, which only the holder of mu
+//     writes, against each other and the regions. O(1), so it runs every
+//     time.
+//   - depot.check, under the depot's mutex (before every take and after
+//     every put, when its schedule says so): the depot's chunks are
+//     carved, each there once, and in checked builds marked held. A chunk in the depot is the
+//     depot's: its link changes only when a cache that took it hands it
+//     out, and a free of it fails its compare-and-swap from liveMark.
+//   - Cache.check, by the cache's goroutine inside its busy mark (on every
+//     slow path, when the cache's schedule says so): what check checks of
+//     a cache.
+//
+// What no lock guards is left to check, which needs a quiescent pool: the
+// shared free list (other goroutines pop and push while the lock is held,
+// so a walk would meet a list that changes under it), the chunks in use
+// and in other goroutines' caches (whose links their owners change without
+// a lock), and the counts Stats reads (cached, quarantined), which
+// goroutines update with atomics outside the locks.
+
+// checkGrowth verifies, with mu held, that
+//
+//	carved <= capacity <= max chunks, capacity * stride <= committed;
+//	over the pool's own reservation: committed = the slabs committed, a
+//	whole number of slabs, and the side table commits a link per chunk
+//	of capacity;
+//	over a caller's region: committed = the region's length.
+func (p *Pool) checkGrowth() error {
+	if p.closed.Load() {
+		return nil
+	}
+	carved := p.carved.Load()
+	if carved > p.capacity || p.capacity > p.maxChunks || p.capacity*uint64(p.stride) > uint64(p.committed) {
+		return fmt.Errorf("carved %d, capacity %d, max %d chunks, %d bytes committed: want carved <= capacity <= max, capacity*%d <= committed",
+			carved, p.capacity, p.maxChunks, p.committed, p.stride)
+	}
+	if p.region == nil {
+		if p.committed != uintptr(len(p.over)) || uint64(len(p.links)) != p.capacity {
+			return fmt.Errorf("over a region of %d bytes: %d bytes committed, %d links for %d chunks", len(p.over), p.committed, len(p.links), p.capacity)
+		}
+		return nil
+	}
+	switch {
+	case uintptr(p.region.Committed()) != p.committed || p.committed%p.slabSize != 0:
+		return fmt.Errorf("%d bytes committed, the region says %d: want equal, a multiple of the slab size %d", p.committed, p.region.Committed(), p.slabSize)
+	case uint64(p.linkMem.Committed()) < p.capacity*LinkBytes:
+		return fmt.Errorf("the side table commits %d bytes for %d chunks of %d bytes each", p.linkMem.Committed(), p.capacity, LinkBytes)
+	}
+	return nil
+}
+
+// mustCheckGrowth runs checkGrowth and panics if an invariant is broken:
+// in checked builds a broken pool must stop the program before it hands
+// out a chunk twice.
+func (p *Pool) mustCheckGrowth() {
+	if err := p.checkGrowth(); err != nil {
+		panic("lockfree: invariant broken: " + err.Error())
+	}
+}
+
+// check verifies, with the depot's mutex held, that every chunk in the
+// depot is carved and there once and, in checked builds, marked held.
+// It takes O(chunks in the depot + carved chunks / 64) steps and returns
+// them.
+func (d *depot) check() (steps int, err error) {
+	p := d.owner
+	if p.closed.Load() {
+		return 1, nil
+	}
+	// Chunks are carved before they reach the depot, and the carved count
+	// only grows while the pool is open.
+	carved := p.carved.Load()
+	seen := make([]uint64, (carved+63)/64)
+	for _, i := range d.free {
+		if uint64(i) >= carved {
+			return len(seen), fmt.Errorf("depot: %d is not a carved chunk (%d carved)", i, carved)
+		}
+		if seen[i/64]&(1<<(i%64)) != 0 {
+			return len(seen), fmt.Errorf("depot: chunk %d is there twice", i)
+		}
+		seen[i/64] |= 1 << (i % 64)
+		if l := index(p.links[i].Load()); checked && l != heldMark && l != newMark {
+			return len(seen), fmt.Errorf("depot: chunk %d is %s, want held", i, state(l))
+		}
+	}
+	return len(d.free) + len(seen), nil
+}
+
+// mayCheck runs check, with the depot's mutex held, when its schedule
+// says so, and panics if an invariant is broken.
+func (d *depot) mayCheck() {
+	if !d.checks.Due() {
+		return
+	}
+	steps, err := d.check()
+	if err != nil {
+		panic("lockfree: invariant broken: " + err.Error())
+	}
+	d.checks.Ran(steps)
+}
+
+// mayCheck runs the cache's check on a slow path of a checked build, from
+// the cache's goroutine inside its busy mark, when the cache's schedule
+// says so, and panics if an invariant is broken.
+func (c *Cache) mayCheck() {
+	if c.p.closed.Load() || !c.checks.Due() {
+		return
+	}
+	if err := c.check(); err != nil {
+		panic("lockfree: invariant broken: " + err.Error())
+	}
+	c.checks.Ran(int(c.n))
+}
+
 // check verifies the cache's invariants: it holds at most its capacity,
 // carved chunks only, each once, and (checked builds) each marked held.
 // The cache's goroutine must not be in it.

@@ -4,6 +4,7 @@ package lockfree_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,91 @@ func TestCacheAfterClose(t *testing.T) {
 	}
 	if err := c.Free(b); !errors.Is(err, lockfree.ErrClosed) {
 		t.Errorf("Free() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+}
+
+// TestSlowPathCheck breaks what each lock guards as a bug would: the next
+// slow path that holds the lock, with its checker due, must stop the
+// program.
+func TestSlowPathCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(p *lockfree.Pool, c *lockfree.Cache)
+		op     func(p *lockfree.Pool, c *lockfree.Cache)
+	}{
+		{"growth, carving", func(p *lockfree.Pool, _ *lockfree.Cache) { p.BreakCommitted() },
+			func(p *lockfree.Pool, _ *lockfree.Cache) { p.Alloc() }},
+		{"depot, put", func(p *lockfree.Pool, _ *lockfree.Cache) { p.BreakDepot(); p.CheckDue() },
+			func(_ *lockfree.Pool, c *lockfree.Cache) { c.Flush() }},
+		{"depot, take", func(p *lockfree.Pool, c *lockfree.Cache) { c.Flush(); p.BreakDepot(); p.CheckDue() },
+			func(p *lockfree.Pool, _ *lockfree.Cache) { p.Alloc() }},
+		{"cache, alloc", func(_ *lockfree.Pool, c *lockfree.Cache) { c.BreakCache(); c.CheckDue() },
+			func(_ *lockfree.Pool, c *lockfree.Cache) { c.Alloc() }},
+		{"cache, free", func(_ *lockfree.Pool, c *lockfree.Cache) { c.BreakCache(); c.CheckDue() },
+			func(p *lockfree.Pool, c *lockfree.Cache) { c.Free(mustAlloc(t, p)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustNew(t, 64, lockfree.SlabSize(4096))
+			c := p.NewCache()
+			for range 3 {
+				b, err := c.Alloc()
+				if err != nil {
+					t.Fatalf("Cache.Alloc() = %v", err)
+				}
+				if err := c.Free(b); err != nil {
+					t.Fatalf("Cache.Free() = %v", err)
+				}
+			}
+			// Carve the first slab whole: the next carve must grow.
+			for range 4096/64 - lockfree.Batch {
+				mustAlloc(t, p)
+			}
+			tt.break_(p, c)
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "lockfree: invariant broken: ") {
+					t.Errorf("%s with broken bookkeeping: recovered %v, want a panic of the checker", tt.name, r)
+				}
+			}()
+			tt.op(p, c)
+		})
+	}
+}
+
+// TestSlowPathCheckLinear checks that the depot's checker runs while
+// caches trade batches through it, and that its steps stay within the
+// calls made, so that checked builds stay linear.
+func TestSlowPathCheckLinear(t *testing.T) {
+	const n = 1 << 14
+	p := mustNew(t, 16, lockfree.SlabSize(4096))
+	c := p.NewCache()
+	bs := make([][]byte, 0, n)
+	for range n {
+		b, err := c.Alloc()
+		if err != nil {
+			t.Fatalf("Cache.Alloc() = %v", err)
+		}
+		bs = append(bs, b)
+	}
+	for _, b := range bs {
+		if err := c.Free(b); err != nil {
+			t.Fatalf("Cache.Free() = %v", err)
+		}
+	}
+	// Another cache takes every batch back from the depot.
+	c2 := p.NewCache()
+	for range n {
+		if _, err := c2.Alloc(); err != nil {
+			t.Fatalf("Cache.Alloc() = %v", err)
+		}
+	}
+	calls, runs, work := p.DepotCheckCounts()
+	t.Logf("%d takes and puts: %d checker runs, %d steps", calls, runs, work)
+	if runs < 5 {
+		t.Errorf("the depot's checker ran %d times over %d takes and puts, want at least 5", runs, calls)
+	}
+	if work > calls+n {
+		t.Errorf("the depot's checker took %d steps over %d calls: the checks are not linear", work, calls)
 	}
 }

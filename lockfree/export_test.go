@@ -60,3 +60,36 @@ var (
 	Inverse = inverse
 	Divide  = divide
 )
+
+// CheckDue makes the depot's checker run on its next take or put
+// (checked builds).
+func (p *Pool) CheckDue() { p.depot.checks.Reset() }
+
+// DepotCheckCounts returns the depot's takes and puts that a checked
+// build counted, its checker's runs and its steps.
+func (p *Pool) DepotCheckCounts() (calls, runs, work uint64) { return p.depot.checks.Counts() }
+
+// BreakCommitted breaks the count of committed bytes, as a bug in growth
+// would.
+func (p *Pool) BreakCommitted() {
+	p.mu.Lock()
+	p.committed += p.slabSize
+	p.mu.Unlock()
+}
+
+// BreakDepot puts a chunk that was never carved into the depot.
+func (p *Pool) BreakDepot() {
+	p.depot.mu.Lock()
+	p.depot.free = append(p.depot.free, index(p.carved.Load()+3))
+	p.depot.mu.Unlock()
+}
+
+// CheckDue makes the cache's checker run on its next slow path (checked
+// builds).
+func (c *Cache) CheckDue() { c.checks.Reset() }
+
+// BreakCache puts the cache's newest chunk in it a second time.
+func (c *Cache) BreakCache() {
+	c.free[c.n] = c.free[c.n-1]
+	c.n++
+}

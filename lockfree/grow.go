@@ -1,9 +1,12 @@
 package lockfree
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
 )
 
 // This file holds the slow paths: the depot, carving and growing.
@@ -23,33 +26,48 @@ import (
 // against 9-15 in BenchmarkParallelBurst/impl=cache, since linking a chain
 // takes an atomic store per chunk.
 type depot struct {
-	mu   sync.Mutex
-	free []index // free chunks, taken from and given to the end
+	mu     sync.Mutex
+	free   []index             // free chunks, taken from and given to the end
+	owner  *Pool               // the pool whose chunks these are, for the checker
+	checks invariants.Schedule // checked builds: when take and put run the checker
 }
 
 // take moves up to len(dst) chunks from the depot into dst and returns how
 // many.
 func (d *depot) take(dst []index) int {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if checked {
+		d.mayCheck() // before the chunks leave: every chunk is seen
+	}
 	n := min(len(dst), len(d.free))
 	copy(dst, d.free[len(d.free)-n:])
 	d.free = d.free[:len(d.free)-n]
-	d.mu.Unlock()
 	return n
 }
 
 // put moves the chunks of src into the depot.
 func (d *depot) put(src []index) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.free = append(d.free, src...)
-	d.mu.Unlock()
+	if checked {
+		d.mayCheck() // after the chunks arrive
+	}
 }
 
 // len returns how many chunks the depot holds.
 func (d *depot) len() int {
+	n, _ := d.size()
+	return n
+}
+
+// size returns how many chunks the depot holds, and how many its array
+// has room for.
+func (d *depot) size() (n, capacity int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.free)
+	return len(d.free), cap(d.free)
 }
 
 // drain empties the depot.
@@ -134,6 +152,9 @@ func (p *Pool) carve(dst []index) (int, error) {
 		n++
 	}
 	p.carved.Store(next)
+	if checked {
+		p.mustCheckGrowth()
+	}
 	return n, err
 }
 
@@ -152,7 +173,8 @@ func (p *Pool) grow() error {
 	}
 	capacity := uint64(end) / uint64(p.stride)
 	if err := p.linkMem.Commit(int(p.capacity*LinkBytes), int((capacity-p.capacity)*LinkBytes)); err != nil {
-		return fmt.Errorf("lockfree: grow: %w", err)
+		// Give the slab back: the pool counts only what both tables hold.
+		return errors.Join(fmt.Errorf("lockfree: grow: %w", err), p.region.Decommit(int(p.committed), int(p.slabSize)))
 	}
 	p.committed, p.capacity = end, capacity
 	return nil

@@ -44,7 +44,9 @@
 // Built with -tags carvecheck, the pool keeps each chunk's state in its
 // link and moves it with compare-and-swap, so it refuses double frees,
 // racing ones included; it poisons freed chunks and quarantines one
-// written after free; and a cache refuses a second goroutine.
+// written after free; a cache refuses a second goroutine; and the slow
+// paths check what the lock they hold guards (growth, the depot, the
+// cache), panicking if an invariant is broken (see check.go).
 //
 // See the carve package documentation for the overview, the glossary and
 // the cost model shared by all carve allocators, and package pool for the
@@ -119,8 +121,11 @@ const cacheLine = 64
 //
 // Contract:
 //   - All methods are safe for concurrent use, except Close, which no
-//     other call may overlap or follow (but Stats, which reports a closed
-//     pool as empty). A [Cache] is not: each belongs to one goroutine.
+//     other call may overlap. After Close the pool's methods return
+//     ErrClosed (Stats reports an empty pool, Owns false), and so do
+//     caches made after it; caches made before must not be used again.
+//     A [Cache] is not safe for concurrent use: each belongs to one
+//     goroutine.
 //   - Alloc returns a slice of exactly ChunkSize bytes (len == cap),
 //     aligned to the pool's alignment. Its contents are whatever the last
 //     owner left (fresh memory is zero): the pool never writes into a
@@ -194,7 +199,8 @@ type Pool struct {
 	over      []byte      // the caller's region, for a pool made by Over
 }
 
-// Option configures a pool made by [New] or [Over].
+// Option configures a pool made by [New] or [Over]. The nil Option is
+// invalid.
 type Option func(*slabs.Config)
 
 // Align sets the alignment of every chunk: a power of two from 1 up to the
@@ -284,6 +290,9 @@ func Over(region []byte, chunkSize int, opts ...Option) (*Pool, error) {
 func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
 	c := slabs.Defaults()
 	for _, o := range opts {
+		if o == nil {
+			return c, nil, fmt.Errorf("%w: nil Option (want one from Align, SlabSize or Limit)", ErrOption)
+		}
 		o(&c)
 	}
 	if problem := c.AlignProblem(); problem != "" {
@@ -303,6 +312,7 @@ func configure(chunkSize int, opts []Option) (slabs.Config, *Pool, error) {
 		align:  align,
 	}
 	p.head.Store(uint64(pack(nilIndex, 0)))
+	p.depot.owner = p
 	return c, p, nil
 }
 

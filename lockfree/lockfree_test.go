@@ -510,6 +510,19 @@ func TestClose(t *testing.T) {
 			if st := p.Stats(); st.InUse != 0 || st.Footprint != 0 || st.ChunkSize != 64 {
 				t.Errorf("Stats() after Close = %+v, want geometry only", st)
 			}
+			if p.Owns(c) {
+				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+			}
+			late := p.NewCache()
+			if b, err := late.Alloc(); b != nil || !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Alloc() of a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
+			if err := late.Free(c); !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Free() into a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
+			if err := late.Flush(); !errors.Is(err, lockfree.ErrClosed) {
+				t.Errorf("Flush() of a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
+			}
 			mustCheck(t, p, "Close")
 		})
 	}
@@ -518,4 +531,21 @@ func TestClose(t *testing.T) {
 // TestCheckedBuild reports which build the tests ran in, for the logs.
 func TestCheckedBuild(t *testing.T) {
 	t.Logf("invariants.Enabled = %t", invariants.Enabled)
+}
+
+// TestNilOption checks that a nil Option is an error wrapping ErrOption
+// for every constructor, not a panic.
+func TestNilOption(t *testing.T) {
+	good := lockfree.SlabSize(64 << 10)
+	for _, opts := range [][]lockfree.Option{{nil}, {good, nil}, {nil, good}} {
+		if p, err := lockfree.New(64, opts...); p != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("New(64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, lockfree.ErrOption)
+		}
+		if p, err := lockfree.Over(make([]byte, 4096), 64, opts...); p != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("Over(4096 bytes, 64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, lockfree.ErrOption)
+		}
+		if o, err := lockfree.NewOf[[64]byte](opts...); o != nil || !errors.Is(err, lockfree.ErrOption) {
+			t.Errorf("NewOf[[64]byte](%d options, one nil) = %v, %v, want nil, %v", len(opts), o, err, lockfree.ErrOption)
+		}
+	}
 }

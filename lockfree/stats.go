@@ -1,12 +1,14 @@
 package lockfree
 
 import (
+	"unsafe"
+
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/mem"
 )
 
 // Stats is a pool's statistics: the carve vocabulary (Live, Used,
-// Footprint, Resident) and the pool's counts. For a pool:
+// Footprint, Resident, Metadata) and the pool's counts. For a pool:
 //
 //	Live      = InUse * ChunkSize
 //	Used      = InUse * Stride          (Used - Live: the rounding to the alignment)
@@ -14,7 +16,13 @@ import (
 //	InUse + Free + Cached + Quarantined = Carved <= Capacity
 //
 // The side table counts in Footprint, so Footprint - Used, the external
-// fragmentation, includes the pool's 4 bytes per chunk.
+// fragmentation, includes the pool's 4 bytes per chunk (over a caller's
+// region too, where the table is Go memory). Metadata is the other Go
+// memory that grows with the pool: the depot's array of chunk indices,
+// 4 bytes per chunk it can hold (the capacity it grew to). Not counted:
+// the Pool struct, each Cache (a few hundred bytes, in the memory of
+// whoever made it), and package mem's own record of the regions'
+// committed pages.
 type Stats struct {
 	carve.Stats
 	ChunkSize   int   // bytes asked for per chunk
@@ -58,7 +66,8 @@ func (p *Pool) Stats() Stats {
 	// Chunks out of the pool: with callers or in caches. How they split
 	// is known as of each cache's last trade: the caches' count may be
 	// stale either way, and is capped so that InUse stays positive.
-	free := min(p.freeCount(carved)+int64(p.depot.len()), carved-quar)
+	depot, depotCap := p.depot.size()
+	free := min(p.freeCount(carved)+int64(depot), carved-quar)
 	out := carved - free - quar
 	cached := min(p.cached.Load(), out)
 	st.InUse = out - cached
@@ -67,6 +76,7 @@ func (p *Pool) Stats() Stats {
 	st.Live = st.InUse * int64(p.size)
 	st.Used = st.InUse * int64(p.stride)
 	st.Slabs = int(p.committed / p.slabSize)
+	st.Metadata = int64(depotCap) * int64(unsafe.Sizeof(index(0)))
 	if p.region == nil {
 		st.LinkBytes = int64(len(p.links)) * LinkBytes
 		st.Footprint = int64(len(p.over)) + st.LinkBytes

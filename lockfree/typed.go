@@ -67,7 +67,7 @@ func (o *Of[T]) Free(t *T) error {
 	if checked {
 		return p.freeChecked(i, c)
 	}
-	*t = *new(T)
+	typecheck.Clear(t)
 	p.push(i)
 	return nil
 }
@@ -107,7 +107,7 @@ func (c *CacheOf[T]) New() (*T, error) {
 // not hand out is refused with an error wrapping ErrForeign.
 func (c *CacheOf[T]) Free(t *T) error {
 	if _, ok := c.c.p.indexOf(unsafe.Pointer(t)); ok && !checked {
-		*t = *new(T)
+		typecheck.Clear(t)
 	}
 	return c.c.freeVia(unsafe.Pointer(t), cacheFreeSlow)
 }

@@ -2,6 +2,7 @@ package lockfree_test
 
 import (
 	"errors"
+	"math/bits"
 	"sync"
 	"testing"
 	"unsafe"
@@ -127,5 +128,90 @@ func TestOf(t *testing.T) {
 	mustCheck(t, p, "typed caches")
 	if st := checkStats(t, p); st.InUse != 0 || st.Cached != 0 {
 		t.Fatalf("Stats() after everything went back = %+v, want nothing in use or cached", st)
+	}
+}
+
+// big is larger than the 64 KiB the compiler keeps a temporary on the
+// stack for: zeroing one through a temporary would allocate it on the Go
+// heap.
+type big [128 << 10]byte
+
+// TestOfBigValue checks that New and Free, on the pool and on a cache,
+// clear a T larger than 64 KiB in place, allocating nothing on the Go
+// heap. The calls are direct: through a method value the compiler takes
+// another path, which hid the allocation.
+func TestOfBigValue(t *testing.T) {
+	o, err := lockfree.NewOf[big]()
+	if err != nil {
+		t.Fatalf("NewOf[big] = %v, want nil", err)
+	}
+	defer o.Pool().Close()
+	use := func(v *big, err error) *big {
+		if err != nil {
+			panic(err)
+		}
+		if v[0] != 0 || v[len(v)-1] != 0 {
+			panic("New handed out a T that is not zero")
+		}
+		v[0], v[len(v)-1] = 1, 1
+		return v
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := o.Free(use(o.New())); err != nil {
+			panic(err)
+		}
+	}); n != 0 {
+		t.Errorf("AllocsPerRun(Of.New + Free of a %d-byte T) = %v, want 0", len(big{}), n)
+	}
+	c := o.NewCache()
+	if n := testing.AllocsPerRun(100, func() {
+		if err := c.Free(use(c.New())); err != nil {
+			panic(err)
+		}
+	}); n != 0 {
+		t.Errorf("AllocsPerRun(CacheOf.New + Free of a %d-byte T) = %v, want 0", len(big{}), n)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewOfHuge checks that a type too large for a chunk is refused with
+// an error.
+func TestNewOfHuge(t *testing.T) {
+	if bits.UintSize < 64 {
+		t.Skip("1 TiB types need a 64-bit platform")
+	}
+	if o, err := lockfree.NewOf[[1 << (bits.UintSize - 24)]byte](); o != nil || !errors.Is(err, lockfree.ErrChunkSize) {
+		t.Errorf("NewOf[[1 TiB]byte] = %v, %v, want nil, %v", o, err, lockfree.ErrChunkSize)
+	}
+}
+
+// TestOfClosed checks the typed handle and a typed cache made after the
+// pool's Close: New and Free return ErrClosed.
+func TestOfClosed(t *testing.T) {
+	o, err := lockfree.NewOf[point]()
+	if err != nil {
+		t.Fatalf("NewOf[point] = %v, want nil", err)
+	}
+	v, err := o.New()
+	if err != nil {
+		t.Fatalf("New() = %v, want nil", err)
+	}
+	if err := o.Pool().Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if w, err := o.New(); w != nil || !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("New() after Close = %p, %v, want nil, %v", w, err, lockfree.ErrClosed)
+	}
+	if err := o.Free(v); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("Free() after Close = %v, want %v", err, lockfree.ErrClosed)
+	}
+	c := o.NewCache()
+	if w, err := c.New(); w != nil || !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("cache New() after Close = %p, %v, want nil, %v", w, err, lockfree.ErrClosed)
+	}
+	if err := c.Free(v); !errors.Is(err, lockfree.ErrClosed) {
+		t.Errorf("cache Free() after Close = %v, want %v", err, lockfree.ErrClosed)
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 var sink []byte
 
-// sketch is the seed's PoolAllocator as bare as Go allows: a free list of
-// offsets threaded through the chunks, nothing checked.
+// sketch is the block-allocator article's PoolAllocator as bare as Go
+// allows: a free list of offsets threaded through the chunks, nothing
+// checked.
 type sketch struct {
 	head uintptr
 	base unsafe.Pointer
@@ -36,10 +37,10 @@ func (s *sketch) free(c unsafe.Pointer) {
 // BenchmarkPair compares one allocate+free pair of a 64-byte chunk: carve's
 // pool (free-list pop and push, with the always-on check that the freed
 // slice is a chunk of the pool), the typed handle (which also zeroes the
-// value), a bare sketch of the seed's design (the floor), sync.Pool Get
-// and Put, and the Go heap (make, with the garbage collector's share of
-// the cost). Run the three
-// side by side and compare the ratios, not the absolute times:
+// value), a bare sketch of the block-allocator article's design (the
+// floor), sync.Pool Get and Put, and the Go heap (make, with the garbage
+// collector's share of the cost). Run them side by side and compare the
+// ratios, not the absolute times:
 //
 //	go test -run '^$' -bench Pair -count 10 ./pool | benchstat -col /impl -
 //
@@ -85,7 +86,7 @@ func BenchmarkPair(b *testing.B) {
 		}
 	})
 	b.Run("impl=sketch", func(b *testing.B) {
-		// The seed's pool with nothing else: no checks, no errors, no
+		// The article's pool with nothing else: no checks, no errors, no
 		// growth. The floor for a free list threaded through the chunks.
 		region := make([]uint64, size/8*4)
 		s := &sketch{base: unsafe.Pointer(&region[0]), head: 0}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"github.com/carvelab/carve/internal/invariants"
@@ -15,7 +16,9 @@ import (
 // fills freed chunks past the link with invariants.Poison, and verifies
 // the poison and the link when it hands a chunk out again. A chunk found
 // written after free is quarantined: kept out of use, reported by Alloc,
-// and counted in Stats.Quarantined.
+// and counted in Stats.Quarantined. Its slow paths (every Alloc, Free and
+// Trim of a checked build) run checkOwn, the checker of the pool's own
+// bookkeeping, on a schedule that keeps its cost linear (mayCheck).
 
 // index returns the chunk number of the chunk at off, counting across
 // slabs.
@@ -72,7 +75,7 @@ func (p *Pool) valid(off offset) bool {
 func (p *Pool) allocChecked() (unsafe.Pointer, error) {
 	off := p.head
 	c := p.chunk(off)
-	next := p.link(off)
+	next := *p.next(off)
 	free := p.carved - p.nlive // this chunk included
 	if next == off || (next == none) != (free == 1) || next != none && (!p.valid(next) || p.isLive(next)) {
 		// The link was overwritten: keep this chunk out of use and rebuild
@@ -112,13 +115,13 @@ func (p *Pool) isQuarantined(off offset) bool {
 // freeChecked pushes the chunk at off, which free found to be in range,
 // refusing a double free.
 func (p *Pool) freeChecked(off offset) error {
+	p.mayCheck()
 	if !p.valid(off) || !p.isLive(off) || p.isQuarantined(off) {
 		return fmt.Errorf("%w: chunk at offset %d", ErrDoubleFree, off)
 	}
 	p.clearLive(off)
-	c := p.chunk(off)
-	poison(c)
-	*(*offset)(unsafe.Pointer(&c[0])) = p.head
+	poison(p.chunk(off))
+	*p.next(off) = p.head
 	p.head = off
 	return nil
 }
@@ -132,7 +135,7 @@ func (p *Pool) rebuildFreeList() {
 		for i := p.carvedIn(s); i > 0; i-- {
 			off := offset(start + (i-1)*p.stride)
 			if !p.isLive(off) {
-				*(*offset)(unsafe.Add(p.base, off)) = p.head
+				*p.next(off) = p.head
 				p.head = off
 			}
 		}
@@ -140,19 +143,64 @@ func (p *Pool) rebuildFreeList() {
 }
 
 // check verifies the pool's invariants and returns the first one broken:
+// those of checkOwn, and
 //
 //	every free-list link starts a carved chunk of a committed slab;
 //	the list has no cycle;
-//	free chunks + Quarantined <= Carved == chunks carved per slab;
-//	the cursor lies in the last slab, at a chunk boundary;
+//	free chunks + Quarantined <= Carved;
 //	in checked builds, no free chunk is marked live and the live bits
 //	count every carved chunk that is not free.
 //
 // It reads only free chunks' links and never touches uncarved memory.
+// The tests run it after every step.
 func (p *Pool) check() error {
 	if p.closed {
 		return nil
 	}
+	if err := p.checkOwn(); err != nil {
+		return err
+	}
+	carved := p.carved
+	var free int64
+	for off := p.head; off != none; off = *p.next(off) {
+		if !p.valid(off) {
+			return fmt.Errorf("free list: offset %d after %d free chunks is not a carved chunk", off, free)
+		}
+		if invariants.Enabled && p.isLive(off) {
+			return fmt.Errorf("free list: chunk at offset %d is marked live", off)
+		}
+		free++
+		if free > carved {
+			return fmt.Errorf("free list: longer than the %d carved chunks (a cycle: a double free?)", carved)
+		}
+	}
+	if free+p.quarantined > carved {
+		return fmt.Errorf("free %d + quarantined %d > carved %d", free, p.quarantined, carved)
+	}
+	if invariants.Enabled && p.nlive != carved-free {
+		return fmt.Errorf("%d chunks marked live, want carved %d - free %d", p.nlive, carved, free)
+	}
+	return nil
+}
+
+// checkOwn verifies the invariants of the pool's own bookkeeping, which
+// lives in Go memory, and returns the first one broken:
+//
+//	one vacancy flag per slab, nvacant of them set;
+//	Carved == chunks carved per slab;
+//	the cursor lies in the last slab, at a chunk boundary;
+//	the head is none or a carved chunk of a committed slab;
+//	in checked builds, the live bits count nlive chunks, all carved, and
+//	none in a vacant slab; the quarantine bits count Quarantined chunks,
+//	all marked live; the head is not marked live.
+//
+// It reads no chunk: it is what checked builds run on slow paths
+// (mayCheck), where the free list cannot be walked. Its links live in the
+// free chunks, which a caller may have written after freeing them, and a
+// checked build must answer such a write with ErrCorrupt when the chunk
+// is next handed out (allocChecked), not with a panic in the checker.
+// Its cost is O(slabs + chunks / 64).
+func (p *Pool) checkOwn() error {
 	if len(p.vacant) != p.nslabs {
 		return fmt.Errorf("%d vacancy flags for %d slabs", len(p.vacant), p.nslabs)
 	}
@@ -173,32 +221,67 @@ func (p *Pool) check() error {
 	if carved != p.carved || nvacant != p.nvacant {
 		return fmt.Errorf("slabs carved %d chunks with %d vacant, pool counts %d and %d", carved, nvacant, p.carved, p.nvacant)
 	}
-	var free int64
-	for off := p.head; off != none; off = p.link(off) {
-		if !p.valid(off) {
-			return fmt.Errorf("free list: offset %d after %d free chunks is not a carved chunk", off, free)
-		}
-		if invariants.Enabled && p.isLive(off) {
-			return fmt.Errorf("free list: chunk at offset %d is marked live", off)
-		}
-		free++
-		if free > carved {
-			return fmt.Errorf("free list: longer than the %d carved chunks (a cycle: a double free?)", carved)
+	if p.head != none && !p.valid(p.head) {
+		return fmt.Errorf("head: offset %d is not a carved chunk of a committed slab", p.head)
+	}
+	if !invariants.Enabled {
+		return nil
+	}
+	if p.head != none && p.isLive(p.head) {
+		return fmt.Errorf("head: chunk at offset %d is marked live", p.head)
+	}
+	// Every live bit lies in a committed slab, among the chunks carved
+	// there: the bits counted in those ranges are all the bits.
+	var live, inSlabs, quar int64
+	for _, word := range p.live {
+		live += int64(bits.OnesCount64(word))
+	}
+	for s := range p.nslabs {
+		lo := uintptr(s) * p.perSlab
+		inSlabs += countBits(p.live, lo, lo+p.carvedIn(s))
+	}
+	if inSlabs != live {
+		return fmt.Errorf("%d of %d live bits lie outside the chunks carved in committed slabs", live-inSlabs, live)
+	}
+	for w, word := range p.quar {
+		quar += int64(bits.OnesCount64(word))
+		if w >= len(p.live) || word&^p.live[w] != 0 {
+			return fmt.Errorf("quarantine bits %#x of word %d are not all marked live", word, w)
 		}
 	}
-	if free+p.quarantined > carved {
-		return fmt.Errorf("free %d + quarantined %d > carved %d", free, p.quarantined, carved)
-	}
-	if invariants.Enabled {
-		var n int64
-		for _, w := range p.live {
-			for ; w != 0; w &= w - 1 {
-				n++
-			}
-		}
-		if n != p.nlive || n != carved-free {
-			return fmt.Errorf("live bits count %d, want %d (counted) and carved %d - free %d", n, p.nlive, carved, free)
-		}
+	if live != p.nlive || live > carved || quar != p.quarantined {
+		return fmt.Errorf("live bits count %d (pool counts %d, carved %d), quarantine bits %d (pool counts %d)",
+			live, p.nlive, carved, quar, p.quarantined)
 	}
 	return nil
+}
+
+// countBits returns how many bits of m are set in [lo, hi).
+func countBits(m []uint64, lo, hi uintptr) int64 {
+	hi = min(hi, uintptr(len(m))*64)
+	var n int64
+	for lo < hi {
+		w, b := lo/64, lo%64
+		word := m[w] >> b
+		if k := hi - lo; k < 64-b {
+			word &= 1<<k - 1
+		}
+		n += int64(bits.OnesCount64(word))
+		lo += 64 - b
+	}
+	return n
+}
+
+// mayCheck runs checkOwn on a slow path of a checked build when its
+// schedule says so, and panics if an invariant is broken: a pool whose
+// bookkeeping is broken must stop the program before it hands out a chunk
+// twice. The schedule keeps the checks' cost linear in the calls.
+func (p *Pool) mayCheck() {
+	if p.closed || !p.checks.Due() {
+		return
+	}
+	if err := p.checkOwn(); err != nil {
+		panic("pool: invariant broken: " + err.Error())
+	}
+	p.checks.Ran(p.nslabs + 2*len(p.live) + len(p.quar))
 }

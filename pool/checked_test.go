@@ -4,6 +4,7 @@ package pool_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -211,6 +212,9 @@ func TestWriteAfterFree(t *testing.T) {
 			victim := cs[tt.victim]
 			tt.write(victim, cs, base)
 
+			// The checker that slow paths run reads no chunk: the write
+			// must come out as ErrCorrupt, not as a panic in the checker.
+			p.CheckDue()
 			c, err := p.Alloc()
 			if c != nil || !errors.Is(err, pool.ErrCorrupt) {
 				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", addr(victim), addr(c), err, pool.ErrCorrupt)
@@ -287,5 +291,159 @@ func TestQuarantineSurvivesTrim(t *testing.T) {
 	mustCheck(t, p, "Trim")
 	if st := checkStats(t, p); st.Slabs != 2 || st.Quarantined != 1 || st.Free != 63 {
 		t.Errorf("Stats() = Slabs %d, Quarantined %d, Free %d, want 2, 1, 63", st.Slabs, st.Quarantined, st.Free)
+	}
+}
+
+// TestSlowPathCheck breaks the pool's bookkeeping as a bug would: the next
+// slow path on which the checker is due must stop the program.
+func TestSlowPathCheck(t *testing.T) {
+	for _, op := range []string{"Alloc", "Free", "Trim"} {
+		t.Run(op, func(t *testing.T) {
+			p := mustNew(t, 64, pool.SlabSize(4096))
+			c := mustAlloc(t, p)
+			mustAlloc(t, p)
+			p.BreakLiveCount()
+			p.CheckDue()
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.HasPrefix(s, "pool: invariant broken: ") {
+					t.Errorf("%s with broken bookkeeping: recovered %v, want a panic of the checker", op, r)
+				}
+			}()
+			switch op {
+			case "Alloc":
+				p.Alloc()
+			case "Free":
+				p.Free(c)
+			case "Trim":
+				p.Trim()
+			}
+		})
+	}
+}
+
+// TestSlowPathCheckLinear checks that the checker runs on the slow paths
+// while a pool grows and shrinks, and that its steps stay within the calls
+// made, so that checked builds stay linear.
+func TestSlowPathCheckLinear(t *testing.T) {
+	const n = 1 << 15
+	p := mustNew(t, 16, pool.SlabSize(4096))
+	cs := make([][]byte, 0, n)
+	for range n {
+		c, err := p.Alloc()
+		if err != nil {
+			t.Fatalf("Alloc() = %v", err)
+		}
+		cs = append(cs, c)
+	}
+	_, grown, _ := p.CheckCounts()
+	for _, c := range cs {
+		if err := p.Free(c); err != nil {
+			t.Fatalf("Free() = %v", err)
+		}
+	}
+	calls, runs, work := p.CheckCounts()
+	t.Logf("%d slow-path calls: %d checker runs, %d steps", calls, runs, work)
+	// Growing to n chunks runs the checker about log2(n) times, and the n
+	// frees at least once more.
+	if grown < 10 || runs < grown+1 {
+		t.Errorf("checker ran %d times while the pool grew to %d chunks and %d in all, want at least 10 and more after", grown, n, runs)
+	}
+	if work > calls+uint64(n) {
+		t.Errorf("checker took %d steps over %d calls: more than the calls, the checks are not linear", work, calls)
+	}
+	mustCheck(t, p, "the frees")
+}
+
+// TestOfDoubleFree frees a *T twice through the typed handle: the second
+// Free must be refused before it touches the chunk, so that the pool stays
+// whole (the next New works and hands out a zeroed T) and a chunk whose
+// slab Trim gave back is not written.
+func TestOfDoubleFree(t *testing.T) {
+	type rec struct{ A, B, C, D int64 }
+	t.Run("freed", func(t *testing.T) {
+		o, err := pool.NewOf[rec]()
+		if err != nil {
+			t.Fatalf("NewOf[rec] = %v, want nil", err)
+		}
+		defer o.Pool().Close()
+		a, _ := o.New()
+		b, _ := o.New()
+		*b = rec{1, 2, 3, 4}
+		if err := o.Free(a); err != nil {
+			t.Fatalf("Free(a) = %v, want nil", err)
+		}
+		before := o.Pool().Stats()
+		if err := o.Free(a); !errors.Is(err, pool.ErrDoubleFree) {
+			t.Fatalf("Free(a) again = %v, want %v", err, pool.ErrDoubleFree)
+		}
+		mustCheck(t, o.Pool(), "a double free of a *T")
+		if after := o.Pool().Stats(); after != before {
+			t.Fatalf("Stats() after a double free = %+v, want unchanged %+v", after, before)
+		}
+		c, err := o.New()
+		if err != nil || c != a || *c != (rec{}) {
+			t.Fatalf("New() after a refused double free = %p (%+v), %v, want %p, zeroed, nil", c, c, err, a)
+		}
+		if *b != (rec{1, 2, 3, 4}) {
+			t.Errorf("the live *T next to it = %+v, want it untouched", *b)
+		}
+	})
+	t.Run("after Trim", func(t *testing.T) {
+		o, err := pool.NewOf[[1024]byte](pool.SlabSize(64 << 10))
+		if err != nil {
+			t.Fatalf("NewOf = %v, want nil", err)
+		}
+		defer o.Pool().Close()
+		var vs []*[1024]byte
+		for range 2 * 64 {
+			v, err := o.New()
+			if err != nil {
+				t.Fatalf("New() = %v, want nil", err)
+			}
+			vs = append(vs, v)
+		}
+		for _, v := range vs[:64] {
+			if err := o.Free(v); err != nil {
+				t.Fatalf("Free() = %v, want nil", err)
+			}
+		}
+		if n, err := o.Pool().Trim(); n != 64<<10 || err != nil {
+			t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, 64<<10)
+		}
+		if err := o.Free(vs[5]); !errors.Is(err, pool.ErrDoubleFree) {
+			t.Fatalf("Free(a *T of a trimmed slab) = %v, want %v", err, pool.ErrDoubleFree)
+		}
+		mustCheck(t, o.Pool(), "a double free into a trimmed slab")
+	})
+}
+
+// TestCloseQuarantined closes a pool holding a quarantined chunk: Stats
+// afterwards reports an empty pool, not a negative InUse.
+func TestCloseQuarantined(t *testing.T) {
+	p := mustNew(t, 64)
+	a := mustAlloc(t, p)
+	mustAlloc(t, p)
+	mustFree(t, p, a)
+	a[pool.LinkSize] = 1
+	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
+		t.Fatalf("Alloc() after a write into a freed chunk = %v, want %v", err, pool.ErrCorrupt)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if st := checkStats(t, p); st.InUse != 0 || st.Quarantined != 0 || st.Carved != 0 {
+		t.Errorf("Stats() after Close = InUse %d, Quarantined %d, Carved %d, want 0, 0, 0", st.InUse, st.Quarantined, st.Carved)
+	}
+}
+
+// TestCheckLiveBitOutside marks a chunk past the cursor live: the checker
+// of the pool's bookkeeping must find it.
+func TestCheckLiveBitOutside(t *testing.T) {
+	p := mustNew(t, 64, pool.SlabSize(4096))
+	mustAlloc(t, p)
+	p.BreakLiveBit()
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("Check() with a live bit past the cursor = %v, want an error about a bit outside the carved chunks", err)
 	}
 }

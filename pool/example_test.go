@@ -8,9 +8,9 @@ import (
 	"github.com/carvelab/carve/pool"
 )
 
-// The seed's pool.cpp check: a pool over a region of four chunks hands out
-// four distinct chunks, refuses the fifth, and hands out a freed chunk
-// next.
+// The block-allocator article's check: a pool over a region of four
+// chunks hands out four distinct chunks, refuses the fifth, and hands out
+// a freed chunk next.
 func Example() {
 	region := make([]byte, 4*64)
 	p, err := pool.Over(region, 64)
@@ -53,7 +53,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// The seed's connection scenario: each connection gets a 1 KiB scratch
+// The block-allocator article's connection scenario: each connection gets a 1 KiB scratch
 // buffer during setup, freed when setup ends. In a pool the freed buffers
 // stay whole, so the next wave of buffers fits in them and the pool does
 // not grow.

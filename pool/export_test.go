@@ -37,3 +37,29 @@ func (p *Pool) Committed(b []byte) bool {
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(p.region.Base())
 	return off < uintptr(p.region.Size()) && p.region.IsCommitted(int(off), len(b))
 }
+
+// CheckDue makes the invariant checker of a checked build run on the next
+// slow path.
+func (p *Pool) CheckDue() { p.checks.Reset() }
+
+// CheckCounts returns the slow-path calls a checked build counted, how
+// many times it ran the checker, and the checker's steps.
+func (p *Pool) CheckCounts() (calls, runs, work uint64) { return p.checks.Counts() }
+
+// BreakLiveCount breaks the checked build's count of chunks marked live,
+// as a bug in the pool's bookkeeping would.
+func (p *Pool) BreakLiveCount() { p.nlive++ }
+
+// CountBits exposes the checker's count of the bits set in a range.
+var CountBits = countBits
+
+// BreakLiveBit marks, in a checked build, a chunk index past the cursor as
+// live, as a bug in the pool's bookkeeping would.
+func (p *Pool) BreakLiveBit() {
+	i := uintptr(p.nslabs) * p.perSlab // the first index past the slabs
+	for i/64 >= uintptr(len(p.live)) {
+		p.live = append(p.live, 0)
+	}
+	p.live[i/64] |= 1 << (i % 64)
+	p.nlive++
+}

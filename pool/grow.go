@@ -11,7 +11,8 @@ import (
 // trimming slabs.
 
 // allocSlow runs when the free list is empty (and, in checked builds, on
-// every allocation).
+// every allocation, where it also runs the invariant checker when its
+// schedule says so: see mayCheck).
 //
 //  1. Carve the chunk at the cursor, if the cursor's slab has one left.
 //  2. Otherwise revive the lowest vacant slab: commit it and put all its
@@ -20,8 +21,11 @@ import (
 //  3. Otherwise commit the slab after the cursor's and carve from it.
 //  4. Otherwise the pool is at its limit.
 func (p *Pool) allocSlow() (unsafe.Pointer, error) {
-	if invariants.Enabled && p.head != none {
-		return p.allocChecked()
+	if invariants.Enabled {
+		p.mayCheck()
+		if p.head != none {
+			return p.allocChecked()
+		}
 	}
 	if p.closed {
 		return nil, ErrClosed
@@ -46,9 +50,9 @@ func (p *Pool) allocSlow() (unsafe.Pointer, error) {
 			return p.allocChecked()
 		}
 		// Pop the first chunk revive put on the list.
-		c := unsafe.Add(p.base, p.head)
-		p.head = *(*offset)(c)
-		return c, nil
+		off := p.head
+		p.head = *p.next(off)
+		return unsafe.Add(p.base, off), nil
 	}
 	if int64(p.nslabs+1)*int64(p.slabSize) > p.limit {
 		return nil, fmt.Errorf("%w: %d bytes committed, the limit", ErrExhausted, p.limit)
@@ -78,8 +82,7 @@ func (p *Pool) revive() error {
 	p.nvacant--
 	for in := p.usable; in >= p.stride; {
 		in -= p.stride
-		c := unsafe.Add(p.base, start+in)
-		*(*offset)(c) = p.head
+		*p.next(offset(start + in)) = p.head
 		p.head = offset(start + in)
 		if invariants.Enabled {
 			poison(p.chunk(offset(start + in)))
@@ -93,14 +96,21 @@ func (p *Pool) revive() error {
 // returns how many bytes it released: RSS drops by as much, less pages
 // never touched. The free list loses those slabs' chunks first, since
 // decommitted pages read as zero. A pool made by Over trims nothing.
+// After Close, Trim returns ErrClosed.
 func (p *Pool) Trim() (int64, error) {
-	if p.region == nil || p.closed {
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if invariants.Enabled {
+		p.mayCheck()
+	}
+	if p.region == nil {
 		return 0, nil
 	}
 	// Count the free chunks of each slab; a slab is empty when all the
 	// chunks it carved are free.
 	free := make([]uintptr, p.nslabs)
-	for off := p.head; off != none; off = p.link(off) {
+	for off := p.head; off != none; off = *p.next(off) {
 		free[uintptr(off)>>p.shift]++
 	}
 	empty := make([]bool, p.nslabs)
@@ -148,21 +158,21 @@ func (p *Pool) carvedIn(s int) uintptr {
 // keeping the order of the rest.
 func (p *Pool) unlink(drop []bool) {
 	prev := none
-	for off := p.head; off != none; off = p.link(off) {
+	for off := p.head; off != none; off = *p.next(off) {
 		if drop[uintptr(off)>>p.shift] {
 			continue
 		}
 		if prev == none {
 			p.head = off
 		} else {
-			*(*offset)(unsafe.Add(p.base, prev)) = off
+			*p.next(prev) = off
 		}
 		prev = off
 	}
 	if prev == none {
 		p.head = none
 	} else {
-		*(*offset)(unsafe.Add(p.base, prev)) = none
+		*p.next(prev) = none
 	}
 }
 
@@ -182,4 +192,25 @@ func (p *Pool) lowerCursor() {
 		p.top = uintptr(p.nslabs-1)<<p.shift + p.usable
 		p.topEnd = p.top
 	}
+	// The tables follow the pool down, so that Metadata does: no chunk
+	// of the slabs dropped is marked (they were all free).
+	p.vacant = shrink(p.vacant)
+	if invariants.Enabled {
+		words := (uintptr(p.nslabs)*p.perSlab + 63) / 64
+		p.live = shrink(p.live[:min(uintptr(len(p.live)), words)])
+		p.quar = shrink(p.quar[:min(uintptr(len(p.quar)), words)])
+	}
+}
+
+// shrink returns s, or a copy of it in a smaller array if s uses less
+// than a quarter of its capacity, so that the pool gives back the Go
+// memory of tables it no longer needs.
+func shrink[E any](s []E) []E {
+	switch {
+	case len(s) >= cap(s)/4:
+		return s
+	case len(s) == 0:
+		return nil
+	}
+	return append(make([]E, 0, 2*len(s)), s...)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/pool"
 )
@@ -664,11 +665,21 @@ func TestClose(t *testing.T) {
 			if err := p.Close(); !errors.Is(err, pool.ErrClosed) {
 				t.Errorf("Close() again = %v, want %v", err, pool.ErrClosed)
 			}
-			if n, err := p.Trim(); n != 0 || err != nil {
-				t.Errorf("Trim() after Close = %d, %v, want 0, nil", n, err)
+			if n, err := p.Trim(); n != 0 || !errors.Is(err, pool.ErrClosed) {
+				t.Errorf("Trim() after Close = %d, %v, want 0, %v", n, err, pool.ErrClosed)
 			}
-			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 {
-				t.Errorf("Stats() after Close = %+v, want nothing committed or in use", st)
+			if c != nil && p.Owns(c) {
+				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+			}
+			if n := p.Footprint(); n != 0 {
+				t.Errorf("Footprint() after Close = %d, want 0", n)
+			}
+			p.Slabs(func(s, carved int) bool {
+				t.Errorf("Slabs() after Close yielded slab %d (%d carved), want none", s, carved)
+				return true
+			})
+			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 || st.Carved != 0 {
+				t.Errorf("Stats() after Close = %+v, want nothing committed, carved or in use", st)
 			}
 			mustCheck(t, p, "Close")
 		})
@@ -747,6 +758,104 @@ func TestTrimNothingFree(t *testing.T) {
 	for i := 1; i < len(cs); i += 2 {
 		if j := intact(cs[i], i); j >= 0 {
 			t.Fatalf("chunk %d lost byte %d in Trim", i, j)
+		}
+	}
+}
+
+// TestNilOption checks that a nil Option is an error wrapping ErrOption
+// for every constructor, not a panic.
+func TestNilOption(t *testing.T) {
+	good := pool.SlabSize(64 << 10)
+	for _, opts := range [][]pool.Option{{nil}, {good, nil}, {nil, good}} {
+		if p, err := pool.New(64, opts...); p != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("New(64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, pool.ErrOption)
+		}
+		if p, err := pool.Over(make([]byte, 4096), 64, opts...); p != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("Over(4096 bytes, 64, %d options, one nil) = %v, %v, want nil, %v", len(opts), p, err, pool.ErrOption)
+		}
+		if o, err := pool.NewOf[[64]byte](opts...); o != nil || !errors.Is(err, pool.ErrOption) {
+			t.Errorf("NewOf[[64]byte](%d options, one nil) = %v, %v, want nil, %v", len(opts), o, err, pool.ErrOption)
+		}
+	}
+}
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the pool's
+// tables, is there once the pool holds memory, grows as the pool grows
+// (at least a byte per slab, and in checked builds two bits per chunk),
+// and goes when Trim gives every slab back.
+func TestMetadata(t *testing.T) {
+	const chunk, slab = 64, 4096
+	p := mustNew(t, chunk, pool.SlabSize(slab))
+	if st := p.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata of a pool that holds nothing = %d, want 0", st.Metadata)
+	}
+	var cs [][]byte
+	last := int64(0)
+	for _, slabs := range []int{1, 10, 100, 1000} {
+		for len(cs) < slabs*slab/chunk {
+			cs = append(cs, mustAllocQuiet(t, p))
+		}
+		st := checkStats(t, p)
+		least := int64(st.Slabs)
+		if invariants.Enabled {
+			least += st.Carved / 64 * 8 // the live bitmap
+		}
+		if st.Metadata < least || st.Metadata <= last || st.Metadata > 4*least+1024 {
+			t.Errorf("%d slabs: Stats().Metadata = %d, want above %d (the last) and in [%d, %d]", slabs, st.Metadata, last, least, 4*least+1024)
+		}
+		last = st.Metadata
+	}
+	for _, c := range cs {
+		mustFreeQuiet(t, p, c)
+	}
+	if _, err := p.Trim(); err != nil {
+		t.Fatalf("Trim() = %v, want nil", err)
+	}
+	mustCheck(t, p, "Trim")
+	if st := p.Stats(); st.Metadata != 0 || st.Slabs != 0 {
+		t.Errorf("Stats() after Trim gave every slab back = Metadata %d, Slabs %d, want 0, 0", st.Metadata, st.Slabs)
+	}
+	o := mustOver(t, make([]byte, 4*chunk), chunk)
+	mustAlloc(t, o)
+	if st := o.Stats(); st.Metadata <= 0 {
+		t.Errorf("Stats().Metadata of a pool over a region = %d, want its slab table's byte", st.Metadata)
+	}
+}
+
+// mustAllocQuiet allocates without checking the whole pool, for tests
+// that allocate many chunks.
+func mustAllocQuiet(t testing.TB, p *pool.Pool) []byte {
+	t.Helper()
+	c, err := p.Alloc()
+	if err != nil {
+		t.Fatalf("Alloc() = %v, want nil", err)
+	}
+	return c
+}
+
+// mustFreeQuiet frees without checking the whole pool.
+func mustFreeQuiet(t testing.TB, p *pool.Pool, c []byte) {
+	t.Helper()
+	if err := p.Free(c); err != nil {
+		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+	}
+}
+
+// TestCountBits checks the checker's count of set bits in [lo, hi)
+// against a bit-by-bit count.
+func TestCountBits(t *testing.T) {
+	m := []uint64{0xf0f0_0000_0000_0001, 0, ^uint64(0), 0x8000_0000_0000_0003}
+	for lo := uintptr(0); lo <= 256; lo += 7 {
+		for hi := lo; hi <= 300; hi += 5 {
+			var want int64
+			for i := lo; i < min(hi, 256); i++ {
+				if m[i/64]&(1<<(i%64)) != 0 {
+					want++
+				}
+			}
+			if got := pool.CountBits(m, lo, hi); got != want {
+				t.Fatalf("CountBits(m, %d, %d) = %d, want %d", lo, hi, got, want)
+			}
 		}
 	}
 }

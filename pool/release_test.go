@@ -35,3 +35,35 @@ func TestReuseKeepsBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestDoubleFreeCorrupts pins what the contract says a release build does
+// with a double free: Free returns nil, the chunk is on the free list
+// twice, and the next two Allocs hand out the same chunk (checked builds
+// refuse it, see checked_test.go). If release builds learn to detect it,
+// this test and the contract change together.
+func TestDoubleFreeCorrupts(t *testing.T) {
+	p := mustNew(t, 64)
+	c := mustAlloc(t, p)
+	mustAlloc(t, p)
+	if err := p.Free(c); err != nil {
+		t.Fatalf("Free(c) = %v, want nil", err)
+	}
+	if err := p.Free(c); err != nil {
+		t.Fatalf("Free(c) again = %v, want nil: release builds do not detect it", err)
+	}
+	a, b := mustAllocNoCheck(t, p), mustAllocNoCheck(t, p)
+	if addr(a) != addr(c) || addr(b) != addr(c) {
+		t.Errorf("Alloc(), Alloc() after a double free = %#x, %#x, want the freed chunk %#x twice", addr(a), addr(b), addr(c))
+	}
+}
+
+// mustAllocNoCheck allocates without checking the pool, which a double
+// free has broken.
+func mustAllocNoCheck(t *testing.T, p *pool.Pool) []byte {
+	t.Helper()
+	c, err := p.Alloc()
+	if err != nil {
+		t.Fatalf("Alloc() = %v, want nil", err)
+	}
+	return c
+}

@@ -57,15 +57,24 @@ func (o *Of[T]) New() (*T, error) {
 
 // Free clears *t and gives it back to the pool; a pointer New did not
 // hand out is refused with an error wrapping ErrForeign, and its memory is
-// left alone.
+// left alone. As with Pool.Free, a release build does not detect a double
+// free, which corrupts the pool; checked builds refuse it (ErrDoubleFree)
+// before they touch the chunk, and poison the chunk instead of clearing
+// it.
 func (o *Of[T]) Free(t *T) error {
 	p, c := o.p, unsafe.Pointer(t)
 	off := uintptr(c) - uintptr(p.base)
 	if !p.owns(off) {
 		return p.foreignError(c)
 	}
+	if invariants.Enabled {
+		// Check, then poison: New clears the whole chunk in checked builds.
+		return p.freeChecked(offset(off))
+	}
 	clear(unsafe.Slice((*byte)(c), p.size))
-	return p.push(c, off)
+	*linkOf(c) = p.head
+	p.head = offset(off)
+	return nil
 }
 
 // popCleared is New's fast path: pop a chunk and clear the link in it.
@@ -76,8 +85,8 @@ func (p *Pool) popCleared(slow func(*Pool) (unsafe.Pointer, error)) (unsafe.Poin
 		return slow(p)
 	}
 	c := unsafe.Add(p.base, off) // off is a carved chunk: inside the pool's memory
-	p.head = *(*offset)(c)
-	*(*offset)(c) = 0
+	p.head = *linkOf(c)
+	*linkOf(c) = 0
 	return c, nil
 }
 
@@ -92,7 +101,7 @@ func newSlow(p *Pool) (unsafe.Pointer, error) {
 	if invariants.Enabled {
 		clear(unsafe.Slice((*byte)(c), p.stride))
 	} else {
-		*(*offset)(c) = 0
+		*linkOf(c) = 0 // the link revive or Trim's unlink left
 	}
 	return c, nil
 }

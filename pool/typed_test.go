@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"errors"
+	"math/bits"
 	"strings"
 	"testing"
 	"unsafe"
@@ -333,4 +334,69 @@ func TestNoAllocs(t *testing.T) {
 	}
 	mustCheck(t, p, "AllocsPerRun")
 	mustCheck(t, o.Pool(), "AllocsPerRun")
+}
+
+// big is larger than the 64 KiB the compiler keeps a temporary on the
+// stack for: zeroing one through a temporary would allocate it on the Go
+// heap.
+type big [128 << 10]byte
+
+// TestOfBigValue checks that New and Free clear a T larger than 64 KiB in
+// place, allocating nothing on the Go heap, and that New hands it out
+// zeroed.
+func TestOfBigValue(t *testing.T) {
+	o, err := pool.NewOf[big]()
+	if err != nil {
+		t.Fatalf("NewOf[big] = %v, want nil", err)
+	}
+	defer o.Pool().Close()
+	n := testing.AllocsPerRun(100, func() {
+		v, err := o.New()
+		if err != nil {
+			panic(err)
+		}
+		if v[0] != 0 || v[len(v)-1] != 0 {
+			panic("New handed out a T that is not zero")
+		}
+		v[0], v[len(v)-1] = 1, 1
+		if err := o.Free(v); err != nil {
+			panic(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("AllocsPerRun(New + Free of a %d-byte T) = %v, want 0", len(big{}), n)
+	}
+}
+
+// TestNewOfHuge checks that a type too large for a chunk is refused with
+// an error.
+func TestNewOfHuge(t *testing.T) {
+	if bits.UintSize < 64 {
+		t.Skip("1 TiB types need a 64-bit platform")
+	}
+	if o, err := pool.NewOf[[1 << (bits.UintSize - 24)]byte](); o != nil || !errors.Is(err, pool.ErrChunkSize) {
+		t.Errorf("NewOf[[1 TiB]byte] = %v, %v, want nil, %v", o, err, pool.ErrChunkSize)
+	}
+}
+
+// TestOfClosed checks the typed handle after its pool's Close: New and
+// Free return ErrClosed.
+func TestOfClosed(t *testing.T) {
+	o, err := pool.NewOf[wide]()
+	if err != nil {
+		t.Fatalf("NewOf[wide] = %v, want nil", err)
+	}
+	w, err := o.New()
+	if err != nil {
+		t.Fatalf("New() = %v, want nil", err)
+	}
+	if err := o.Pool().Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	if v, err := o.New(); v != nil || !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("New() after Close = %p, %v, want nil, %v", v, err, pool.ErrClosed)
+	}
+	if err := o.Free(w); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("Free() after Close = %v, want %v", err, pool.ErrClosed)
+	}
 }

@@ -109,10 +109,10 @@ func checkMap(t *testing.T, h *sizeclass.Heap, blocks ...[]byte) heapmap.Map {
 	return m
 }
 
-// TestMapConnection: after the seed's connection scenario, the heap's map
-// shows the sessions packed in the 64-byte class and the scratch buffers'
-// class all free, one hole per slab: the memory a 1 KiB request reuses,
-// not holes between sessions.
+// TestMapConnection: after the block-allocator article's connection
+// scenario, the heap's map shows the sessions packed in the 64-byte class
+// and the scratch buffers' class all free, one hole per slab: the memory a
+// 1 KiB request reuses, not holes between sessions.
 func TestMapConnection(t *testing.T) {
 	for _, tc := range []struct {
 		n        int

@@ -111,7 +111,9 @@ var (
 //   - Free, Realloc and UsableSize take a slice as Alloc or Realloc
 //     returned it: what identifies the block is its first byte, and Free
 //     subtracts len(b) from Live (clamped to the block's size), so a
-//     slice resliced shorter leaves Live too high. Free finds the class
+//     slice resliced shorter leaves Live too high, and one resliced longer
+//     too low (Stats keeps Live between 0 and Used; the heap itself and
+//     its checker are unaffected). Free finds the class
 //     from the capacity when it is the class size (one table lookup),
 //     from the address otherwise (the span table's probe), so a slice
 //     whose capacity was cut is freed as well, a little slower. They return an error

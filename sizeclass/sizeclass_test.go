@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/sizeclass"
@@ -462,22 +463,41 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := mustAlloc(t, h, 64, 8)
-	mustAlloc(t, h, 1<<20, 8)
+	large := mustAlloc(t, h, 1<<20, 8)
 	if err := h.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
 	mustCheck(t, h, "Close")
-	if st := h.Stats(); st.Footprint != 0 || st.Live != 0 || st.Used != 0 {
-		t.Errorf("Stats() after Close = %+v, want zeros", st.Stats)
+	if st := h.Stats(); st.Stats != (carve.Stats{}) || st.LargeObjects != 0 || st.LargeBytes != 0 {
+		t.Errorf("Stats() after Close = %+v, %d large objects of %d bytes, want zeros", st.Stats, st.LargeObjects, st.LargeBytes)
 	}
-	if _, err := h.Alloc(64, 8); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Alloc after Close = %v, want ErrClosed", err)
+	if n := h.Footprint(); n != 0 {
+		t.Errorf("Footprint() after Close = %d, want 0", n)
 	}
-	if err := h.Free(b); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Free after Close = %v, want ErrClosed", err)
+	if m := h.Map(); len(m.Segments) != 0 || m.Size != 0 {
+		t.Errorf("Map() after Close = %d segments over %d bytes, want none", len(m.Segments), m.Size)
 	}
-	if _, err := h.Realloc(b, 10); !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Realloc after Close = %v, want ErrClosed", err)
+	for _, size := range []int{64, 1 << 20} {
+		if got, err := h.Alloc(size, 8); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Alloc(%d, 8) after Close = %#x, %v, want nil, ErrClosed", size, addr(got), err)
+		}
+	}
+	if got, err := h.Realloc(nil, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+		t.Errorf("Realloc(nil, 10) after Close = %#x, %v, want nil, ErrClosed", addr(got), err)
+	}
+	for _, x := range [][]byte{b, large, nil, make([]byte, 64)} {
+		if err := h.Free(x); !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Free(%#x) after Close = %v, want ErrClosed", addr(x), err)
+		}
+		if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, ErrClosed", addr(x), addr(got), err)
+		}
+		if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, sizeclass.ErrClosed) {
+			t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, ErrClosed", addr(x), n, err)
+		}
+		if h.Contains(x) {
+			t.Errorf("Contains(%#x) after Close = true, want false", addr(x))
+		}
 	}
 	if _, err := h.Trim(); !errors.Is(err, sizeclass.ErrClosed) {
 		t.Errorf("Trim after Close = %v, want ErrClosed", err)
@@ -567,5 +587,80 @@ func TestNoGoAllocs(t *testing.T) {
 		h.Free(b)
 	}); n != 0 {
 		t.Errorf("Alloc, Realloc and Free allocate %v times per run, want 0", n)
+	}
+}
+
+// TestFreeOtherLength frees blocks through slices whose length is not the
+// one handed out, which Free accepts (it subtracts the length it is
+// given from Live): an unrelated allocation afterwards, on a slow path
+// where checked builds run the checker, must succeed, and Stats must
+// still read 0 <= Live <= Used <= Footprint.
+func TestFreeOtherLength(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		size  int
+		slice func([]byte) []byte
+	}{
+		{"shorter, capacity cut", 100, func(b []byte) []byte { return b[:50:50] }},
+		{"shorter", 100, func(b []byte) []byte { return b[:50] }},
+		{"longer, to the capacity", 100, func(b []byte) []byte { return b[:cap(b)] }},
+		{"large object, shorter, capacity cut", 40000, func(b []byte) []byte { return b[:50:50] }},
+		{"large object, longer", 40000, func(b []byte) []byte { return b[:cap(b)] }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := mustNew(t)
+			b := mustAlloc(t, h, tt.size, 8)
+			if err := h.Free(tt.slice(b)); err != nil {
+				t.Fatalf("Free(%d bytes of a %d-byte block) = %v, want nil", len(tt.slice(b)), tt.size, err)
+			}
+			checkStats(t, h)
+			// Classes never used before: each takes the slow path.
+			for _, size := range []int{8, 2000, 30000} {
+				mustAlloc(t, h, size, 8)
+				checkStats(t, h)
+			}
+		})
+	}
+}
+
+// TestMetadata checks that Stats.Metadata, the Go memory of the heap's
+// bookkeeping, is zero for a new heap, grows as a class commits slabs (a
+// bit per chunk), as more classes open and as large objects come, and is
+// zero again after Close.
+func TestMetadata(t *testing.T) {
+	h := mustNew(t)
+	if st := h.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata of a new heap = %d, want 0", st.Metadata)
+	}
+	last := int64(0)
+	grew := func(step string, least int64) {
+		t.Helper()
+		st := h.Stats()
+		if st.Metadata <= last || st.Metadata-last < least {
+			t.Errorf("after %s: Stats().Metadata = %d, want at least %d more than %d", step, st.Metadata, least, last)
+		}
+		last = st.Metadata
+	}
+	mustAlloc(t, h, 16, 8)
+	grew("the first chunk", 8) // a bitmap word at least
+	for range 1 << 16 {
+		if _, err := h.Alloc(16, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grew("65536 more 16-byte chunks", (1<<16)/8) // their bits
+	for _, size := range []int{100, 1000, 10000} {
+		mustAlloc(t, h, size, 8)
+	}
+	grew("three more classes", 3*8)
+	for range 10 {
+		mustAlloc(t, h, 100<<10, 8)
+	}
+	grew("ten large objects", 10*16)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.Metadata != 0 {
+		t.Errorf("Stats().Metadata after Close = %d, want 0", st.Metadata)
 	}
 }

@@ -8,12 +8,16 @@
 // Go pointer anywhere: pointers, unsafe.Pointer, strings, slices, maps,
 // channels, functions and interfaces, in fields and array elements at any
 // depth. uintptr is allowed: the GC ignores it everywhere.
+//
+// It also holds what the typed handles share once a type has passed:
+// Clear, which zeroes a value in place however large it is.
 package typecheck
 
 import (
 	"errors"
 	"fmt"
 	"reflect"
+	"unsafe"
 )
 
 // ErrPointers reports a type that holds Go pointers.
@@ -73,4 +77,24 @@ func describe(t reflect.Type) string {
 		kind = "a " + kind
 	}
 	return fmt.Sprintf("%s (%s)", kind, t)
+}
+
+// smallValue is the largest T that Clear zeroes with a plain assignment.
+// Up to it the compiler writes the zeros straight into *p with a few
+// stores, which beats a call to the runtime's memclr (0.85 against 1.7 ns
+// for 16 bytes, measured); above it clear's memclr is as fast, and an
+// assignment would go through a temporary T, which the compiler puts on
+// the Go heap above 64 KiB.
+const smallValue = 256
+
+// Clear zeroes *p in place, without a T anywhere else: a typed handle
+// clearing a 128 KiB value must not allocate 128 KiB of Go heap to do it.
+// T must hold no Go pointers (PointerFree), so the bytes may be cleared
+// without write barriers.
+func Clear[T any](p *T) {
+	if unsafe.Sizeof(*p) <= smallValue {
+		*p = *new(T)
+		return
+	}
+	clear(unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
 }

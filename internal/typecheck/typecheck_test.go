@@ -61,3 +61,31 @@ func TestPointerFree(t *testing.T) {
 		})
 	}
 }
+
+// TestClear checks that Clear zeroes exactly one value, small or large,
+// and nothing beside it.
+func TestClear(t *testing.T) {
+	t.Run("small", func(t *testing.T) { testClear[[3]uint64](t) })
+	t.Run("at the threshold", func(t *testing.T) { testClear[[smallValue]byte](t) })
+	t.Run("large", func(t *testing.T) { testClear[[smallValue + 1]byte](t) })
+	t.Run("128 KiB", func(t *testing.T) { testClear[[128 << 10]byte](t) })
+}
+
+func testClear[T any](t *testing.T) {
+	var vs [3]T
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&vs)), unsafe.Sizeof(vs))
+	for i := range b {
+		b[i] = 0xa5
+	}
+	Clear(&vs[1])
+	n := int(unsafe.Sizeof(vs[0]))
+	for i, c := range b {
+		want := byte(0xa5)
+		if i >= n && i < 2*n {
+			want = 0
+		}
+		if c != want {
+			t.Fatalf("Clear of a %d-byte value: byte %d of three values = %#x, want %#x", n, i, c, want)
+		}
+	}
+}
