@@ -370,19 +370,23 @@ func (l *ledger) lowering() error {
 }
 
 // endEvent closes the current event: the sums, the footprint read after
-// it (for an engine that reads one every event), a sample when one is
-// due (every Options.SampleEvery events, and at each of Options.Marks),
-// and the series.
+// it (for an engine that reads one every event, unless a sample reads it),
+// a sample when one is due (every Options.SampleEvery events, and at each
+// of Options.Marks), and the series.
 func (l *ledger) endEvent() error {
 	l.sumLiv += float64(l.live)
 	l.pointLive = max(l.pointLive, l.live)
 	l.pointEvents++
 	l.unread++
-	if l.perEvent {
+	atMark := len(l.marks) > 0 && l.n == l.marks[0]
+	l.sinceSample++
+	due := l.sinceSample >= l.opt.SampleEvery || atMark
+	if l.perEvent && !due {
+		// A sample reads the footprint too, with the side metadata a
+		// heap tells only there: an event sampled is read once, by Stats.
 		l.footprint(l.eng.footprint())
 	}
-	atMark := len(l.marks) > 0 && l.n == l.marks[0]
-	if l.sinceSample++; l.sinceSample >= l.opt.SampleEvery || atMark {
+	if due {
 		if err := l.sample(); err != nil {
 			return err
 		}
