@@ -60,6 +60,7 @@ func (a *Arena) Stats() Stats {
 		Free:       a.footprint - used - a.tail,
 	}
 	for _, b := range a.blocks {
+		s.Metadata += b.r.Metadata()
 		if n, err := b.r.Resident(0, b.size); err == nil {
 			s.Resident += int64(n)
 		}

@@ -86,7 +86,7 @@ func (h *Heap) Stats() Stats {
 		s.Blocks += s.LiveByOrder[k]
 	}
 	s.Metadata += int64(cap(h.free)+cap(h.split))*int64(unsafe.Sizeof(bitset{})) +
-		int64(cap(h.liveIn))*4 + int64(cap(h.commit))*8 + h.poisoned.bytes()
+		int64(cap(h.liveIn))*4 + int64(cap(h.commit))*8 + h.poisoned.bytes() + h.region.Metadata()
 	s.Idle = int64(h.idle) << h.gshift
 	s.Commits, s.Decommits = h.commits, h.decommits
 	return s

@@ -77,6 +77,9 @@ func (p *Pool) Stats() Stats {
 	st.Used = st.InUse * int64(p.stride)
 	st.Slabs = int(p.committed / p.slabSize)
 	st.Metadata = int64(depotCap) * int64(unsafe.Sizeof(index(0)))
+	if p.region != nil {
+		st.Metadata += p.region.Metadata() + p.linkMem.Metadata()
+	}
 	if p.region == nil {
 		st.LinkBytes = int64(len(p.links)) * LinkBytes
 		st.Footprint = int64(len(p.over)) + st.LinkBytes

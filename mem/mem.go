@@ -60,8 +60,11 @@ type Region struct {
 	size int            // reserved bytes, a multiple of the page size
 	raw  []byte         // the mapping as the OS returned it (Munmap wants exactly this)
 
-	committed []uint64 // one bit per page: set while committed
-	nCommit   int      // pages committed (popcount of committed)
+	// committed has one bit per page, set while the page is committed,
+	// up to the highest page committed: it grows and shrinks with the
+	// memory an allocator uses, not with the address space it reserved.
+	committed []uint64
+	nCommit   int // pages committed (popcount of committed)
 }
 
 // Reserve maps size bytes of address space, rounded up to whole pages, with
@@ -76,14 +79,18 @@ func Reserve(size int) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mem: reserve %d bytes: %w", size, err)
 	}
-	pages := size / PageSize()
 	return &Region{
-		base:      unsafe.Pointer(unsafe.SliceData(raw)),
-		size:      size,
-		raw:       raw,
-		committed: make([]uint64, (pages+63)/64),
+		base: unsafe.Pointer(unsafe.SliceData(raw)),
+		size: size,
+		raw:  raw,
 	}, nil
 }
+
+// Metadata returns the bytes of Go memory the region keeps for its
+// bookkeeping: its bitmap of committed pages, one bit per page up to the
+// highest committed (32 KiB for a GiB; a bitmap that lost most of its
+// pages is made smaller). An allocator counts it in its Stats.Metadata.
+func (r *Region) Metadata() int64 { return int64(cap(r.committed)) * 8 }
 
 // Size returns the reserved bytes, a multiple of the page size.
 func (r *Region) Size() int { return r.size }
@@ -179,7 +186,7 @@ func (r *Region) Release() error {
 		return fmt.Errorf("mem: release: %w", err)
 	}
 	r.raw, r.base, r.nCommit = nil, nil, 0
-	clear(r.committed)
+	r.committed = nil
 	return nil
 }
 
@@ -198,6 +205,13 @@ func (r *Region) pages(off, n int) (lo, hi int, err error) {
 // mark records pages [lo, hi) (byte offsets, page-aligned) as committed or not.
 func (r *Region) mark(lo, hi int, on bool) {
 	ps := PageSize()
+	if on {
+		if words := (hi/ps + 63) / 64; words > len(r.committed) {
+			r.committed = append(r.committed, make([]uint64, words-len(r.committed))...)
+		}
+	} else {
+		hi = min(hi, len(r.committed)*64*ps) // pages past the bitmap were never committed
+	}
 	for p := lo / ps; p < hi/ps; p++ {
 		w, b := p/64, uint64(1)<<(p%64)
 		was := r.committed[w]&b != 0
@@ -210,6 +224,26 @@ func (r *Region) mark(lo, hi int, on bool) {
 			r.nCommit--
 		}
 	}
+	if !on {
+		r.shrink()
+	}
+}
+
+// shrink drops the bitmap's words past the highest committed page, and
+// gives their memory back once fewer than a quarter are left.
+func (r *Region) shrink() {
+	n := len(r.committed)
+	for n > 0 && r.committed[n-1] == 0 {
+		n--
+	}
+	switch {
+	case n == 0:
+		r.committed = nil
+	case n < cap(r.committed)/4:
+		r.committed = append([]uint64(nil), r.committed[:n]...)
+	default:
+		r.committed = r.committed[:n]
+	}
 }
 
 // IsCommitted reports whether every page of [off, off+n) is committed.
@@ -220,7 +254,7 @@ func (r *Region) IsCommitted(off, n int) bool {
 	}
 	ps := PageSize()
 	for p := lo / ps; p < hi/ps; p++ {
-		if r.committed[p/64]&(1<<(p%64)) == 0 {
+		if p/64 >= len(r.committed) || r.committed[p/64]&(1<<(p%64)) == 0 {
 			return false
 		}
 	}

@@ -314,3 +314,33 @@ func TestProcessRSS(t *testing.T) {
 		t.Error("ProcessRSS of no process: no error")
 	}
 }
+
+// TestMetadataGrowsWithCommits: a region's bitmap covers the pages up to
+// the highest committed, not the whole reservation.
+func TestMetadataGrowsWithCommits(t *testing.T) {
+	r, err := mem.Reserve(1 << 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if r.Metadata() != 0 {
+		t.Errorf("Metadata of a fresh reservation = %d, want 0", r.Metadata())
+	}
+	ps := mem.PageSize()
+	if err := r.Commit(0, 64*ps); err != nil {
+		t.Fatal(err)
+	}
+	small := r.Metadata()
+	if err := r.Commit(1<<29, ps); err != nil {
+		t.Fatal(err)
+	}
+	if small == 0 || small > 64 || r.Metadata() < (1<<29)/int64(ps)/8 {
+		t.Errorf("Metadata: %d after 64 pages, %d after a page at 512 MiB", small, r.Metadata())
+	}
+	if !r.IsCommitted(1<<29, ps) || r.IsCommitted(1<<29+ps, ps) || !r.IsCommitted(0, 64*ps) {
+		t.Error("IsCommitted wrong around the grown bitmap")
+	}
+	if err := r.Decommit(1<<29+8*ps, 1<<20); err != nil { // past the bitmap: nothing to do
+		t.Fatal(err)
+	}
+}

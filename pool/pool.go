@@ -462,6 +462,9 @@ func (p *Pool) Stats() Stats {
 	st.Live = st.InUse * int64(p.size)
 	st.Used = st.InUse * int64(p.stride)
 	st.Metadata = int64(cap(p.vacant)) + 8*int64(cap(p.live)+cap(p.quar))
+	if p.region != nil {
+		st.Metadata += p.region.Metadata()
+	}
 	switch {
 	case p.closed:
 	case p.region != nil:

@@ -98,6 +98,7 @@ func (h *Heap) Stats() Stats {
 	st.Footprint += h.large.bytes
 	st.Live = min(max(st.Live, 0), st.Used)
 	for _, r := range h.large.regions {
+		st.Metadata += r.Metadata()
 		if n, err := r.Resident(0, r.Size()); err == nil {
 			st.Resident += int64(n)
 		}
