@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -43,7 +44,7 @@ a 4 0
 	want.Lifetimes[bucket(3)] = 1 // c 2 at 1, freed at 4
 	want.Lifetimes[bucket(8)] = 1 // a 1 at 0, freed at 8
 	s.Reader = ReaderStats{}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Summarize =\n%+v\nwant\n%+v", s, want)
 	}
 	ff, bf := s.Robson()
