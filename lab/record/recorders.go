@@ -42,7 +42,7 @@ type recorder struct {
 	empty func(logs []logFile) error
 }
 
-var recorders = []*recorder{carveRecorder, valgrindRecorder, heaptrackRecorder, mtraceRecorder}
+var recorders = []*recorder{carveRecorder, valgrindRecorder, heaptrackRecorder, mtraceRecorder, goRecorder}
 
 // Recorders describes the recorders, the default first.
 func Recorders() []RecorderInfo {

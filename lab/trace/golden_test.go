@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -51,8 +52,9 @@ func formatOf(t testing.TB, path string) Format {
 }
 
 // convert reads a whole trace with Auto detection and returns its events
-// and the native text they convert to, with the Reader's counts as a
-// closing comment.
+// and the native text they convert to (with their labels and the Go
+// heap's samples, through Copy), with the Reader's counts as a closing
+// comment.
 func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 	t.Helper()
 	r, err := NewReader(bytes.NewReader(in), name, Auto)
@@ -60,13 +62,14 @@ func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	evs := readAll(t, r)
 	var out bytes.Buffer
 	w := NewWriter(&out)
-	for _, e := range evs {
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
+	if err := w.SetLabels(r.Labels()); err != nil {
+		t.Fatal(err)
+	}
+	tee := &teeSource{Reader: r}
+	if _, err := Copy(w, tee); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Comment(fmt.Sprintf("converted from %s (%s): %s", name, r.Format(), statsLine(r.Stats()))); err != nil {
 		t.Fatal(err)
@@ -74,7 +77,19 @@ func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return evs, out.Bytes(), r
+	return tee.evs, out.Bytes(), r
+}
+
+// teeSource is a Reader that keeps the events read.
+type teeSource struct {
+	*Reader
+	evs []Event
+}
+
+func (s *teeSource) Read(dst []Event) (int, error) {
+	n, err := s.Reader.Read(dst)
+	s.evs = append(s.evs, dst[:n]...)
+	return n, err
 }
 
 // readAll reads a trace to its end with Next.
@@ -104,6 +119,8 @@ func statsLine(s ReaderStats) string {
 		{"skipped", s.Skipped}, {"null frees", s.NullFrees}, {"failed", s.Failed},
 		{"unknown frees", s.UnknownFrees}, {"unknown reallocs", s.UnknownReallocs},
 		{"missed frees", s.MissedFrees}, {"invisible", s.Invisible}, {"threads done", s.ThreadsDone},
+		{"alive at the start", s.GoAtStart}, {"tiny packed", s.TinyPacked}, {"unknown types", s.UnknownTypes},
+		{"in no span", s.GoNoSpan}, {"goroutine stacks", s.GoStacks},
 	} {
 		if c.n != 0 {
 			fmt.Fprintf(&b, ", %d %s", c.n, c.name)
@@ -151,6 +168,10 @@ func TestGolden(t *testing.T) {
 			if got := readAll(t, back); !slices.Equal(got, evs) {
 				t.Errorf("reading %s back gives other events:\n got %v\nwant %v", golden, got, evs)
 			}
+			checkSameLabels(t, back.Labels(), r.Labels())
+			if got, want := back.GoHeap(), r.GoHeap(); !slices.Equal(got, want) {
+				t.Errorf("reading %s back gives other samples of the Go heap:\n got %v\nwant %v", golden, got, want)
+			}
 
 			for _, c := range compressors {
 				z := c.compress(t, in)
@@ -188,6 +209,22 @@ var compressors = []struct {
 		defer z.Close()
 		return z.EncodeAll(b, nil)
 	}},
+}
+
+// checkSameLabels checks that two label tables hold the same labels
+// under the same numbers.
+func checkSameLabels(t testing.TB, got, want *Labels) {
+	t.Helper()
+	if got.Len() != want.Len() {
+		t.Errorf("%d labels, want %d", got.Len(), want.Len())
+	}
+	for id := uint32(1); int(id) <= want.Len(); id++ {
+		g, _ := got.Label(id)
+		w, _ := want.Label(id)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("label %d = %v, want %v", id, g, w)
+		}
+	}
 }
 
 // diff shows the first lines where two texts differ.

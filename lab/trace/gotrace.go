@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	xtrace "golang.org/x/exp/trace"
 )
@@ -49,25 +48,6 @@ var ErrGoTrace = errors.New("trace: bad Go execution trace")
 // without the alloc/free experiment: it has no heap events.
 var ErrNoGoHeap = errors.New("trace: the Go execution trace has no heap events (record it with GODEBUG=traceallocfree=1)")
 
-// MaxGoHeapSamples is the most samples of the Go heap's metrics a Reader
-// keeps; past it, neighbouring samples are merged two into one (see
-// Reader.GoHeap).
-const MaxGoHeapSamples = 1 << 16
-
-// A GoHeapSample is the Go runtime's own account of its heap at one point
-// of a Go execution trace, from the trace's metric events: the heap's
-// objects (/memory/classes/heap/objects:bytes: the bytes of the spans the
-// allocator hands objects from, dead objects not yet swept included) and
-// the heap goal of the GC cycle (/gc/heap/goal:bytes). 0 is a metric not
-// reported yet.
-type GoHeapSample struct {
-	// Events is the number of events of the trace before the sample: the
-	// sample describes the heap between event Events-1 and event Events.
-	Events  int64
-	Objects uint64
-	Goal    uint64
-}
-
 // goHeader returns the format of a Go execution trace from its first
 // bytes, "go 1.<format> trace\x00\x00\x00".
 func goHeader(b []byte) (format int, ok bool) {
@@ -109,8 +89,7 @@ type goState struct {
 	syncs int
 	read  int64 // events of the execution trace read
 
-	heap []GoHeapSample
-	cur  GoHeapSample
+	cur GoHeapSample // the metrics last reported
 }
 
 // goType is one type of a generation's table.
@@ -201,7 +180,7 @@ func (r *Reader) goStep() (err error) {
 	case xtrace.EventSync:
 		return r.goSync(e.Sync())
 	case xtrace.EventMetric:
-		g.metric(e.Metric())
+		r.goMetric(e.Metric())
 	case xtrace.EventExperimental:
 		return r.goExperimental(e.Experimental())
 	}
@@ -302,8 +281,9 @@ func (g *goState) readInfo(d []byte) error {
 	return nil
 }
 
-// metric keeps a sample of the heap's metrics.
-func (g *goState) metric(m xtrace.Metric) {
+// goMetric keeps a sample of the heap's metrics.
+func (r *Reader) goMetric(m xtrace.Metric) {
+	g := r.gotr
 	if m.Value.Kind() != xtrace.ValueUint64 {
 		return
 	}
@@ -316,23 +296,7 @@ func (g *goState) metric(m xtrace.Metric) {
 		return
 	}
 	g.cur.Events = g.made
-	if n := len(g.heap); n > 0 && g.heap[n-1].Events == g.made {
-		g.heap[n-1] = g.cur
-		return
-	}
-	if len(g.heap) == MaxGoHeapSamples {
-		// Two into one, the one of more heap bytes kept: the peak
-		// stays, the series coarsens.
-		for i := range len(g.heap) / 2 {
-			a, b := g.heap[2*i], g.heap[2*i+1]
-			if b.Objects > a.Objects {
-				a = b
-			}
-			g.heap[i] = a
-		}
-		g.heap = g.heap[:len(g.heap)/2]
-	}
-	g.heap = append(g.heap, g.cur)
+	r.goHeap.add(g.cur)
 }
 
 // goArgs is the number of arguments of each event of the experiment.
@@ -581,17 +545,6 @@ func (r *Reader) goStackFree(id uint64) {
 		r.nextID++
 	}
 	g.emit(Event{Op: Free, ID: cid})
-}
-
-// GoHeap returns the samples of the Go heap's own metrics read so far
-// from a Go execution trace (nil for other formats), in order. Past
-// MaxGoHeapSamples, neighbouring samples are merged two into one, the
-// one of more heap-object bytes kept, so the peak of Objects stays exact.
-func (r *Reader) GoHeap() []GoHeapSample {
-	if r.gotr == nil {
-		return nil
-	}
-	return slices.Clone(r.gotr.heap)
 }
 
 // GoRelease returns the Go release whose size classes size the objects

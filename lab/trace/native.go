@@ -32,7 +32,7 @@ const (
 	nativeCallocV2   = `"c <id> <n> <size> [@<label>]"`
 	nativeMemalignV2 = `"m <id> <align> <size> [@<label>]"`
 	nativeLabel      = `"l <label> <name> [<key>=<value> ...]"`
-	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t" or "l" and its fields, or "#" and a comment`
+	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t", "l" or "g" and its fields, or "#" and a comment`
 )
 
 // nativeState is what the native parser keeps between lines.
@@ -163,6 +163,10 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	case 'l':
 		if r.native.v2 {
 			return r.parseLabel(line)
+		}
+	case 'g':
+		if r.native.v2 {
+			return r.parseGoHeap(line)
 		}
 	}
 	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
@@ -308,6 +312,7 @@ type Writer struct {
 	header  bool
 	labels  *Labels // nil: version 1
 	defined []bool  // defined[id]: label id's "l" line is written
+	events  int64   // written
 	err     error   // sticky: the first error of w
 }
 
@@ -357,6 +362,7 @@ func (w *Writer) Write(e Event) error {
 	}
 	w.buf = appendEvent(w.buf, e)
 	w.buf = append(w.buf, '\n')
+	w.events++
 	return w.flushIfFull()
 }
 

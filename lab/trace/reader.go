@@ -40,7 +40,8 @@ type Reader struct {
 	closers []io.Closer // decompressor, then file (Open)
 
 	stats  ReaderStats
-	labels *Labels // the labels of a native v2 trace or a Go trace; else nil
+	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
+	goHeap goHeapSeries // the Go heap's metrics, of those traces
 
 	// Importers' state.
 	addrs  addrMap // live address -> ID
@@ -314,10 +315,12 @@ func (r *Reader) Next() (Event, error) {
 // error, or 0 and the error that ends the trace (io.EOF at the end). It
 // is the faster way to read: one call per batch, not per event.
 func (r *Reader) Read(dst []Event) (n int, err error) {
+	// Events is counted as each event is read: the samples of the Go
+	// heap that the events' lines carry are placed by it.
 	for n < len(dst) && r.next(&dst[n]) {
 		n++
+		r.stats.Events++
 	}
-	r.stats.Events += int64(n)
 	if n > 0 {
 		return n, nil
 	}
