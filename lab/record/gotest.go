@@ -288,4 +288,3 @@ func goBinary(cmd []string) (isGo, cgo bool) {
 	}
 	return true, cgo
 }
-

@@ -146,6 +146,9 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	if err != nil {
 		return res, err
 	}
+	if isGo {
+		env = append(env, writeThroughVar+"=1")
+	}
 	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt)
 	if pid == 0 { // did not start
 		return res, runErr

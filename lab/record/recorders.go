@@ -84,6 +84,11 @@ func recorderNamed(name string) (*recorder, error) {
 // libraries (preload/carve.c, preload/mtrace.c).
 const dirVar = "CARVE_RECORD_DIR"
 
+// writeThroughVar makes carve's library write each record at once rather
+// than at exit: Record sets it for a Go binary, which ends by the
+// exit_group system call without running libc's exit handlers.
+const writeThroughVar = "CARVE_RECORD_WRITE_THROUGH"
+
 var carveRecorder = &recorder{
 	RecorderInfo: RecorderInfo{
 		Name: "carve",

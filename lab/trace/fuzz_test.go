@@ -100,7 +100,7 @@ func errorSeeds(format Format) []string {
 	seeds := map[Format][]string{
 		Native: {"# carve trace v1\nc 1 4294967296 4294967296\nt 7\nm 1 48 2\n",
 			"# carve trace v2\nl 1 x\nl 1 y\na 1 2 @2\nl 0 z\nl 2 \"q k=v\ng 1\n"},
-		Go: {"go 1.26 trace\x00\x00\x00", "go 1.23 trace\x00\x00\x00\x01", "go 1.26 trace\x00\x00\x00\x01\x00\x01\x01\x01\x05xxxxx"},
+		Go:        {"go 1.26 trace\x00\x00\x00", "go 1.23 trace\x00\x00\x00\x01", "go 1.26 trace\x00\x00\x00\x01\x00\x01\x01\x01\x05xxxxx"},
 		Rep:       {"20000 6 13 1\nr 3 100\nf 5\na 4 16\na 4 16\n"},
 		Valgrind:  {"--1-- realloc(0x0,32)malloc(32) = 0x10\n--1-- realloc(0x10,0)free(0x10)\n--1--  = 0\n"},
 		Heaptrack: {"v 1 3\na 10 1\n+ 0\n- 0\n- 0\n+ 1\n"},
