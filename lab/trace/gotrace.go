@@ -169,13 +169,20 @@ func (r *Reader) goStep() (err error) {
 		}
 	}()
 	e, err := g.tr.ReadEvent()
-	if err == io.EOF {
+	switch {
+	case err == io.EOF && !g.info && g.read > 0:
+		return fmt.Errorf("%s: %w", r.name, ErrNoGoHeap)
+	case err == io.EOF:
 		return io.EOF
-	}
-	if err != nil {
+	case err != nil:
 		return r.goError(err)
 	}
 	g.read++
+	if !g.info && e.Kind() != xtrace.EventSync {
+		// The heap's layout comes with the first generation's Sync, the
+		// first event, when the experiment is on.
+		return fmt.Errorf("%s: %w", r.name, ErrNoGoHeap)
+	}
 	switch e.Kind() {
 	case xtrace.EventSync:
 		return r.goSync(e.Sync())
@@ -221,9 +228,6 @@ func (r *Reader) goSync(s xtrace.Sync) error {
 		if err != nil {
 			return r.goError(err)
 		}
-	}
-	if !g.info && g.syncs == 1 {
-		return fmt.Errorf("%s: %w", r.name, ErrNoGoHeap)
 	}
 	return nil
 }
