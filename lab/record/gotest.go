@@ -227,7 +227,7 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 	if _, err := os.Stat(path); err != nil {
 		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (did the package's tests run?)", ErrNoEvents, path))
 	}
-	err = convertGo(res, path, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
 }
 
@@ -244,8 +244,8 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // convertGo converts the Go execution trace at path to the native format
 // of version 2 (labels: the types), with the heap's own metrics.
-func convertGo(res *Result, path string, out io.Writer, comment string) error {
-	r, err := trace.OpenFormat(path, trace.Go)
+func convertGo(res *Result, path string, stacks bool, out io.Writer, comment string) error {
+	r, err := trace.OpenOptions(path, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,11 @@ import (
 )
 
 // Options tune a recording. The zero value records with the default
-// recorder, and the program reads nothing and its output is discarded.
+// recorder (the go recorder for a go test command), and the program reads
+// nothing and its output is discarded.
 type Options struct {
 	// Recorder is the name of the recorder (see Recorders): "carve"
-	// (Default, when empty), "valgrind", "heaptrack" or "mtrace".
+	// (Default, when empty), "valgrind", "heaptrack", "mtrace" or "go".
 	Recorder string
 	// Stdin, Stdout and Stderr are the program's own; nil is the null
 	// device.
@@ -32,8 +33,12 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Env is added to the environment of this process for the program
 	// ("NAME=value" entries, a later one replacing an earlier one). An
-	// LD_PRELOAD in it is kept, after the recorder's library.
+	// LD_PRELOAD in it is kept, after the recorder's library; a GODEBUG,
+	// before traceallocfree=1 (the go recorder).
 	Env []string
+	// GoStacks makes the go recorder write goroutine stacks as objects
+	// too (see trace.ReaderOptions).
+	GoStacks bool
 }
 
 // Result describes a recording.
@@ -88,6 +93,10 @@ func (e *ExitError) Error() string {
 
 // Record runs cmd (the program and its arguments) under a recorder and
 // writes its allocation trace to out in carve's native format.
+//
+// A go test command is recorded from its execution trace (the go
+// recorder; see the package documentation, Go programs); a Go binary
+// built without cgo is not run (the error wraps ErrGoProgram).
 //
 // The recorder logs each process of the run on its own; Record converts
 // the busiest (most lines logged) and lists the others in the Result. A

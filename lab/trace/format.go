@@ -9,10 +9,10 @@ import (
 type Format uint8
 
 // The formats. Auto asks NewReader to detect the format from the first
-// lines; the others are described in the package documentation.
+// bytes; the others are described in the package documentation.
 const (
 	Auto      Format = iota
-	Native           // carve's own text: "# carve trace v1", then "a 1 16"...
+	Native           // carve's own text: "# carve trace v1" (or v2, with labels), then "a 1 16"...
 	Rep              // CS:APP malloc lab trace (.rep)
 	Valgrind         // valgrind --trace-malloc=yes log
 	Heaptrack        // heaptrack data, raw (heaptrack -r) or interpreted

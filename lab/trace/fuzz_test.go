@@ -22,7 +22,7 @@ import (
 // Seeds: the golden traces of the format, and the malformed lines of
 // TestErrors. Long runs, one format at a time:
 //
-//	go test -run '^$' -fuzz FuzzAOSP -fuzztime 60s ./trace
+//	go test -run '^$' -fuzz FuzzAOSP -fuzztime 60s ./lab/trace
 
 func FuzzNative(f *testing.F)    { fuzzFormat(f, Native) }
 func FuzzRep(f *testing.F)       { fuzzFormat(f, Rep) }

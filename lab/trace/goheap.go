@@ -40,7 +40,11 @@ type goHeapSeries struct {
 // place.
 func (h *goHeapSeries) add(s GoHeapSample) {
 	if h.taking {
-		h.fresh = append(h.fresh, s)
+		if n := len(h.fresh); n > 0 && h.fresh[n-1].Events == s.Events {
+			h.fresh[n-1] = s
+		} else {
+			h.fresh = append(h.fresh, s)
+		}
 	}
 	if n := len(h.samples); n > 0 && h.samples[n-1].Events == s.Events {
 		h.samples[n-1] = s
@@ -146,7 +150,13 @@ func Copy(w *Writer, src Source) (int64, error) {
 	for {
 		n, err := src.Read(buf)
 		if heap {
-			due = append(due, r.takeGoHeap()...)
+			for _, s := range r.takeGoHeap() {
+				if n := len(due); n > 0 && due[n-1].Events == s.Events {
+					due[n-1] = s // a later account of the same point
+				} else {
+					due = append(due, s)
+				}
+			}
 		}
 		for _, e := range buf[:n] {
 			for len(due) > 0 && due[0].Events <= w.events-start {

@@ -130,7 +130,7 @@ func statsLine(s ReaderStats) string {
 }
 
 // TestGolden converts each small trace under testdata/golden to native
-// text and compares it with its .golden file (go test ./trace -update
+// text and compares it with its .golden file (go test ./lab/trace -update
 // rewrites them). The format must be detected from the content; the
 // golden text must read back as the same events; and the trace must read
 // the same compressed with gzip and zstd.
@@ -154,7 +154,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./trace -update to write it)", err)
+				t.Fatalf("%v (run go test ./lab/trace -update to write it)", err)
 			}
 			if !bytes.Equal(out, want) {
 				t.Errorf("converted %s differs from %s:\n%s", name, golden, diff(string(want), string(out)))

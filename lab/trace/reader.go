@@ -19,7 +19,10 @@ const MaxLive = 1 << 26
 
 // Reader reads the events of a trace, streamed: it keeps one buffer of
 // MaxLine bytes and, for the importers, one table entry per live object;
-// never the trace.
+// never the trace. (A Go execution trace is read a generation at a time,
+// by x/exp/trace, with a table entry per live object and per span.) The
+// labels of the events and the Go heap's samples are kept as they come:
+// see Labels and GoHeap.
 //
 // Importers (every format but Native) turn the addresses of the recorded
 // program into object IDs 1, 2, 3... in order of birth. An address names
@@ -140,8 +143,10 @@ type ReaderOptions struct {
 // documentation); detection failing is an error wrapping ErrDetect.
 //
 // NewReader reads up to MaxLine bytes of rd before it returns, to detect
-// the format. Close the Reader when done if rd was compressed (zstd
-// decoding holds resources).
+// the format, and to read the header of a native trace (its version) or
+// of a Go execution trace (a release whose size classes carve does not
+// know is refused here). Close the Reader when done if rd was compressed
+// (zstd decoding holds resources).
 func NewReader(rd io.Reader, name string, format Format) (*Reader, error) {
 	return NewReaderOptions(rd, name, ReaderOptions{Format: format})
 }
