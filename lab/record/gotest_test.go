@@ -270,6 +270,18 @@ func TestCgoProgram(t *testing.T) {
 	}
 }
 
+func TestAvailableFor(t *testing.T) {
+	needGo(t)
+	t.Setenv("CC", "/nonexistent/cc") // carve's library cannot be built
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := record.AvailableFor(record.Default, goconnCmd); err != nil {
+		t.Errorf("AvailableFor(go test) = %v, want nil: it needs go, not a C compiler", err)
+	}
+	if err := record.AvailableFor(record.Default, []string{"/bin/true"}); err == nil {
+		t.Errorf("AvailableFor(/bin/true) without a C compiler = nil, want an error")
+	}
+}
+
 func TestParseGoTest(t *testing.T) {
 	const tf = "/tmp/t.trace"
 	tests := []struct {

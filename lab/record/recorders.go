@@ -66,6 +66,16 @@ func Available(name string) error {
 	return r.check()
 }
 
+// AvailableFor is Available for the recorder that Record would use for
+// cmd: the go recorder for a go test command (when name is empty, the
+// default or "go"), the recorder called name otherwise.
+func AvailableFor(name string, cmd []string) error {
+	if _, isTest, _ := parseGoTest(cmd, ""); isTest && (name == "" || name == Default || name == goRecorder.Name) {
+		return goRecorder.check()
+	}
+	return Available(name)
+}
+
 func recorderNamed(name string) (*recorder, error) {
 	if name == "" {
 		name = Default
