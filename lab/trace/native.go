@@ -241,14 +241,10 @@ func (r *Reader) parseLabel(line []byte) (bool, error) {
 		return false, r.syntaxError("label", fmt.Sprintf("label %d defined once", n), line)
 	}
 	id, err := r.labels.Intern(l)
+	if errors.Is(err, ErrTooManyLabels) {
+		return false, fmt.Errorf("%s:%d: %w", r.name, r.lines.n, err)
+	}
 	if err != nil {
-		var e *Error
-		if errors.Is(err, ErrTooManyLabels) {
-			return false, fmt.Errorf("%s:%d: %w", r.name, r.lines.n, err)
-		}
-		if errors.As(err, &e) {
-			return false, err
-		}
 		return false, r.syntaxError("label", err.Error(), line)
 	}
 	if int(n) >= len(r.native.labels) {

@@ -496,6 +496,3 @@ func (r *Reader) realloc(old, addr, size uint64, ev *Event) error {
 	}
 	return nil
 }
-
-// quote returns s in double quotes, for Error.Want.
-func quote(s string) string { return `"` + s + `"` }
