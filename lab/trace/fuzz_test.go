@@ -72,7 +72,7 @@ func fuzzFormat(f *testing.F, format Format) {
 	if format == Go {
 		// The golden trace cut short, and with a byte changed here and
 		// there: the reader must stop with an error, not a panic.
-		in, err := os.ReadFile("testdata/golden/go.trace")
+		in, err := os.ReadFile("testdata/labelled/go.trace")
 		if err != nil {
 			f.Fatal(err)
 		}

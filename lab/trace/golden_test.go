@@ -19,22 +19,27 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // goldenInputs returns the small traces under testdata/golden, one per
-// format (or kind of a format), named after their format: the text before
-// the first '-' or '.'.
+// format (or kind of a format), and under testdata/labelled, the traces
+// with labels (a Go execution trace, a native trace of version 2), each
+// named after its format: the text before the first '-' or '.'. (The
+// labelled ones are apart because the command's golden tables cover
+// testdata/golden.)
 func goldenInputs(t testing.TB) []string {
 	t.Helper()
-	all, err := filepath.Glob("testdata/golden/*")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var in []string
-	for _, p := range all {
-		if !strings.HasSuffix(p, ".golden") {
-			in = append(in, p)
+	for _, dir := range []string{"testdata/golden", "testdata/labelled"} {
+		all, err := filepath.Glob(dir + "/*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
+			if !strings.HasSuffix(p, ".golden") {
+				in = append(in, p)
+			}
 		}
 	}
-	if len(in) < 7 {
-		t.Fatalf("found %d golden inputs, want one for each format: %v", len(in), in)
+	if len(in) < 9 {
+		t.Fatalf("found %d golden inputs, want one for each format, and the labelled ones: %v", len(in), in)
 	}
 	return in
 }
@@ -129,7 +134,7 @@ func statsLine(s ReaderStats) string {
 	return b.String()
 }
 
-// TestGolden converts each small trace under testdata/golden to native
+// TestGolden converts each small trace of goldenInputs to native
 // text and compares it with its .golden file (go test ./lab/trace -update
 // rewrites them). The format must be detected from the content; the
 // golden text must read back as the same events; and the trace must read

@@ -167,7 +167,7 @@ func TestGoHeader(t *testing.T) {
 // first, the metrics are kept, the tiny objects packed, and the program's
 // types labelled with their sizes and pointer bytes.
 func TestGoTrace(t *testing.T) {
-	r, err := Open("testdata/golden/go.trace")
+	r, err := Open("testdata/labelled/go.trace")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestGoTrace(t *testing.T) {
 	}
 
 	// With GoStacks, the stacks are objects too.
-	rs, err := OpenOptions("testdata/golden/go.trace", ReaderOptions{GoStacks: true})
+	rs, err := OpenOptions("testdata/labelled/go.trace", ReaderOptions{GoStacks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestGoTrace(t *testing.T) {
 
 // TestGoTraceErrors checks the errors of Go traces that cannot be read.
 func TestGoTraceErrors(t *testing.T) {
-	golden, err := os.ReadFile("testdata/golden/go.trace")
+	golden, err := os.ReadFile("testdata/labelled/go.trace")
 	if err != nil {
 		t.Fatal(err)
 	}

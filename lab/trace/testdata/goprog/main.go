@@ -1,8 +1,8 @@
-// Command goprog writes the Go execution trace of testdata/golden/go.trace,
+// Command goprog writes the Go execution trace of testdata/labelled/go.trace,
 // the golden input of the Go importer: a few objects of each kind the
 // importer handles, then a GC, whose sweep frees the dead ones.
 //
-//	GODEBUG=traceallocfree=1 go run ./testdata/goprog testdata/golden/go.trace
+//	GODEBUG=traceallocfree=1 go run ./testdata/goprog testdata/labelled/go.trace
 //
 // The golden output depends on the trace, not on this program: run
 // go test ./lab/trace -update after recording a new trace.
