@@ -5,9 +5,20 @@
 //
 // [Record] runs the program under a recorder, a tool that sees its calls
 // to the C allocator, then converts the recorder's log with the importer
-// package trace has for that tool. No recorder sees allocations that do
+// package trace has for that tool. No C recorder sees allocations that do
 // not go through the C library's malloc: a Go program's heap, or Python's
-// small objects unless it runs with PYTHONMALLOC=malloc.
+// small objects unless it runs with PYTHONMALLOC=malloc. A Go program's
+// heap is recorded from its execution trace instead (see Go programs).
+//
+// # Which programs each recorder sees
+//
+//	carve, valgrind,      a dynamically linked program's calls to the C
+//	heaptrack, mtrace     library's malloc (C, C++, Python with
+//	                      PYTHONMALLOC=malloc, a Go program's cgo part)
+//	go                    a Go program's own heap, run by go test
+//
+// A statically linked program (a Go binary built without cgo, a C program
+// linked with -static) calls no malloc that LD_PRELOAD reaches.
 //
 // # Recorders
 //
@@ -58,6 +69,9 @@
 // call after it returned, under its own lock, so in a threaded program an
 // address may be logged allocated again before its free.
 //
+// go records the Go heap of a go test command from its execution trace:
+// see Go programs.
+//
 // [Recorders] describes each, and [Available] tells whether one can run
 // here and, if not, what to install.
 //
@@ -76,6 +90,36 @@
 //
 // carve's lock is paid by threaded programs: eight threads making 2.8
 // million calls ran in 0.22 s alone and 1.4 to 2.1 s recorded.
+//
+// # Go programs
+//
+// A command "go test [flags] [package]" (go, maybe -C DIR, then test) is
+// recorded by the go recorder when the recorder asked for is the default
+// or go (valgrind, heaptrack or mtrace is a usage error): Record adds GODEBUG=traceallocfree=1 to the environment (after any GODEBUG
+// settings already there: the last setting of a name wins) and, unless
+// the command has its own -trace FILE, -trace with a temporary file; it
+// runs the command and converts the execution trace with package trace's
+// Go importer to the native format of version 2, whose labels are the
+// objects' types and whose "g" lines are the runtime's own heap metrics
+// (also in [Result].GoHeap). What such a trace holds and loses is in
+// package trace's documentation: no call stacks, deaths at sweep, tiny
+// objects packed, sizes rounded to Go's size classes. go test -trace takes
+// one package: a command that names several (go list counts them) is
+// refused before it runs, with an error wrapping [ErrGoTestPackages], and
+// so is go test -c, which runs nothing. Tests that fail still have their
+// trace written (the error is an [*ExitError]).
+//
+// Any other program is looked at first: a Go binary (known by its build
+// information, debug/buildinfo) built without cgo is not run, and Record's
+// error wraps [ErrGoProgram] and says how a Go program is recorded. A Go
+// binary built with cgo is recorded by the C recorder asked for; its trace
+// holds only its C heap, and says so in its first lines and in
+// [Result].CHeapOnly (with nothing recorded, the error wraps ErrGoProgram
+// too). A Go program ends by the exit_group system call, without libc's
+// exit handlers, so carve's library writes each record at once for it
+// (CARVE_RECORD_WRITE_THROUGH=1) rather than at exit. The errors that
+// wrap [ErrUsage] are a command that cannot be recorded as given: carve's
+// command line exits with status 2 on them.
 //
 // # Processes: fork and exec
 //
@@ -98,10 +142,10 @@
 //
 // A program that exits with a status other than 0 still has its trace
 // written; Record's error is then an [*ExitError]. A program that made no
-// allocation the recorder saw (a statically linked program, such as a Go
-// binary built without cgo, which LD_PRELOAD does not reach) gets nothing
-// written and an error wrapping [ErrNoEvents]. The trace starts with
-// comment lines naming the command and the process kept; its events carry
-// the recorded thread ids (carve's recorder) or 0. The replayer replays a
-// multi-threaded trace in its recorded order, on one thread.
+// allocation the recorder saw (a statically linked program, which
+// LD_PRELOAD does not reach) gets nothing written and an error wrapping
+// [ErrNoEvents]. The trace starts with comment lines naming the command
+// and the process kept; its events carry the recorded thread ids (carve's
+// recorder) or 0. The replayer replays a multi-threaded trace in its
+// recorded order, on one thread.
 package record

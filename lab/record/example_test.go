@@ -45,4 +45,5 @@ func ExampleRecorders() {
 	// valgrind
 	// heaptrack
 	// mtrace
+	// go
 }

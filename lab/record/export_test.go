@@ -9,3 +9,15 @@ var (
 	Environ         = environ
 	ValgrindProgram = valgrindProgram
 )
+
+// ParseGoTest reads a go test command line as Record does, the trace
+// going to traceFile unless it names its own.
+func ParseGoTest(cmd []string, traceFile string) (argv []string, trace string, packages []string, isTest bool, err error) {
+	t, isTest, err := parseGoTest(cmd, traceFile)
+	if t == nil {
+		return nil, "", nil, isTest, err
+	}
+	return t.argv, t.trace, t.packages, isTest, err
+}
+
+var Godebug = godebug

@@ -21,10 +21,11 @@ import (
 )
 
 // Options tune a recording. The zero value records with the default
-// recorder, and the program reads nothing and its output is discarded.
+// recorder (the go recorder for a go test command), and the program reads
+// nothing and its output is discarded.
 type Options struct {
 	// Recorder is the name of the recorder (see Recorders): "carve"
-	// (Default, when empty), "valgrind", "heaptrack" or "mtrace".
+	// (Default, when empty), "valgrind", "heaptrack", "mtrace" or "go".
 	Recorder string
 	// Stdin, Stdout and Stderr are the program's own; nil is the null
 	// device.
@@ -32,8 +33,12 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Env is added to the environment of this process for the program
 	// ("NAME=value" entries, a later one replacing an earlier one). An
-	// LD_PRELOAD in it is kept, after the recorder's library.
+	// LD_PRELOAD in it is kept, after the recorder's library; a GODEBUG,
+	// before traceallocfree=1 (the go recorder).
 	Env []string
+	// GoStacks makes the go recorder write goroutine stacks as objects
+	// too (see trace.ReaderOptions).
+	GoStacks bool
 }
 
 // Result describes a recording.
@@ -53,6 +58,14 @@ type Result struct {
 	// blocks allocated before recording began, failed calls, allocations
 	// the recorder did not show, and so on (see trace.ReaderStats).
 	Import trace.ReaderStats
+	// GoHeap is the Go runtime's own account of its heap over a go test
+	// run, from its execution trace (see trace.GoHeapSample), also
+	// written in the trace; nil for the C recorders.
+	GoHeap []trace.GoHeapSample
+	// CHeapOnly reports the trace of a Go program built with cgo,
+	// recorded by a C recorder: it holds the program's C allocations
+	// only, not its Go heap.
+	CHeapOnly bool
 }
 
 // Process is one program run that a recorder logged: a process, or a
@@ -81,6 +94,10 @@ func (e *ExitError) Error() string {
 // Record runs cmd (the program and its arguments) under a recorder and
 // writes its allocation trace to out in carve's native format.
 //
+// A go test command is recorded from its execution trace (the go
+// recorder; see the package documentation, Go programs); a Go binary
+// built without cgo is not run (the error wraps ErrGoProgram).
+//
 // The recorder logs each process of the run on its own; Record converts
 // the busiest (most lines logged) and lists the others in the Result. A
 // program that exits non-zero, or that a signal ends, still has its
@@ -99,9 +116,22 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Recorder: rec.Name}
 	if len(cmd) == 0 {
-		return res, errors.New("record: no program to run")
+		return Result{Recorder: rec.Name}, errors.New("record: no program to run")
+	}
+	if _, isTest, err := parseGoTest(cmd, ""); isTest {
+		res := Result{Recorder: goRecorder.Name}
+		switch {
+		case err != nil:
+			return res, err
+		case rec != carveRecorder && rec != goRecorder:
+			return res, fmt.Errorf("%w: a go test command is recorded from its execution trace, not by the %s recorder (which sees C allocations): leave the recorder out", ErrUsage, rec.Name)
+		}
+		return res, recordGoTest(ctx, cmd, out, opt, &res)
+	}
+	res := Result{Recorder: rec.Name}
+	if rec == goRecorder {
+		return res, fmt.Errorf("%w: the go recorder records go test commands; %s", ErrUsage, howToRecordGo)
 	}
 	if runtime.GOOS != "linux" {
 		return res, fmt.Errorf("record: recording needs Linux (LD_PRELOAD, glibc), not %s", runtime.GOOS)
@@ -109,6 +139,12 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	if _, err := exec.LookPath(cmd[0]); err != nil {
 		return res, fmt.Errorf("record: %w", err)
 	}
+	isGo, cgo := goBinary(cmd)
+	if isGo && !cgo {
+		return res, fmt.Errorf("%w: %s is a Go binary built without cgo, which calls no C malloc (%w); %s",
+			ErrGoProgram, cmd[0], ErrNoEvents, howToRecordGo)
+	}
+	res.CHeapOnly = isGo
 	dir, err := os.MkdirTemp("", "carve-record-")
 	if err != nil {
 		return res, fmt.Errorf("record: %w", err)
@@ -118,6 +154,9 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	argv, env, err := rec.prepare(dir, cmd)
 	if err != nil {
 		return res, err
+	}
+	if isGo {
+		env = append(env, writeThroughVar+"=1")
 	}
 	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt)
 	if pid == 0 { // did not start
@@ -136,13 +175,17 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 		for _, l := range logs[1:] {
 			res.Others = append(res.Others, l.Process)
 		}
-		err := convert(&res, logs[0].path, rec.format, out, comment(rec.Name, cmd, logs))
+		err := convert(&res, logs[0].path, rec.format, out, comment(rec.Name, cmd, logs, isGo))
 		if err != nil {
 			return res, errors.Join(err, runErr)
 		}
 		if res.Events == 0 {
 			noEvents = rec.empty(logs)
 		}
+	}
+	if noEvents != nil && isGo {
+		noEvents = fmt.Errorf("%w: %s is a Go binary, built with cgo, and made no C allocation the %s recorder saw (%w); %s",
+			ErrGoProgram, cmd[0], rec.Name, noEvents, howToRecordGo)
 	}
 	return res, errors.Join(runErr, noEvents)
 }
@@ -339,8 +382,26 @@ func write(w *trace.Writer, e trace.Event, last *uint32, threads map[uint32]bool
 	return w.Write(e)
 }
 
-// comment describes the recording at the head of the trace.
-func comment(recorder string, cmd []string, logs []logFile) string {
+// comment describes the recording at the head of the trace; cHeap says
+// the program is a Go program, of which the trace holds the C heap only.
+func comment(recorder string, cmd []string, logs []logFile, cHeap bool) string {
+	p := logs[0]
+	s := fmt.Sprintf("recorded by carve record --recorder %s -- %s\nprocess %d", recorder, commandLine(cmd), p.Pid)
+	if p.Program != "" {
+		s += " (" + p.Program + ")"
+	}
+	if len(logs) > 1 {
+		s += fmt.Sprintf(", the busiest of %d logged", len(logs))
+	}
+	if cHeap {
+		s += "\nonly the C heap of a Go program (built with cgo): its Go heap is not in this trace"
+	}
+	return s
+}
+
+// commandLine joins a command line, quoting the arguments that hold
+// blanks, quotes or a shell's special bytes, cut to 1000 bytes.
+func commandLine(cmd []string) string {
 	args := make([]string, len(cmd))
 	for i, a := range cmd {
 		args[i] = a
@@ -356,13 +417,5 @@ func comment(recorder string, cmd []string, logs []logFile) string {
 		}
 		line = line[:n] + "..."
 	}
-	p := logs[0]
-	s := fmt.Sprintf("recorded by carve record --recorder %s -- %s\nprocess %d", recorder, line, p.Pid)
-	if p.Program != "" {
-		s += " (" + p.Program + ")"
-	}
-	if len(logs) > 1 {
-		s += fmt.Sprintf(", the busiest of %d logged", len(logs))
-	}
-	return s
+	return line
 }

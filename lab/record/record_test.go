@@ -347,7 +347,8 @@ var goStatic = sync.OnceValues(func() (string, error) {
 
 // TestNoEvents records programs whose malloc calls no recorder sees, or
 // that make none: nothing may be written, and the error must wrap
-// ErrNoEvents and say why.
+// ErrNoEvents and say why. A Go binary without cgo is not run: the error
+// wraps ErrGoProgram too and says how a Go program is recorded.
 func TestNoEvents(t *testing.T) {
 	goStatic, err := goStatic()
 	if err != nil {
@@ -360,22 +361,26 @@ func TestNoEvents(t *testing.T) {
 		recorder, prog string
 		cmd            string
 		why            string // in the error
+		goProgram      bool   // the error wraps ErrGoProgram too
 	}{
-		{"carve", "go-static", goStatic, "never loaded"},
-		{"carve", "c-static", cStatic, "never loaded"},
-		{"carve", "nomalloc", nomalloc, "no malloc calls"},
-		{"valgrind", "go-static", goStatic, "no malloc calls"},
-		{"valgrind", "c-static", cStatic, "no malloc calls"},
-		{"heaptrack", "go-static", goStatic, "never loaded"},
-		{"heaptrack", "c-static", cStatic, "never loaded"},
-		{"mtrace", "go-static", goStatic, "never loaded"},
-		{"mtrace", "nomalloc", nomalloc, "no malloc calls"},
+		{"carve", "go-static", goStatic, "go test -run TestX ./pkg", true},
+		{"carve", "c-static", cStatic, "never loaded", false},
+		{"carve", "nomalloc", nomalloc, "no malloc calls", false},
+		{"valgrind", "go-static", goStatic, "go test -run TestX ./pkg", true},
+		{"valgrind", "c-static", cStatic, "no malloc calls", false},
+		{"heaptrack", "go-static", goStatic, "go test -run TestX ./pkg", true},
+		{"heaptrack", "c-static", cStatic, "never loaded", false},
+		{"mtrace", "go-static", goStatic, "go test -run TestX ./pkg", true},
+		{"mtrace", "nomalloc", nomalloc, "no malloc calls", false},
 	} {
 		t.Run(tt.recorder+"/"+tt.prog, func(t *testing.T) {
 			needRecorder(t, tt.recorder)
 			res, data, err := recordTo(t, tt.recorder, []string{tt.cmd})
 			if !errors.Is(err, record.ErrNoEvents) {
 				t.Fatalf("Record = %v, want ErrNoEvents", err)
+			}
+			if got := errors.Is(err, record.ErrGoProgram); got != tt.goProgram || got != errors.Is(err, record.ErrUsage) {
+				t.Errorf("Record = %v: ErrGoProgram %v, ErrUsage %v; want both %v", err, got, errors.Is(err, record.ErrUsage), tt.goProgram)
 			}
 			if !strings.Contains(err.Error(), tt.why) {
 				t.Errorf("Record = %q, want it to say %q", err, tt.why)

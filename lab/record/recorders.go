@@ -42,7 +42,7 @@ type recorder struct {
 	empty func(logs []logFile) error
 }
 
-var recorders = []*recorder{carveRecorder, valgrindRecorder, heaptrackRecorder, mtraceRecorder}
+var recorders = []*recorder{carveRecorder, valgrindRecorder, heaptrackRecorder, mtraceRecorder, goRecorder}
 
 // Recorders describes the recorders, the default first.
 func Recorders() []RecorderInfo {
@@ -66,6 +66,16 @@ func Available(name string) error {
 	return r.check()
 }
 
+// AvailableFor is Available for the recorder that Record would use for
+// cmd: the go recorder for a go test command (when name is empty, the
+// default or "go"), the recorder called name otherwise.
+func AvailableFor(name string, cmd []string) error {
+	if _, isTest, _ := parseGoTest(cmd, ""); isTest && (name == "" || name == Default || name == goRecorder.Name) {
+		return goRecorder.check()
+	}
+	return Available(name)
+}
+
 func recorderNamed(name string) (*recorder, error) {
 	if name == "" {
 		name = Default
@@ -83,6 +93,11 @@ func recorderNamed(name string) (*recorder, error) {
 // The environment variable that names the directory of logs to carve's
 // libraries (preload/carve.c, preload/mtrace.c).
 const dirVar = "CARVE_RECORD_DIR"
+
+// writeThroughVar makes carve's library write each record at once rather
+// than at exit: Record sets it for a Go binary, which ends by the
+// exit_group system call without running libc's exit handlers.
+const writeThroughVar = "CARVE_RECORD_WRITE_THROUGH"
 
 var carveRecorder = &recorder{
 	RecorderInfo: RecorderInfo{

@@ -15,7 +15,7 @@ import (
 // with bufio.Scanner and doing nothing with them. Compare the ratios, not
 // the absolute times (machines are shared and noisy):
 //
-//	go test -run '^$' -bench Parse -count 5 ./trace
+//	go test -run '^$' -bench Parse -count 5 ./lab/trace
 //
 // impl=ratio runs the floor and the AOSP parse one after the other in
 // each iteration and reports parse time / floor time as "x-floor", the

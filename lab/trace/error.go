@@ -51,7 +51,8 @@ func (e *Error) Error() string {
 var ErrDetect = errors.New("trace: cannot detect the trace format")
 
 // ErrTooManyLive is returned (wrapped) when an importer would track more
-// than MaxLive live addresses at once.
+// than MaxLive live addresses at once (for a Go execution trace: live
+// objects, goroutine stacks or spans).
 var ErrTooManyLive = errors.New("trace: too many live objects")
 
 // got cuts text for Error.Got.

@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -145,4 +146,35 @@ func ExampleSummarize() {
 	// 15 events: 12 allocs, 3 frees
 	// peak live 3864 bytes in 9 objects; requests from 64 to 1024 bytes
 	// Robson: first fit up to 15456 bytes, best fit up to 61824
+}
+
+// A trace whose objects carry labels, written in version 2 of the native
+// format, read back and summarized by label.
+func ExampleSummary_WriteLabels() {
+	var labels trace.Labels
+	session, _ := labels.Intern(trace.Label{Name: "main.session", Attrs: []trace.Attr{{Key: trace.AttrSize, Value: "64"}, {Key: trace.AttrPtrBytes, Value: "0"}}})
+	buffer, _ := labels.Intern(trace.Label{Name: "uint8", Attrs: []trace.Attr{{Key: trace.AttrSize, Value: "1"}, {Key: trace.AttrPtrBytes, Value: "0"}}})
+	var text bytes.Buffer
+	w := trace.NewWriter(&text)
+	w.SetLabels(&labels)
+	for i := uint64(1); i <= 4; i++ {
+		w.Write(trace.Event{Op: trace.Alloc, ID: 2 * i, Size: 64, Label: session})
+		w.Write(trace.Event{Op: trace.Alloc, ID: 2*i + 1, Size: 1024, Label: buffer})
+	}
+	w.Write(trace.Event{Op: trace.Free, ID: 3})
+	w.Flush()
+	fmt.Print(text.String()[:strings.Index(text.String(), "a 4")])
+
+	r, _ := trace.NewReader(&text, "labels.trace", trace.Auto)
+	s, _ := trace.Summarize(r)
+	s.WriteLabels(os.Stdout, 0)
+	// Output:
+	// # carve trace v2
+	// l 1 main.session ptrbytes=0 size=64
+	// a 2 64 @1
+	// l 2 uint8 ptrbytes=0 size=1
+	// a 3 1024 @2
+	//   bytes at peak  share  objects  own peak  allocs  mean life  ptr bytes  size  label
+	//        4.00 KiB  94.1%        4  4.00 KiB       4          7          0     1  uint8
+	//           256 B   5.9%        4     256 B       4          -          0    64  main.session
 }

@@ -9,20 +9,21 @@ import (
 type Format uint8
 
 // The formats. Auto asks NewReader to detect the format from the first
-// lines; the others are described in the package documentation.
+// bytes; the others are described in the package documentation.
 const (
 	Auto      Format = iota
-	Native           // carve's own text: "# carve trace v1", then "a 1 16"...
+	Native           // carve's own text: "# carve trace v1" (or v2, with labels), then "a 1 16"...
 	Rep              // CS:APP malloc lab trace (.rep)
 	Valgrind         // valgrind --trace-malloc=yes log
 	Heaptrack        // heaptrack data, raw (heaptrack -r) or interpreted
 	Mtrace           // glibc mtrace() log
 	AOSP             // Android memory_replay / malloc_debug record_allocs
+	Go               // Go execution trace with GODEBUG=traceallocfree=1
 
 	numFormats = iota
 )
 
-var formatNames = [numFormats]string{"auto", "native", "rep", "valgrind", "heaptrack", "mtrace", "aosp"}
+var formatNames = [numFormats]string{"auto", "native", "rep", "valgrind", "heaptrack", "mtrace", "aosp", "go"}
 
 // String returns the format's name, as ParseFormat takes it.
 func (f Format) String() string {
@@ -42,23 +43,27 @@ func Formats() []Format {
 }
 
 // ParseFormat returns the format named name: "auto", "native", "rep",
-// "valgrind", "heaptrack", "mtrace" or "aosp".
+// "valgrind", "heaptrack", "mtrace", "aosp" or "go".
 func ParseFormat(name string) (Format, error) {
 	for f, n := range formatNames {
 		if n == name {
 			return Format(f), nil
 		}
 	}
-	return 0, fmt.Errorf("trace: unknown format %q (want one of auto, native, rep, valgrind, heaptrack, mtrace, aosp)", name)
+	return 0, fmt.Errorf("trace: unknown format %q (want one of auto, native, rep, valgrind, heaptrack, mtrace, aosp, go)", name)
 }
 
 // detectLines is how many lines detection reads at most: valgrind's log
 // may follow the program's own output.
 const detectLines = 64
 
-// detect names the format of a trace from its first bytes: the first line
-// that looks like one format decides. It returns Auto when no line does.
+// detect names the format of a trace from its first bytes: a Go
+// execution trace by its header, else the first line that looks like one
+// format decides. It returns Auto when no line does.
 func detect(b []byte) Format {
+	if _, ok := goHeader(b); ok {
+		return Go
+	}
 	for n := 0; n < detectLines && len(b) > 0; n++ {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -80,7 +85,7 @@ func detect(b []byte) Format {
 // detectLine names the format a line belongs to, or Auto.
 func detectLine(l []byte) Format {
 	switch {
-	case hasAt(l, 0, nativeHeader):
+	case hasAt(l, 0, nativePrefix):
 		return Native
 	case hasAt(l, 0, "= Start") || hasAt(l, 0, "@ "):
 		return Mtrace

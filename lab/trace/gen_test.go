@@ -109,7 +109,7 @@ func TestGeneratorCounts(t *testing.T) {
 }
 
 // genGoldens are small instances of each generator, kept as golden
-// traces under testdata/gen (go test ./trace -update rewrites them).
+// traces under testdata/gen (go test ./lab/trace -update rewrites them).
 var genGoldens = []struct {
 	file string
 	name string
@@ -147,7 +147,7 @@ func TestGeneratorGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./trace -update to write it)", err)
+				t.Fatalf("%v (run go test ./lab/trace -update to write it)", err)
 			}
 			if !bytes.Equal(b.Bytes(), want) {
 				t.Errorf("%s(%v) differs from %s:\n%s", gg.name, gg.args, path, diff(string(want), b.String()))

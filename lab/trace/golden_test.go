@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,22 +19,27 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // goldenInputs returns the small traces under testdata/golden, one per
-// format (or kind of a format), named after their format: the text before
-// the first '-' or '.'.
+// format (or kind of a format), and under testdata/labelled, the traces
+// with labels (a Go execution trace, a native trace of version 2), each
+// named after its format: the text before the first '-' or '.'. (The
+// labelled ones are apart because the command's golden tables cover
+// testdata/golden.)
 func goldenInputs(t testing.TB) []string {
 	t.Helper()
-	all, err := filepath.Glob("testdata/golden/*")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var in []string
-	for _, p := range all {
-		if !strings.HasSuffix(p, ".golden") {
-			in = append(in, p)
+	for _, dir := range []string{"testdata/golden", "testdata/labelled"} {
+		all, err := filepath.Glob(dir + "/*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
+			if !strings.HasSuffix(p, ".golden") {
+				in = append(in, p)
+			}
 		}
 	}
-	if len(in) < 7 {
-		t.Fatalf("found %d golden inputs, want one for each format: %v", len(in), in)
+	if len(in) < 9 {
+		t.Fatalf("found %d golden inputs, want one for each format, and the labelled ones: %v", len(in), in)
 	}
 	return in
 }
@@ -51,8 +57,9 @@ func formatOf(t testing.TB, path string) Format {
 }
 
 // convert reads a whole trace with Auto detection and returns its events
-// and the native text they convert to, with the Reader's counts as a
-// closing comment.
+// and the native text they convert to (with their labels and the Go
+// heap's samples, through Copy), with the Reader's counts as a closing
+// comment.
 func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 	t.Helper()
 	r, err := NewReader(bytes.NewReader(in), name, Auto)
@@ -60,13 +67,14 @@ func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	evs := readAll(t, r)
 	var out bytes.Buffer
 	w := NewWriter(&out)
-	for _, e := range evs {
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
+	if err := w.SetLabels(r.Labels()); err != nil {
+		t.Fatal(err)
+	}
+	tee := &teeSource{Reader: r}
+	if _, err := Copy(w, tee); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Comment(fmt.Sprintf("converted from %s (%s): %s", name, r.Format(), statsLine(r.Stats()))); err != nil {
 		t.Fatal(err)
@@ -74,7 +82,19 @@ func convert(t testing.TB, name string, in []byte) ([]Event, []byte, *Reader) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return evs, out.Bytes(), r
+	return tee.evs, out.Bytes(), r
+}
+
+// teeSource is a Reader that keeps the events read.
+type teeSource struct {
+	*Reader
+	evs []Event
+}
+
+func (s *teeSource) Read(dst []Event) (int, error) {
+	n, err := s.Reader.Read(dst)
+	s.evs = append(s.evs, dst[:n]...)
+	return n, err
 }
 
 // readAll reads a trace to its end with Next.
@@ -104,6 +124,8 @@ func statsLine(s ReaderStats) string {
 		{"skipped", s.Skipped}, {"null frees", s.NullFrees}, {"failed", s.Failed},
 		{"unknown frees", s.UnknownFrees}, {"unknown reallocs", s.UnknownReallocs},
 		{"missed frees", s.MissedFrees}, {"invisible", s.Invisible}, {"threads done", s.ThreadsDone},
+		{"alive at the start", s.GoAtStart}, {"tiny packed", s.TinyPacked}, {"unknown types", s.UnknownTypes},
+		{"in no span", s.GoNoSpan}, {"goroutine stacks", s.GoStacks},
 	} {
 		if c.n != 0 {
 			fmt.Fprintf(&b, ", %d %s", c.n, c.name)
@@ -112,8 +134,8 @@ func statsLine(s ReaderStats) string {
 	return b.String()
 }
 
-// TestGolden converts each small trace under testdata/golden to native
-// text and compares it with its .golden file (go test ./trace -update
+// TestGolden converts each small trace of goldenInputs to native
+// text and compares it with its .golden file (go test ./lab/trace -update
 // rewrites them). The format must be detected from the content; the
 // golden text must read back as the same events; and the trace must read
 // the same compressed with gzip and zstd.
@@ -137,7 +159,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./trace -update to write it)", err)
+				t.Fatalf("%v (run go test ./lab/trace -update to write it)", err)
 			}
 			if !bytes.Equal(out, want) {
 				t.Errorf("converted %s differs from %s:\n%s", name, golden, diff(string(want), string(out)))
@@ -150,6 +172,10 @@ func TestGolden(t *testing.T) {
 			}
 			if got := readAll(t, back); !slices.Equal(got, evs) {
 				t.Errorf("reading %s back gives other events:\n got %v\nwant %v", golden, got, evs)
+			}
+			checkSameLabels(t, back.Labels(), r.Labels())
+			if got, want := back.GoHeap(), r.GoHeap(); !slices.Equal(got, want) {
+				t.Errorf("reading %s back gives other samples of the Go heap:\n got %v\nwant %v", golden, got, want)
 			}
 
 			for _, c := range compressors {
@@ -188,6 +214,22 @@ var compressors = []struct {
 		defer z.Close()
 		return z.EncodeAll(b, nil)
 	}},
+}
+
+// checkSameLabels checks that two label tables hold the same labels
+// under the same numbers.
+func checkSameLabels(t testing.TB, got, want *Labels) {
+	t.Helper()
+	if got.Len() != want.Len() {
+		t.Errorf("%d labels, want %d", got.Len(), want.Len())
+	}
+	for id := uint32(1); int(id) <= want.Len(); id++ {
+		g, _ := got.Label(id)
+		w, _ := want.Label(id)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("label %d = %v, want %v", id, g, w)
+		}
+	}
 }
 
 // diff shows the first lines where two texts differ.

@@ -1,14 +1,22 @@
 package trace
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
-// nativeHeader is the first line of a native trace.
-const nativeHeader = "# carve trace v1"
+// The first line of a native trace: v1, or v2 for a trace with labels.
+// nativePrefix is what detection looks for.
+const (
+	nativeHeader   = "# carve trace v1"
+	nativeHeaderV2 = "# carve trace v2"
+	nativePrefix   = "# carve trace "
+	nativeHeaders  = `"# carve trace v1" or "# carve trace v2"`
+)
 
 // The syntax of the native lines, for errors.
 const (
@@ -19,13 +27,38 @@ const (
 	nativeMemalign = `"m <id> <align> <size>"`
 	nativeThread   = `"t <thread>"`
 	nativeAny      = `a line "a", "f", "r", "c", "m" or "t" and its fields, or "#" and a comment`
+
+	nativeAllocV2    = `"a <id> <size> [<align>] [@<label>]"`
+	nativeCallocV2   = `"c <id> <n> <size> [@<label>]"`
+	nativeMemalignV2 = `"m <id> <align> <size> [@<label>]"`
+	nativeLabel      = `"l <label> <name> [<key>=<value> ...]"`
+	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t", "l" or "g" and its fields, or "#" and a comment`
 )
+
+// nativeState is what the native parser keeps between lines.
+type nativeState struct {
+	header bool
+	v2     bool   // the header said v2: labels
+	thread uint32 // the thread of the events that follow
+	// labels maps the trace's label numbers to the Reader's (0: not
+	// defined); numbers go up to MaxLabels, so a slice serves.
+	labels []uint32
+}
 
 // parseNative reads one line of the native format.
 func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	if !r.native.header {
-		if cut || !hasAt(line, 0, nativeHeader) || !blank(line, len(nativeHeader)) {
-			return false, r.syntaxError("header", quote(nativeHeader), line)
+		switch {
+		case cut || !blank(line, len(nativeHeader)):
+			return false, r.syntaxError("header", nativeHeaders, line)
+		case hasAt(line, 0, nativeHeader):
+		case hasAt(line, 0, nativeHeaderV2):
+			r.native.v2 = true
+			if r.labels == nil {
+				r.labels = &Labels{}
+			}
+		default:
+			return false, r.syntaxError("header", nativeHeaders, line)
 		}
 		r.native.header = true
 		return r.skip()
@@ -34,6 +67,9 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		return r.skip()
 	}
 	if cut || len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
+		if r.native.v2 {
+			return false, r.syntaxError("line", nativeAnyV2, line)
+		}
 		return false, r.syntaxError("line", nativeAny, line)
 	}
 	var (
@@ -53,14 +89,20 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		if blank(line, i) {
 			return true, nil
 		}
-		if b, i, ok = decField(line, i); !ok || !blank(line, i) {
-			return false, r.syntaxError("alloc", nativeAlloc, line)
+		if j, _ := space(line, i); j > i && line[j] == '@' {
+			return r.labelRef(line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
+		}
+		if b, i, ok = decField(line, i); !ok {
+			return false, r.syntaxError("alloc", r.nativeSyntax(nativeAlloc, nativeAllocV2), line)
 		}
 		if b > 1<<31 || b&(b-1) != 0 {
 			return false, r.syntaxError("alloc", "an alignment that is a power of two up to 2^31", line)
 		}
 		ev.Align = uint32(b)
-		return true, nil
+		if blank(line, i) {
+			return true, nil
+		}
+		return r.labelRef(line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
 	case 'f':
 		if id, i, ok = decField(line, 1); !ok || !blank(line, i) {
 			return false, r.syntaxError("free", nativeFree, line)
@@ -82,8 +124,8 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 				b, i, ok = decField(line, i)
 			}
 		}
-		if !ok || !blank(line, i) {
-			return false, r.syntaxError("calloc", nativeCalloc, line)
+		if !ok {
+			return false, r.syntaxError("calloc", r.nativeSyntax(nativeCalloc, nativeCallocV2), line)
 		}
 		e, ok := callocEvent(id, a, b)
 		if !ok {
@@ -91,29 +133,161 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		}
 		e.Thread = r.native.thread
 		*ev = e
-		return true, nil
+		if blank(line, i) {
+			return true, nil
+		}
+		return r.labelRef(line, i, "calloc", nativeCalloc, nativeCallocV2, ev)
 	case 'm':
 		if id, i, ok = decField(line, 1); ok {
 			if a, i, ok = decField(line, i); ok {
 				b, i, ok = decField(line, i)
 			}
 		}
-		if !ok || !blank(line, i) {
-			return false, r.syntaxError("memalign", nativeMemalign, line)
+		if !ok {
+			return false, r.syntaxError("memalign", r.nativeSyntax(nativeMemalign, nativeMemalignV2), line)
 		}
 		if a > 1<<31 || a&(a-1) != 0 {
 			return false, r.syntaxError("memalign", "an alignment that is a power of two up to 2^31", line)
 		}
 		*ev = Event{Op: Memalign, ID: id, Align: uint32(a), Size: b, Thread: r.native.thread}
-		return true, nil
+		if blank(line, i) {
+			return true, nil
+		}
+		return r.labelRef(line, i, "memalign", nativeMemalign, nativeMemalignV2, ev)
 	case 't':
 		if a, i, ok = decField(line, 1); !ok || !blank(line, i) || a > 1<<32-1 {
 			return false, r.syntaxError("thread", nativeThread+" with a thread below 2^32", line)
 		}
 		r.native.thread = uint32(a)
 		return r.skip()
+	case 'l':
+		if r.native.v2 {
+			return r.parseLabel(line)
+		}
+	case 'g':
+		if r.native.v2 {
+			return r.parseGoHeap(line)
+		}
 	}
-	return false, r.syntaxError("line", nativeAny, line)
+	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
+}
+
+// nativeSyntax returns the syntax of the trace's version: v1's or v2's.
+func (r *Reader) nativeSyntax(v1, v2 string) string {
+	if r.native.v2 {
+		return v2
+	}
+	return v1
+}
+
+// labelRef reads what follows an allocation's fields, from line[i:]: in
+// a v2 trace blanks and one "@<label>" naming a label defined before,
+// and nothing else. It sets ev.Label.
+func (r *Reader) labelRef(line []byte, i int, what, v1, v2 string, ev *Event) (bool, error) {
+	if !r.native.v2 {
+		return false, r.syntaxError(what, v1, line)
+	}
+	j, ok := space(line, i)
+	if !ok || j == len(line) || line[j] != '@' {
+		return false, r.syntaxError(what, v2, line)
+	}
+	n, j, ok := dec(line, j+1)
+	if !ok || !blank(line, j) {
+		return false, r.syntaxError(what, v2, line)
+	}
+	if n == 0 || n >= uint64(len(r.native.labels)) || r.native.labels[n] == 0 {
+		return false, r.syntaxError(what, "a label defined before by an \"l\" line", line)
+	}
+	ev.Label = r.native.labels[n]
+	return true, nil
+}
+
+// parseLabel reads an "l <label> <name> [<key>=<value> ...]" line.
+func (r *Reader) parseLabel(line []byte) (bool, error) {
+	n, i, ok := decField(line, 1)
+	if !ok {
+		return false, r.syntaxError("label", nativeLabel, line)
+	}
+	if n == 0 || n > MaxLabels {
+		return false, r.syntaxError("label", fmt.Sprintf("a label number from 1 to %d", MaxLabels), line)
+	}
+	var l Label
+	if i, ok = space(line, i); ok {
+		l.Name, i, ok = readWord(line, i)
+	}
+	if !ok {
+		return false, r.syntaxError("label", nativeLabel, line)
+	}
+	for {
+		var sp bool
+		if i, sp = space(line, i); i == len(line) {
+			break
+		}
+		k := i
+		for i < len(line) && line[i] != '=' && line[i] != ' ' && line[i] != '\t' {
+			i++
+		}
+		key := string(line[k:i])
+		if !sp || i == len(line) || line[i] != '=' || !validKey(key) {
+			return false, r.syntaxError("label", nativeLabel+" (keys: letters, digits, '_', '.', '-')", line)
+		}
+		var v string
+		if v, i, ok = readWord(line, i+1); !ok {
+			return false, r.syntaxError("label", nativeLabel, line)
+		}
+		l.Attrs = append(l.Attrs, Attr{key, v})
+	}
+	if int(n) < len(r.native.labels) && r.native.labels[n] != 0 {
+		return false, r.syntaxError("label", fmt.Sprintf("label %d defined once", n), line)
+	}
+	id, err := r.labels.Intern(l)
+	if errors.Is(err, ErrTooManyLabels) {
+		return false, fmt.Errorf("%s:%d: %w", r.name, r.lines.n, err)
+	}
+	if err != nil {
+		return false, r.syntaxError("label", err.Error(), line)
+	}
+	if int(n) >= len(r.native.labels) {
+		r.native.labels = append(r.native.labels, make([]uint32, int(n)+1-len(r.native.labels))...)
+	}
+	r.native.labels[n] = id
+	return r.skip()
+}
+
+// readWord reads a name or a value of a label line at line[i:]: a
+// double-quoted Go string, or else the bytes up to the next blank (at
+// least one).
+func readWord(line []byte, i int) (string, int, bool) {
+	if i < len(line) && line[i] == '"' {
+		q, err := strconv.QuotedPrefix(string(line[i:]))
+		if err != nil {
+			return "", i, false
+		}
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return "", i, false
+		}
+		return s, i + len(q), true
+	}
+	j := word(line, i)
+	return string(line[i:j]), j, j > i
+}
+
+// appendWord appends s as readWord reads it: bare when it is a plain
+// word, quoted otherwise (empty, with a blank, a quote, a backslash, a
+// byte that is not printable UTF-8, or starting with '"').
+func appendWord(b []byte, s string) []byte {
+	plain := s != "" && utf8.ValidString(s)
+	for _, c := range s {
+		if c == ' ' || c == '\t' || c == '"' || c == '\\' || !strconv.IsPrint(c) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return append(b, s...)
+	}
+	return strconv.AppendQuote(b, s)
 }
 
 // Writer writes events in the native text format, buffered: call Flush
@@ -122,27 +296,47 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 // differs from the one before (the first event's thread is 0 unless a
 // "t" line says otherwise).
 //
+// A Writer writes version 1 of the format, unless SetLabels gave it a
+// label table: then version 2, with each label defined by an "l" line
+// before the first event that carries it.
+//
 // A Writer is not safe for concurrent use.
 type Writer struct {
-	w      io.Writer
-	buf    []byte
-	thread uint32
-	header bool
-	err    error // sticky: the first error of w
+	w       io.Writer
+	buf     []byte
+	thread  uint32
+	header  bool
+	labels  *Labels // nil: version 1
+	defined []bool  // defined[id]: label id's "l" line is written
+	events  int64   // written
+	err     error   // sticky: the first error of w
 }
-
-// writerBuf is how much a Writer buffers before it writes.
-const writerBuf = 64 << 10
 
 // NewWriter returns a Writer to w.
 func NewWriter(w io.Writer) *Writer {
 	return &Writer{w: w, buf: make([]byte, 0, writerBuf)}
 }
 
+// SetLabels makes w write version 2 of the format, whose events carry
+// labels numbered in t (which may grow while w writes: a label is looked
+// up when the first event that carries it is written). A nil t leaves
+// version 1. It must be called before anything is written.
+func (w *Writer) SetLabels(t *Labels) error {
+	if w.header {
+		return fmt.Errorf("trace: Writer.SetLabels after the header was written")
+	}
+	w.labels = t
+	return nil
+}
+
+// writerBuf is how much a Writer buffers before it writes.
+const writerBuf = 64 << 10
+
 // Write writes one event. An event that breaks Event's contract (an
 // invalid op, an alignment that is not a power of two, a calloc size that
-// is not a multiple of its count) is an error, and nothing is written.
-// After an error of the underlying writer every call returns it.
+// is not a multiple of its count, a label on a free) is an error, and so
+// is a label that is not in the table SetLabels gave; nothing is written
+// then. After an error of the underlying writer every call returns it.
 func (w *Writer) Write(e Event) error {
 	if w.err != nil {
 		return w.err
@@ -150,10 +344,12 @@ func (w *Writer) Write(e Event) error {
 	if msg := e.check(); msg != "" {
 		return fmt.Errorf("trace: Write(%v): %s", e, msg)
 	}
-	if !w.header {
-		w.buf = append(w.buf, nativeHeader+"\n"...)
-		w.header = true
+	if e.Label != 0 {
+		if err := w.define(e); err != nil {
+			return err
+		}
 	}
+	w.writeHeader()
 	if e.Thread != w.thread {
 		w.buf = append(w.buf, "t "...)
 		w.buf = strconv.AppendUint(w.buf, uint64(e.Thread), 10)
@@ -162,6 +358,7 @@ func (w *Writer) Write(e Event) error {
 	}
 	w.buf = appendEvent(w.buf, e)
 	w.buf = append(w.buf, '\n')
+	w.events++
 	return w.flushIfFull()
 }
 
@@ -171,10 +368,7 @@ func (w *Writer) Comment(text string) error {
 	if w.err != nil {
 		return w.err
 	}
-	if !w.header {
-		w.buf = append(w.buf, nativeHeader+"\n"...)
-		w.header = true
-	}
+	w.writeHeader()
 	for line := range strings.SplitSeq(text, "\n") {
 		w.buf = append(w.buf, "# "...)
 		w.buf = append(w.buf, line...)
@@ -198,11 +392,48 @@ func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	if !w.header {
-		w.buf = append(w.buf, nativeHeader+"\n"...)
-		w.header = true
-	}
+	w.writeHeader()
 	return w.flush()
+}
+
+// writeHeader buffers the header if it is not written yet.
+func (w *Writer) writeHeader() {
+	if w.header {
+		return
+	}
+	if w.labels != nil {
+		w.buf = append(w.buf, nativeHeaderV2+"\n"...)
+	} else {
+		w.buf = append(w.buf, nativeHeader+"\n"...)
+	}
+	w.header = true
+}
+
+// define buffers the "l" line of e's label, unless it was written: the
+// line "l <label> <name> [<key>=<value> ...]".
+func (w *Writer) define(e Event) error {
+	id := e.Label
+	if int(id) < len(w.defined) && w.defined[id] {
+		return nil
+	}
+	l, ok := w.labels.Label(id)
+	if !ok {
+		if w.labels == nil {
+			return fmt.Errorf("trace: Write(%v): a label, and no label table (Writer.SetLabels)", e)
+		}
+		return fmt.Errorf("trace: Write(%v): label %d is not in the table (%d labels)", e, id, w.labels.Len())
+	}
+	w.writeHeader()
+	w.buf = append(w.buf, "l "...)
+	w.buf = strconv.AppendUint(w.buf, uint64(id), 10)
+	w.buf = append(w.buf, ' ')
+	w.buf = append(w.buf, l.String()...)
+	w.buf = append(w.buf, '\n')
+	if int(id) >= len(w.defined) {
+		w.defined = append(w.defined, make([]bool, int(id)+1-len(w.defined))...)
+	}
+	w.defined[id] = true
+	return w.flushIfFull()
 }
 
 func (w *Writer) flush() error {
@@ -218,7 +449,7 @@ func (w *Writer) flush() error {
 }
 
 // appendEvent appends the native line of e, without the line feed and
-// without its thread.
+// without its thread; a label is written as its number in the table.
 func appendEvent(b []byte, e Event) []byte {
 	switch e.Op {
 	case Alloc:
@@ -262,6 +493,10 @@ func appendEvent(b []byte, e Event) []byte {
 	default:
 		b = append(b, "? "...)
 		b = strconv.AppendUint(b, uint64(e.Op), 10)
+	}
+	if e.Label != 0 {
+		b = append(b, " @"...)
+		b = strconv.AppendUint(b, uint64(e.Label), 10)
 	}
 	return b
 }

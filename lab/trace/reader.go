@@ -19,7 +19,10 @@ const MaxLive = 1 << 26
 
 // Reader reads the events of a trace, streamed: it keeps one buffer of
 // MaxLine bytes and, for the importers, one table entry per live object;
-// never the trace.
+// never the trace. (A Go execution trace is read a generation at a time,
+// by x/exp/trace, with a table entry per live object and per span.) The
+// labels of the events and the Go heap's samples are kept as they come:
+// see Labels and GoHeap.
 //
 // Importers (every format but Native) turn the addresses of the recorded
 // program into object IDs 1, 2, 3... in order of birth. An address names
@@ -39,7 +42,9 @@ type Reader struct {
 
 	closers []io.Closer // decompressor, then file (Open)
 
-	stats ReaderStats
+	stats  ReaderStats
+	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
+	goHeap goHeapSeries // the Go heap's metrics, of those traces
 
 	// Importers' state.
 	addrs  addrMap // live address -> ID
@@ -48,11 +53,8 @@ type Reader struct {
 	pend   Event   // an event due after the one just returned
 	npend  bool
 
-	native struct {
-		header bool
-		thread uint32
-	}
-	rep struct {
+	native nativeState
+	rep    struct {
 		header [4]uint64 // heap size, IDs, ops, weight
 		nh     int       // header numbers read
 	}
@@ -61,13 +63,14 @@ type Reader struct {
 		pending bool
 	}
 	heap heaptrackState
+	gotr *goState // a Go execution trace's
 }
 
 // ReaderStats counts what a Reader read, and what it had to make of the
 // lines that do not fit an object's life. Events counts what Next and Read
 // returned, synthetic events included.
 type ReaderStats struct {
-	Lines  int64 // lines read
+	Lines  int64 // lines read (0 for a Go execution trace, which is binary)
 	Events int64 // events returned
 	// Skipped counts lines that carry no event: headers, comments, blank
 	// lines, and the records and messages of other kinds that a format's
@@ -98,6 +101,39 @@ type ReaderStats struct {
 	Invisible int64
 	// ThreadsDone counts AOSP thread_done records: dropped.
 	ThreadsDone int64
+
+	// The counts of a Go execution trace (UnknownFrees and MissedFrees
+	// count there too).
+
+	// GoAtStart counts the heap objects alive when the trace started,
+	// returned as allocations before those the program made.
+	GoAtStart int64
+	// TinyPacked counts allocations into a 16-byte tiny block already
+	// live: the runtime packs small pointer-free objects into such
+	// blocks, and the block is one object of the trace, of the size of
+	// the block and the type of the first object put in it.
+	TinyPacked int64
+	// UnknownTypes counts objects whose type the generation's type table
+	// does not hold: they carry no label.
+	UnknownTypes int64
+	// GoNoSpan counts objects in no span the trace showed: sized by
+	// their type (or the heap's minimum alignment).
+	GoNoSpan int64
+	// GoStacks counts the goroutine stacks the trace showed (returned as
+	// objects with ReaderOptions.GoStacks, left out otherwise).
+	GoStacks int64
+}
+
+// ReaderOptions tune a Reader. The zero value is NewReader's with Auto.
+type ReaderOptions struct {
+	// Format is the trace's format; Auto detects it.
+	Format Format
+	// GoStacks makes the reader of a Go execution trace return the
+	// goroutine stacks as objects too, labelled "goroutine stack", of
+	// their size, allocated and freed when the runtime did. They are left
+	// out otherwise: they are no heap objects (a program cannot move its
+	// stacks into a pool), and the heap's metrics do not count them.
+	GoStacks bool
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name
@@ -107,9 +143,17 @@ type ReaderStats struct {
 // documentation); detection failing is an error wrapping ErrDetect.
 //
 // NewReader reads up to MaxLine bytes of rd before it returns, to detect
-// the format. Close the Reader when done if rd was compressed (zstd
-// decoding holds resources).
+// the format, and to read the header of a native trace (its version) or
+// of a Go execution trace (a release whose size classes carve does not
+// know is refused here). Close the Reader when done if rd was compressed
+// (zstd decoding holds resources).
 func NewReader(rd io.Reader, name string, format Format) (*Reader, error) {
+	return NewReaderOptions(rd, name, ReaderOptions{Format: format})
+}
+
+// NewReaderOptions is NewReader with options.
+func NewReaderOptions(rd io.Reader, name string, opt ReaderOptions) (*Reader, error) {
+	format := opt.Format
 	r := &Reader{name: name, nextID: 1}
 	rd, err := r.decompress(rd)
 	if err != nil {
@@ -125,12 +169,22 @@ func NewReader(rd io.Reader, name string, format Format) (*Reader, error) {
 		}
 		if format = detect(r.lines.buf[:r.lines.w]); format == Auto {
 			r.Close()
-			return nil, fmt.Errorf("%s: %w (want the first lines of a carve, .rep, valgrind, heaptrack, mtrace or AOSP trace)", name, ErrDetect)
+			return nil, fmt.Errorf("%s: %w (want the first lines of a carve, .rep, valgrind, heaptrack, mtrace or AOSP trace, or a Go execution trace)", name, ErrDetect)
 		}
 	}
 	switch format {
 	case Native:
 		r.parse = (*Reader).parseNative
+		r.lines.fillAll()
+		if hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV2) {
+			r.labels = &Labels{}
+		}
+	case Go:
+		r.lines.fillAll()
+		if err := r.initGo(opt); err != nil {
+			r.Close()
+			return nil, err
+		}
 	case Rep:
 		r.parse = (*Reader).parseRep
 	case Valgrind:
@@ -153,16 +207,21 @@ func NewReader(rd io.Reader, name string, format Format) (*Reader, error) {
 // Reader of it with its format detected. Close the Reader to close the
 // file.
 func Open(path string) (*Reader, error) {
-	return OpenFormat(path, Auto)
+	return OpenOptions(path, ReaderOptions{})
 }
 
 // OpenFormat is Open with the format given (Auto detects it).
 func OpenFormat(path string, format Format) (*Reader, error) {
+	return OpenOptions(path, ReaderOptions{Format: format})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(path string, opt ReaderOptions) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewReader(f, path, format)
+	r, err := NewReaderOptions(f, path, opt)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -237,6 +296,12 @@ func (r *Reader) Stats() ReaderStats {
 	return s
 }
 
+// Labels returns the table of the labels that the events carry: those of
+// a native trace of version 2, the types of a Go execution trace; nil for
+// the other formats. It grows as the trace is read: a label is in it
+// before the first event that carries it is returned.
+func (r *Reader) Labels() *Labels { return r.labels }
+
 // Next returns the next event, or io.EOF after the last one. A line that
 // does not parse stops the Reader with an *Error; every later call
 // returns the same error.
@@ -255,10 +320,12 @@ func (r *Reader) Next() (Event, error) {
 // error, or 0 and the error that ends the trace (io.EOF at the end). It
 // is the faster way to read: one call per batch, not per event.
 func (r *Reader) Read(dst []Event) (n int, err error) {
+	// Events is counted as each event is read: the samples of the Go
+	// heap that the events' lines carry are placed by it.
 	for n < len(dst) && r.next(&dst[n]) {
 		n++
+		r.stats.Events++
 	}
-	r.stats.Events += int64(n)
 	if n > 0 {
 		return n, nil
 	}
@@ -276,6 +343,9 @@ func (r *Reader) next(ev *Event) bool {
 		}
 		if r.err != nil {
 			return false
+		}
+		if r.gotr != nil {
+			return r.nextGo(ev)
 		}
 		l := r.lines
 		if r.format == AOSP {
@@ -330,7 +400,7 @@ func (r *Reader) end(err error) error {
 	switch r.format {
 	case Native:
 		if !r.native.header {
-			return r.endError("header", quote(nativeHeader))
+			return r.endError("header", nativeHeaders)
 		}
 	case Rep:
 		if r.rep.nh < 4 {
@@ -426,6 +496,3 @@ func (r *Reader) realloc(old, addr, size uint64, ev *Event) error {
 	}
 	return nil
 }
-
-// quote returns s in double quotes, for Error.Want.
-func quote(s string) string { return `"` + s + `"` }

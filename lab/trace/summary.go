@@ -1,9 +1,15 @@
 package trace
 
 import (
+	"cmp"
+	"fmt"
 	"io"
 	"math"
 	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 )
 
 // Summary describes a trace as a whole: what it asks of an allocator,
@@ -47,9 +53,41 @@ type Summary struct {
 	// not live, an allocation of an ID already live.
 	UnknownFrees, UnknownReallocs, LiveAllocs int64
 
-	// Reader is the Reader's own count of what it read and had to make
-	// of the lines that do not fit an object's life.
+	// Labels describes the objects of each label, for a trace whose
+	// events carry labels (a Go execution trace, a native trace of
+	// version 2): nil otherwise. The labels most live at the peak come
+	// first (see LabelStat).
+	Labels []LabelStat
+
+	// Reader is the Reader's own count of what it read and had to make of
+	// the lines that do not fit an object's life.
 	Reader ReaderStats
+}
+
+// LabelStat describes the objects of one label of a trace: for a Go
+// execution trace, the objects of one type.
+type LabelStat struct {
+	// Label is the label's number in the trace's table, 0 for the
+	// objects without a label; Name its name ("" for 0).
+	Label uint32
+	Name  string
+	// Objects and Bytes are the label's objects and their bytes live at
+	// the trace's peak (after event PeakAt); Share is Bytes / PeakLive.
+	Objects int64
+	Bytes   uint64
+	Share   float64
+	// PeakBytes is the most bytes of the label live at once, at any
+	// point of the trace.
+	PeakBytes uint64
+	// Allocs counts the label's allocations; Freed those of its objects
+	// that were freed, and MeanLife is their mean lifetime in events
+	// (from the allocation to the free; 0 when none was freed).
+	Allocs, Freed int64
+	MeanLife      float64
+	// Size and PtrBytes are the label's attributes AttrSize and
+	// AttrPtrBytes (a Go type's size, and its bytes that may hold
+	// pointers), -1 when it has none.
+	Size, PtrBytes int64
 }
 
 // Summarize reads r to its end and describes the trace. It keeps one map
@@ -60,24 +98,23 @@ func Summarize(r *Reader) (Summary, error) {
 	return s, err
 }
 
-// EventSource gives events in batches: a *Reader, or a replay source.
-type EventSource interface {
-	Read(dst []Event) (n int, err error)
-}
-
 // SummarizeFrom is Summarize for any source of events; Summary.Reader is
-// left zero.
-func SummarizeFrom(r EventSource) (Summary, error) {
+// left zero. Summary.Labels is filled when src is a LabeledSource with a
+// table.
+func SummarizeFrom(src Source) (Summary, error) {
 	var s Summary
 	type obj struct {
-		size uint64
-		born int64
+		size  uint64
+		born  int64
+		label uint32
 	}
+	labels := LabelsOf(src)
+	var ls labelCounts
 	live := make(map[uint64]obj)
 	var cur uint64
 	batch := make([]Event, 1024)
 	for {
-		n, err := r.Read(batch)
+		n, err := src.Read(batch)
 		for _, e := range batch[:n] {
 			at := s.Events
 			s.Events++
@@ -88,9 +125,12 @@ func SummarizeFrom(r EventSource) (Summary, error) {
 				if old, ok := live[e.ID]; ok {
 					s.LiveAllocs++
 					cur -= old.size
+					ls.change(old.label, -1, -int64(old.size))
 				}
-				live[e.ID] = obj{e.Size, at}
+				live[e.ID] = obj{e.Size, at, e.Label}
 				cur += e.Size
+				ls.change(e.Label, 1, int64(e.Size))
+				ls.of(e.Label).allocs++
 			case Realloc:
 				old, ok := live[e.ID]
 				if !ok {
@@ -99,7 +139,8 @@ func SummarizeFrom(r EventSource) (Summary, error) {
 				}
 				s.request(e.Size)
 				cur = cur - old.size + e.Size
-				live[e.ID] = obj{e.Size, old.born}
+				live[e.ID] = obj{e.Size, old.born, old.label}
+				ls.change(old.label, 0, int64(e.Size)-int64(old.size))
 			case Free:
 				old, ok := live[e.ID]
 				if !ok {
@@ -109,9 +150,14 @@ func SummarizeFrom(r EventSource) (Summary, error) {
 				delete(live, e.ID)
 				cur -= old.size
 				s.Lifetimes[bits.Len64(uint64(at-old.born))]++
+				ls.change(old.label, -1, -int64(old.size))
+				c := ls.of(old.label)
+				c.freed++
+				c.life += float64(at - old.born)
 			}
 			if cur > s.PeakLive {
 				s.PeakLive, s.PeakAt = cur, at
+				ls.peak()
 			}
 			if int64(len(live)) > s.PeakObjects {
 				s.PeakObjects = int64(len(live))
@@ -125,7 +171,167 @@ func SummarizeFrom(r EventSource) (Summary, error) {
 		}
 	}
 	s.EndLive, s.EndObjects = cur, int64(len(live))
+	if labels != nil {
+		s.Labels = ls.stats(labels, s.PeakLive)
+	}
 	return s, nil
+}
+
+// labelCounts keeps the live objects and bytes of each label as a trace
+// is read, and their values at the trace's peak: the labels changed since
+// the last peak are listed (dirty), so that reaching a new peak copies
+// only those, and the whole costs O(1) an event.
+type labelCounts struct {
+	c     []labelCount // by label number
+	dirty []uint32
+}
+
+type labelCount struct {
+	objects, atPeakObjects int64
+	bytes, atPeakBytes     int64
+	peakBytes              int64
+	allocs, freed          int64
+	life                   float64 // the sum of the lifetimes of the freed
+	isDirty, seen          bool
+}
+
+func (ls *labelCounts) of(l uint32) *labelCount {
+	if int(l) >= len(ls.c) {
+		ls.c = append(ls.c, make([]labelCount, int(l)+1-len(ls.c))...)
+	}
+	return &ls.c[l]
+}
+
+// change adds objects and bytes to label l's live counts.
+func (ls *labelCounts) change(l uint32, objects, bytes int64) {
+	c := ls.of(l)
+	c.objects += objects
+	c.bytes += bytes
+	c.peakBytes = max(c.peakBytes, c.bytes)
+	c.seen = true
+	if !c.isDirty {
+		c.isDirty = true
+		ls.dirty = append(ls.dirty, l)
+	}
+}
+
+// peak records the live counts as those at the trace's peak.
+func (ls *labelCounts) peak() {
+	for _, l := range ls.dirty {
+		c := &ls.c[l]
+		c.atPeakObjects, c.atPeakBytes = c.objects, c.bytes
+		c.isDirty = false
+	}
+	ls.dirty = ls.dirty[:0]
+}
+
+// stats returns the labels' statistics, most bytes at the peak first
+// (then the highest peak of their own, then by name).
+func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
+	var out []LabelStat
+	for l := range ls.c {
+		c := &ls.c[l]
+		if !c.seen {
+			continue
+		}
+		st := LabelStat{
+			Label: uint32(l), Objects: c.atPeakObjects, Bytes: uint64(c.atPeakBytes),
+			PeakBytes: uint64(c.peakBytes), Allocs: c.allocs, Freed: c.freed, Size: -1, PtrBytes: -1,
+		}
+		if peak > 0 {
+			st.Share = float64(st.Bytes) / float64(peak)
+		}
+		if c.freed > 0 {
+			st.MeanLife = c.life / float64(c.freed)
+		}
+		if lab, ok := labels.Label(uint32(l)); ok {
+			st.Name = lab.Name
+			if v, ok := lab.Uint(AttrSize); ok && v <= math.MaxInt64 {
+				st.Size = int64(v)
+			}
+			if v, ok := lab.Uint(AttrPtrBytes); ok && v <= math.MaxInt64 {
+				st.PtrBytes = int64(v)
+			}
+		}
+		out = append(out, st)
+	}
+	slices.SortStableFunc(out, func(a, b LabelStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(b.PeakBytes, a.PeakBytes), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// WriteLabels prints s.Labels as a table, the first n rows (all when n
+// is 0 or less) and a line for the rest: for each label the bytes and
+// objects live at the trace's peak, their share of the peak, the label's
+// own peak, its allocations, the mean lifetime of its objects in events,
+// its pointer bytes and its size (for a Go trace: the type's; "-" when
+// the label has no such attribute), and its name. It prints nothing for a
+// trace without labels.
+func (s Summary) WriteLabels(w io.Writer, n int) error {
+	if len(s.Labels) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "bytes at peak\tshare\tobjects\town peak\tallocs\tmean life\tptr bytes\tsize\t  label\n")
+	rows := s.Labels
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	attr := func(v int64) string {
+		if v < 0 {
+			return "-"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	for _, l := range rows {
+		name := l.Name
+		if l.Label == 0 {
+			name = "(no label)"
+		}
+		life := "-"
+		if l.Freed > 0 {
+			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t%s\t%d\t%s\t%s\t%s\t  %s\n", sizeString(l.Bytes), 100*l.Share, l.Objects,
+			sizeString(l.PeakBytes), l.Allocs, life, attr(l.PtrBytes), attr(l.Size), name)
+	}
+	if rest := s.Labels[len(rows):]; len(rest) > 0 {
+		var objects int64
+		var bytes uint64
+		for _, l := range rest {
+			objects += l.Objects
+			bytes += l.Bytes
+		}
+		share := 0.0
+		if s.PeakLive > 0 {
+			share = float64(bytes) / float64(s.PeakLive)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t\t\t\t\t\t  (%d more labels)\n", sizeString(bytes), 100*share, objects, len(rest))
+	}
+	return tw.Flush()
+}
+
+// sizeString formats a number of bytes in B, KiB, MiB or GiB, three
+// significant digits past 1 KiB: "512 B", "1.50 KiB", "12.3 MiB".
+func sizeString(b uint64) string {
+	if b < 1<<10 {
+		return strconv.FormatUint(b, 10) + " B"
+	}
+	v, unit := float64(b)/(1<<10), "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if v < 1<<10 {
+			break
+		}
+		v, unit = v/(1<<10), u
+	}
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
 }
 
 // request counts one requested size.

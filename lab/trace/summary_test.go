@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -43,7 +44,7 @@ a 4 0
 	want.Lifetimes[bucket(3)] = 1 // c 2 at 1, freed at 4
 	want.Lifetimes[bucket(8)] = 1 // a 1 at 0, freed at 8
 	s.Reader = ReaderStats{}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("Summarize =\n%+v\nwant\n%+v", s, want)
 	}
 	ff, bf := s.Robson()
@@ -62,4 +63,48 @@ func bucket(n uint64) int {
 		b++
 	}
 	return b
+}
+
+// TestSummaryLabels checks the labels' statistics on a small trace: their
+// live counts at the trace's peak (not at their own), their own peaks,
+// lifetimes, and the order of the table.
+func TestSummaryLabels(t *testing.T) {
+	var tab Labels
+	sess, _ := tab.Intern(Label{Name: "main.session", Attrs: []Attr{{AttrSize, "64"}, {AttrPtrBytes, "0"}}})
+	buf, _ := tab.Intern(Label{Name: "uint8", Attrs: []Attr{{AttrSize, "1"}, {AttrPtrBytes, "0"}}})
+	conn, _ := tab.Intern(Label{Name: "main.conn", Attrs: []Attr{{AttrSize, "48"}, {AttrPtrBytes, "40"}}})
+	evs := []Event{
+		{Op: Alloc, ID: 1, Size: 1024, Label: buf}, // 0: 1024
+		{Op: Alloc, ID: 2, Size: 64, Label: sess},  // 1: 1088
+		{Op: Alloc, ID: 3, Size: 1024, Label: buf}, // 2: 2112
+		{Op: Alloc, ID: 4, Size: 64, Label: sess},  // 3: 2176
+		{Op: Free, ID: 1},                          // 4: 1152 (buffer 1 lived 4 events)
+		{Op: Free, ID: 3},                          // 5: 128  (buffer 3 lived 3)
+		{Op: Alloc, ID: 5, Size: 4096},             // 6: 4224, unlabelled
+		{Op: Alloc, ID: 6, Size: 48, Label: conn},  // 7: 4272: the peak
+		{Op: Realloc, ID: 6, Size: 32},             // 8: 4256
+		{Op: Free, ID: 5},                          // 9: 160
+	}
+	s, err := SummarizeFrom(LabeledEvents(evs, &tab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PeakLive != 4272 || s.PeakAt != 7 {
+		t.Fatalf("peak %d at %d, want 4272 at 7", s.PeakLive, s.PeakAt)
+	}
+	want := []LabelStat{
+		{Label: 0, Objects: 1, Bytes: 4096, PeakBytes: 4096, Allocs: 1, Freed: 1, MeanLife: 3, Size: -1, PtrBytes: -1},
+		{Label: sess, Name: "main.session", Objects: 2, Bytes: 128, PeakBytes: 128, Allocs: 2, Size: 64, PtrBytes: 0},
+		{Label: conn, Name: "main.conn", Objects: 1, Bytes: 48, PeakBytes: 48, Allocs: 1, Size: 48, PtrBytes: 40},
+		{Label: buf, Name: "uint8", Objects: 0, Bytes: 0, PeakBytes: 2048, Allocs: 2, Freed: 2, MeanLife: 3.5, Size: 1, PtrBytes: 0},
+	}
+	for i := range want {
+		want[i].Share = float64(want[i].Bytes) / 4272
+	}
+	if !reflect.DeepEqual(s.Labels, want) {
+		t.Errorf("Labels =\n%+v\nwant\n%+v", s.Labels, want)
+	}
+	if s, _ := SummarizeFrom(Events(evs)); s.Labels != nil {
+		t.Errorf("a trace without a label table: Labels = %+v, want nil", s.Labels)
+	}
 }

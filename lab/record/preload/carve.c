@@ -41,7 +41,10 @@
  * execs another leaves its log and the new image starts one. The Go side
  * keeps the busiest log. The buffer is written at exit and _exit; it is
  * lost (at most LOG_BUF bytes) when a signal ends the process or it
- * replaces itself with exec.
+ * replaces itself with exec, or when it ends by the exit_group system
+ * call without libc's exit, as a Go program does: with
+ * CARVE_RECORD_WRITE_THROUGH=1 (which the Go side sets for Go binaries)
+ * every record is written at once instead, a write(2) per call.
  */
 
 #define _GNU_SOURCE
@@ -77,6 +80,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int state = STATE_UNSET;
 static int log_fd = -1;
 static int write_through; /* set at exit: each record is written at once */
+static int always_through; /* CARVE_RECORD_WRITE_THROUGH=1: from the start */
 static size_t used;
 static char buf[LOG_BUF];
 static char dir[4096];
@@ -199,7 +203,7 @@ static void open_log(void)
 	}
 	log_fd = fd;
 	used = 0;
-	write_through = 0;
+	write_through = always_through;
 	state = STATE_ON;
 
 	char exe[4096];
@@ -224,6 +228,8 @@ static void start(void)
 		return;
 	}
 	strcpy(dir, d);
+	const char *wt = getenv("CARVE_RECORD_WRITE_THROUGH");
+	always_through = wt != NULL && wt[0] == '1' && wt[1] == '\0';
 	open_log();
 }
 

@@ -1,0 +1,290 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// ErrUsage is wrapped by the errors of a command that Record cannot
+// record as given: carve's command line exits with status 2 on them.
+var ErrUsage = errors.New("record: cannot record this command")
+
+// ErrGoProgram is wrapped by Record's error for a Go binary that is not
+// run by go test (its heap is Go's, which no C recorder sees), when
+// nothing of its C heap was recorded either.
+var ErrGoProgram = fmt.Errorf("%w: a Go program", ErrUsage)
+
+// ErrGoTestPackages is wrapped by Record's error for a go test command of
+// several packages: go test -trace takes one.
+var ErrGoTestPackages = fmt.Errorf("%w: go test of several packages", ErrUsage)
+
+// howToRecordGo says how a Go program's heap is recorded.
+const howToRecordGo = "a Go program's heap is recorded from its execution trace: run its tests under carve record, " +
+	"one package at a time (carve record -o FILE -- go test -run TestX ./pkg; go test -trace takes one package); " +
+	"recording a running service (carve record --from) and a binary that traces itself are the next steps, not here yet"
+
+var goRecorder = &recorder{
+	RecorderInfo: RecorderInfo{
+		Name: "go",
+		Keeps: "the Go heap of a go test run, from its execution trace (GODEBUG=traceallocfree=1): every heap object " +
+			"with its type (name, size, pointer bytes), the objects alive when the trace starts, the runtime's own " +
+			"heap metrics; chosen by itself for a go test command",
+		Loses: "call stacks; the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
+			"requested sizes (objects are sized by Go's size classes); the tiny objects packed into one 16-byte " +
+			"block (one object); goroutine stacks (kept on request)",
+		Processes: "the test binary of one package (go test -trace takes one)",
+		Needs:     "the Go toolchain (go on the PATH)",
+	},
+	format: trace.Go,
+	check: func() error {
+		if _, err := exec.LookPath("go"); err != nil {
+			return fmt.Errorf("record: the go recorder needs the Go toolchain (go on the PATH): %w", err)
+		}
+		return nil
+	},
+}
+
+// goTest is a go test command line, read.
+type goTest struct {
+	argv     []string // the command to run: the trace flag added if it had none
+	dir      string   // its -C directory, or ""
+	packages []string // the package arguments
+	trace    string   // the trace file the run writes (absolute, or relative to dir)
+	ownTrace bool     // the user's own -trace named it
+}
+
+// goTestValueFlags are the flags of go test and go build that take a
+// value as the next argument when not given with "=" (go help testflag,
+// go help build); every other flag is taken as a boolean.
+var goTestValueFlags = map[string]bool{
+	"bench": true, "benchtime": true, "count": true, "covermode": true, "coverpkg": true, "cpu": true,
+	"fuzz": true, "fuzztime": true, "fuzzminimizetime": true, "list": true, "outputdir": true, "parallel": true,
+	"run": true, "shuffle": true, "skip": true, "timeout": true, "vet": true, "blockprofile": true,
+	"blockprofilerate": true, "coverprofile": true, "cpuprofile": true, "memprofile": true, "memprofilerate": true,
+	"mutexprofile": true, "mutexprofilefraction": true, "trace": true, "p": true, "asmflags": true,
+	"buildmode": true, "compiler": true, "gccgoflags": true, "gcflags": true, "installsuffix": true,
+	"ldflags": true, "mod": true, "modfile": true, "overlay": true, "pgo": true, "pkgdir": true, "tags": true,
+	"toolexec": true, "o": true, "exec": true,
+}
+
+// parseGoTest reports whether cmd is a go test command ("go", maybe -C
+// DIR, then "test") and reads it; traceFile is where the trace goes when
+// the command names none.
+func parseGoTest(cmd []string, traceFile string) (*goTest, bool, error) {
+	if len(cmd) < 2 || filepath.Base(cmd[0]) != "go" {
+		return nil, false, nil
+	}
+	t := &goTest{}
+	i := 1
+	switch {
+	case cmd[i] == "-C" || cmd[i] == "--C":
+		if len(cmd) < 4 {
+			return nil, false, nil
+		}
+		t.dir, i = cmd[2], 3
+	case strings.HasPrefix(cmd[i], "-C=") || strings.HasPrefix(cmd[i], "--C="):
+		t.dir, i = cmd[i][strings.IndexByte(cmd[i], '=')+1:], 2
+	}
+	if i >= len(cmd) || cmd[i] != "test" {
+		return nil, false, nil
+	}
+	test := i
+	outputdir := ""
+	for i = test + 1; i < len(cmd); i++ {
+		a := cmd[i]
+		if a == "-args" || a == "--args" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			t.packages = append(t.packages, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name = strings.TrimPrefix(name, "test.")
+		if goTestValueFlags[name] && !hasValue {
+			if i+1 == len(cmd) {
+				return nil, true, fmt.Errorf("%w: go test flag %s wants a value", ErrUsage, a)
+			}
+			i++
+			value = cmd[i]
+		}
+		switch name {
+		case "c":
+			return nil, true, fmt.Errorf("%w: go test -c builds the test binary without running it: nothing to record", ErrUsage)
+		case "trace":
+			t.trace, t.ownTrace = value, true
+		case "outputdir":
+			outputdir = value
+		}
+	}
+	if t.ownTrace {
+		if !filepath.IsAbs(t.trace) && outputdir != "" {
+			t.trace = filepath.Join(outputdir, t.trace)
+		}
+		t.argv = cmd
+		return t, true, nil
+	}
+	t.trace = traceFile
+	t.argv = append(append(append([]string{}, cmd[:test+1]...), "-trace="+traceFile), cmd[test+1:]...)
+	return t, true, nil
+}
+
+// packageList lists the packages a go test command names, with go list
+// (in its -C directory): go test -trace takes one. An error of go list
+// (a pattern that matches nothing, say) is left to go test to report.
+func (t *goTest) packageList(ctx context.Context, env []string, workdir string) []string {
+	args := []string{"list", "-e", "-f", "{{.ImportPath}}", "--"}
+	args = append(args, t.packages...)
+	c := exec.CommandContext(ctx, "go", args...)
+	c.Env, c.Dir = env, t.runDir(workdir)
+	out, err := c.Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+// runDir is the directory the go command runs in.
+func (t *goTest) runDir(workdir string) string {
+	if t.dir == "" {
+		return workdir
+	}
+	if filepath.IsAbs(t.dir) {
+		return t.dir
+	}
+	return filepath.Join(workdir, t.dir)
+}
+
+// godebug returns env with traceallocfree=1 added to its GODEBUG (the
+// last setting of a name wins in GODEBUG, so an earlier
+// traceallocfree=0 is overridden).
+func godebug(env []string) []string {
+	v := lookup(env, "GODEBUG")
+	if v != "" {
+		v += ","
+	}
+	return append(env[:len(env):len(env)], "GODEBUG="+v+"traceallocfree=1")
+}
+
+// recordGoTest runs a go test command with the alloc/free experiment and
+// an execution trace, and converts the trace.
+func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options, res *Result) error {
+	if err := goRecorder.check(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "carve-record-")
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	t, _, err := parseGoTest(cmd, filepath.Join(dir, "go.trace"))
+	if err != nil {
+		return err
+	}
+	workdir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	env := godebug(environ(os.Environ(), opt.Env, nil))
+	if pkgs := t.packageList(ctx, env, workdir); len(pkgs) > 1 {
+		return fmt.Errorf("%w: go test -trace takes one package, and %s names %d (%s): record one at a time",
+			ErrGoTestPackages, strings.Join(t.packages, " "), len(pkgs), strings.Join(pkgs, ", "))
+	}
+	path := t.trace
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(t.runDir(workdir), path)
+	}
+	if t.ownTrace {
+		os.Remove(path) // a trace left from an earlier run must not pass for this one's
+	}
+	// go test's own complaint about several packages, should go list
+	// have missed it, is caught in its standard error.
+	var stderr tail
+	errOut := io.Writer(&stderr)
+	if opt.Stderr != nil {
+		errOut = io.MultiWriter(opt.Stderr, &stderr)
+	}
+	o := opt
+	o.Stderr = errOut
+	pid, runErr := run(ctx, t.argv, env, o)
+	if pid == 0 {
+		return runErr
+	}
+	res.Process = Process{Pid: pid, Program: strings.Join(t.argv, " ")}
+	if bytes.Contains(stderr.b, []byte("cannot use -trace flag with multiple packages")) {
+		return fmt.Errorf("%w: go test -trace takes one package (go test said: cannot use -trace flag with multiple packages)", ErrGoTestPackages)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (did the package's tests run?)", ErrNoEvents, path))
+	}
+	err = convertGo(res, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	return errors.Join(runErr, err)
+}
+
+// tail keeps the last 64 KiB written to it.
+type tail struct{ b []byte }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 64<<10 {
+		t.b = t.b[len(t.b)-64<<10:]
+	}
+	return len(p), nil
+}
+
+// convertGo converts the Go execution trace at path to the native format
+// of version 2 (labels: the types), with the heap's own metrics.
+func convertGo(res *Result, path string, stacks bool, out io.Writer, comment string) error {
+	r, err := trace.OpenOptions(path, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer func() { res.Import = r.Stats() }()
+	w := trace.NewWriter(out)
+	if err := w.SetLabels(r.Labels()); err != nil {
+		return err
+	}
+	if err := w.Comment(comment); err != nil {
+		return err
+	}
+	n, err := trace.Copy(w, r)
+	res.Events = n
+	if err != nil {
+		return fmt.Errorf("record: reading the Go execution trace: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: the execution trace holds no heap event", ErrNoEvents)
+	}
+	res.GoHeap = r.GoHeap()
+	return w.Flush()
+}
+
+// goBinary reports whether the program cmd[0] names is a Go binary, and
+// whether it was built with cgo.
+func goBinary(cmd []string) (isGo, cgo bool) {
+	path, err := exec.LookPath(cmd[0])
+	if err != nil {
+		return false, false
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false, false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "CGO_ENABLED" && s.Value == "1" {
+			cgo = true
+		}
+	}
+	return true, cgo
+}

@@ -1,0 +1,217 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A Label says what an object is: for a Go execution trace, the object's
+// type. It is a name and attributes, which carve's readers set for their
+// formats (see AttrSize and AttrPtrBytes); the native format carries any.
+type Label struct {
+	Name string
+	// Attrs are the label's attributes, sorted by key, each key once.
+	Attrs []Attr
+}
+
+// Attr is one attribute of a Label: a key and its value.
+type Attr struct{ Key, Value string }
+
+// The attributes the Go importer sets on a type's label.
+const (
+	// AttrSize is the type's size in bytes (a []byte's objects have the
+	// type uint8: size 1; the object's own size is the event's).
+	AttrSize = "size"
+	// AttrPtrBytes is how many leading bytes of the type may hold
+	// pointers: 0 for a pointer-free type, whose objects the GC does
+	// not scan and carve's pools may hold.
+	AttrPtrBytes = "ptrbytes"
+)
+
+// Attr returns the value of the attribute key.
+func (l Label) Attr(key string) (string, bool) {
+	i, ok := slices.BinarySearchFunc(l.Attrs, key, func(a Attr, k string) int { return strings.Compare(a.Key, k) })
+	if !ok {
+		return "", false
+	}
+	return l.Attrs[i].Value, true
+}
+
+// Uint returns the attribute key as a decimal number; ok is false when it
+// is absent or not one.
+func (l Label) Uint(key string) (v uint64, ok bool) {
+	s, ok := l.Attr(key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil
+}
+
+// String formats l as the native format's definition does, without the
+// label's number: `main.session ptrbytes=0 size=64`.
+func (l Label) String() string {
+	b := appendWord(nil, l.Name)
+	for _, a := range l.Attrs {
+		b = append(b, ' ')
+		b = append(b, a.Key...)
+		b = append(b, '=')
+		b = appendWord(b, a.Value)
+	}
+	return string(b)
+}
+
+// MaxLabels is the most labels a table holds, and MaxLabelBytes the most
+// bytes of names, keys and values in all: past either, Intern fails
+// (and a Reader stops with its error) rather than grow without bound on a
+// hostile trace. A Go program has some thousands of types.
+const (
+	MaxLabels     = 1 << 20
+	MaxLabelBytes = 64 << 20
+)
+
+// ErrTooManyLabels is returned (wrapped) when a label table would pass
+// MaxLabels or MaxLabelBytes.
+var ErrTooManyLabels = errors.New("trace: too many labels")
+
+// Labels is a table of interned labels: each distinct label once, numbered
+// 1, 2, 3... in the order it was first interned. 0 is no label, and the
+// Label field of an Event is a number in its trace's table.
+//
+// A Reader's table grows as the trace is read (a label is in it before
+// the first event that carries it is returned). Labels is not safe for
+// concurrent use while it grows; a table that no longer does may be read
+// by any number of goroutines.
+type Labels struct {
+	list  []Label           // list[i] is label i+1
+	index map[string]uint32 // labelKey(label) -> its number
+	bytes int               // names, keys and values, for MaxLabelBytes
+}
+
+// Len returns the number of labels in t; a nil table has none.
+func (t *Labels) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.list)
+}
+
+// Label returns label number id; ok is false for 0 and for numbers past
+// the table's end.
+func (t *Labels) Label(id uint32) (l Label, ok bool) {
+	if t == nil || id == 0 || int(id) > len(t.list) {
+		return Label{}, false
+	}
+	return t.list[id-1], true
+}
+
+// Name returns the name of label id, or "" when there is none.
+func (t *Labels) Name(id uint32) string {
+	l, _ := t.Label(id)
+	return l.Name
+}
+
+// Intern returns the number of l in t, adding it if it is new. Its
+// attributes are sorted by key (a copy is kept; l is not changed); a key
+// given twice, a key that is empty or holds other bytes than letters,
+// digits and "_.-", or a table full (ErrTooManyLabels), is an error.
+func (t *Labels) Intern(l Label) (uint32, error) {
+	attrs := slices.Clone(l.Attrs)
+	slices.SortFunc(attrs, func(a, b Attr) int { return strings.Compare(a.Key, b.Key) })
+	size := len(l.Name)
+	for i, a := range attrs {
+		if !validKey(a.Key) {
+			return 0, fmt.Errorf("trace: label %q: attribute key %q: want letters, digits, '_', '.' or '-'", l.Name, a.Key)
+		}
+		if i > 0 && attrs[i-1].Key == a.Key {
+			return 0, fmt.Errorf("trace: label %q: attribute %q given twice", l.Name, a.Key)
+		}
+		size += len(a.Key) + len(a.Value)
+	}
+	l.Attrs = attrs
+	key := labelKey(l)
+	if id, ok := t.index[key]; ok {
+		return id, nil
+	}
+	if len(t.list) >= MaxLabels || t.bytes+size > MaxLabelBytes {
+		return 0, fmt.Errorf("%w (more than %d, or %d bytes)", ErrTooManyLabels, MaxLabels, MaxLabelBytes)
+	}
+	if t.index == nil {
+		t.index = make(map[string]uint32)
+	}
+	if len(l.Attrs) == 0 {
+		l.Attrs = nil
+	}
+	t.list = append(t.list, l)
+	t.bytes += size
+	id := uint32(len(t.list))
+	t.index[key] = id
+	return id, nil
+}
+
+// labelKey encodes a label whose attributes are sorted, each string
+// prefixed by its length, so that distinct labels have distinct keys.
+func labelKey(l Label) string {
+	b := make([]byte, 0, 16+len(l.Name))
+	put := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	put(l.Name)
+	for _, a := range l.Attrs {
+		put(a.Key)
+		put(a.Value)
+	}
+	return string(b)
+}
+
+// validKey reports whether k may be an attribute key: one or more
+// letters, digits, '_', '.' or '-'.
+func validKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// A LabeledSource is a Source whose events carry labels: Labels returns
+// the table that their Label fields number. The table may grow as the
+// source is read; a label is in it before the first event that carries
+// it is returned. A *Reader is one (its table is nil for the formats
+// that have no labels).
+type LabeledSource interface {
+	Source
+	Labels() *Labels
+}
+
+// LabelsOf returns the label table of src's events, or nil when they
+// carry none.
+func LabelsOf(src Source) *Labels {
+	if l, ok := src.(LabeledSource); ok {
+		return l.Labels()
+	}
+	return nil
+}
+
+// LabeledEvents returns a Source that gives evs, sharing them, whose
+// labels are numbers in labels (see Events).
+func LabeledEvents(evs []Event, labels *Labels) Source {
+	return &labeledSlice{sliceSource{evs: evs}, labels}
+}
+
+type labeledSlice struct {
+	sliceSource
+	labels *Labels
+}
+
+func (s *labeledSlice) Labels() *Labels { return s.labels }

@@ -1,0 +1,168 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLabels(t *testing.T) {
+	var tab Labels
+	a, err := tab.Intern(Label{Name: "main.session", Attrs: []Attr{{"size", "64"}, {"ptrbytes", "0"}}})
+	if err != nil || a != 1 {
+		t.Fatalf("Intern = %d, %v; want 1", a, err)
+	}
+	// The same label, attributes in another order: the same number.
+	if b, err := tab.Intern(Label{Name: "main.session", Attrs: []Attr{{"ptrbytes", "0"}, {"size", "64"}}}); b != a || err != nil {
+		t.Errorf("Intern of the same label = %d, %v; want %d", b, err, a)
+	}
+	// Another size: another label, though the name is the same.
+	if b, _ := tab.Intern(Label{Name: "main.session", Attrs: []Attr{{"size", "32"}}}); b != 2 {
+		t.Errorf("Intern of another label = %d, want 2", b)
+	}
+	if c, _ := tab.Intern(Label{Name: "x"}); c != 3 || tab.Len() != 3 {
+		t.Errorf("Intern(x) = %d, Len %d; want 3, 3", c, tab.Len())
+	}
+	l, ok := tab.Label(1)
+	if !ok || l.Name != "main.session" || !reflect.DeepEqual(l.Attrs, []Attr{{"ptrbytes", "0"}, {"size", "64"}}) {
+		t.Errorf("Label(1) = %+v, %v", l, ok)
+	}
+	if v, ok := l.Uint(AttrSize); v != 64 || !ok {
+		t.Errorf("Uint(size) = %d, %v", v, ok)
+	}
+	if _, ok := l.Uint("nosuch"); ok {
+		t.Error("Uint of a missing attribute: ok")
+	}
+	for _, id := range []uint32{0, 4} {
+		if _, ok := tab.Label(id); ok {
+			t.Errorf("Label(%d): ok", id)
+		}
+	}
+	var none *Labels
+	if none.Len() != 0 || none.Name(1) != "" {
+		t.Error("a nil table is not empty")
+	}
+	for _, bad := range []Label{
+		{Name: "k", Attrs: []Attr{{"", "v"}}},
+		{Name: "k", Attrs: []Attr{{"a b", "v"}}},
+		{Name: "k", Attrs: []Attr{{"a=", "v"}}},
+		{Name: "k", Attrs: []Attr{{"a", "1"}, {"a", "2"}}},
+	} {
+		if _, err := tab.Intern(bad); err == nil {
+			t.Errorf("Intern(%+v) = nil error", bad)
+		}
+	}
+	if got := (Label{Name: "a b", Attrs: []Attr{{"k", `"q"`}, {"n", ""}}}).String(); got != `"a b" k="\"q\"" n=""` {
+		t.Errorf("String() = %s", got)
+	}
+}
+
+func TestLabelsBounded(t *testing.T) {
+	var tab Labels
+	long := strings.Repeat("x", MaxLabelBytes/2)
+	if _, err := tab.Intern(Label{Name: long}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tab.Intern(Label{Name: long + "y"}); !errors.Is(err, ErrTooManyLabels) {
+		t.Errorf("Intern past MaxLabelBytes = %v, want ErrTooManyLabels", err)
+	}
+}
+
+// TestNativeV2Errors: the lines of version 2, malformed, and version 2's
+// lines in a trace of version 1.
+func TestNativeV2Errors(t *testing.T) {
+	const h = "# carve trace v2\n"
+	tests := []struct {
+		name, text string
+		line       int64
+		what, want string
+	}{
+		{"v3", "# carve trace v3\n", 1, "header", "v1\" or \"# carve trace v2"},
+		{"label in v1", "# carve trace v1\nl 1 x\n", 2, "line", `"a", "f"`},
+		{"use in v1", "# carve trace v1\na 1 2 @1\n", 2, "alloc", "a <id> <size> [<align>]\""},
+		{"undefined", h + "a 1 2 @1\n", 2, "alloc", "defined before"},
+		{"defined twice", h + "l 1 x\nl 1 y\n", 3, "label", "defined once"},
+		{"label 0", h + "l 0 x\n", 2, "label", "from 1 to"},
+		{"no name", h + "l 1\n", 2, "label", "l <label> <name>"},
+		{"bad quote", h + "l 1 \"x\n", 2, "label", "l <label> <name>"},
+		{"bad key", h + "l 1 x =v\n", 2, "label", "keys"},
+		{"no value", h + "l 1 x k\n", 2, "label", "keys"},
+		{"two labels", h + "l 1 x\na 1 2 @1 @1\n", 3, "alloc", "[@<label>]"},
+		{"label, then align", h + "l 1 x\na 1 2 @1 8\n", 3, "alloc", "[@<label>]"},
+		{"label on calloc, bad", h + "c 1 2 3 @\n", 2, "calloc", "[@<label>]"},
+		{"go heap", h + "g 1\n", 2, "go heap", "g <heap objects bytes>"},
+		{"go heap in v1", "# carve trace v1\ng 1 2\n", 2, "line", `"a", "f"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := readString("t.trace", tt.text, Native)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if e.Line != tt.line || e.What != tt.what || !strings.Contains(e.Want, tt.want) {
+				t.Errorf("err = %+v, want line %d, what %q, want containing %q", *e, tt.line, tt.what, tt.want)
+			}
+		})
+	}
+}
+
+// TestWriterLabels: a Writer writes version 1 without a table, version 2
+// with one, defines each label once before its first use, and refuses
+// labels it cannot write.
+func TestWriterLabels(t *testing.T) {
+	e := Event{Op: Alloc, ID: 1, Size: 64, Label: 1}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.Write(e); err == nil || !strings.Contains(err.Error(), "SetLabels") {
+		t.Errorf("Write of a label without a table = %v", err)
+	}
+	w.Write(Event{Op: Alloc, ID: 1, Size: 64})
+	w.Flush()
+	if !strings.HasPrefix(buf.String(), "# carve trace v1\n") {
+		t.Errorf("without labels: %q, want version 1", buf.String())
+	}
+	if err := w.SetLabels(&Labels{}); err == nil {
+		t.Error("SetLabels after the header = nil error")
+	}
+
+	var tab Labels
+	tab.Intern(Label{Name: "main.session", Attrs: []Attr{{"size", "64"}}})
+	buf.Reset()
+	w = NewWriter(&buf)
+	if err := w.SetLabels(&tab); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []Event{e, {Op: Alloc, ID: 2, Size: 64, Label: 1}, {Op: Free, ID: 1}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write(Event{Op: Alloc, ID: 3, Size: 1, Label: 2}); err == nil || !strings.Contains(err.Error(), "not in the table") {
+		t.Errorf("Write of a label not in the table = %v", err)
+	}
+	if err := w.Write(Event{Op: Free, ID: 2, Label: 1}); err == nil {
+		t.Error("Write of a labelled free = nil error")
+	}
+	w.Flush()
+	want := "# carve trace v2\nl 1 main.session size=64\na 1 64 @1\na 2 64 @1\nf 1\n"
+	if buf.String() != want {
+		t.Errorf("written:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	r, err := NewReader(&buf, "w", Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Labels() == nil {
+		t.Fatal("a v2 trace's Reader has no label table before the first read")
+	}
+	evs := readAll(t, r)
+	if len(evs) != 3 || evs[0].Label != 1 || r.Labels().Name(1) != "main.session" {
+		t.Errorf("read back %v, labels %d", evs, r.Labels().Len())
+	}
+	if LabelsOf(r) != r.Labels() || LabelsOf(Events(evs)) != nil || LabelsOf(LabeledEvents(evs, &tab)) != &tab {
+		t.Error("LabelsOf does not find the tables")
+	}
+}
