@@ -13,10 +13,12 @@
 // # The packages
 //
 //	trace    the event model (alloc, calloc, memalign, realloc, free on
-//	         object IDs) and its formats: carve's native one, CS:APP
-//	         .rep, valgrind --trace-malloc, heaptrack, glibc mtrace, AOSP
-//	         memory_replay; gzip and zstd; the generators of the
-//	         block-allocator article's scenarios and of synthetic workloads
+//	         object IDs, each object with an optional label: a Go type)
+//	         and its formats: carve's native one, CS:APP .rep, valgrind
+//	         --trace-malloc, heaptrack, glibc mtrace, AOSP memory_replay, Go
+//	         execution traces (GODEBUG=traceallocfree=1); gzip and zstd;
+//	         the generators of the block-allocator article's scenarios and
+//	         of synthetic workloads
 //	traces   the traces shipped in the binary, and Resolve, which turns a
 //	         TRACE argument (a file, a shipped name, gen:NAME[:k=v,...])
 //	         into a trace any number of replays can open
@@ -26,7 +28,8 @@
 //	libc     the process's C malloc, whichever is preloaded: named,
 //	         measured, and driven a batch of ops per cgo call
 //	record   runs a program under a recorder (carve's LD_PRELOAD library,
-//	         valgrind, heaptrack, mtrace) and writes its trace
+//	         valgrind, heaptrack, mtrace for C; go test -trace for a Go
+//	         program's own heap, with its types) and writes its trace
 //	report   the HTML report: charts over time, the fragmentation bars,
 //	         the trace's histograms, the table, and the heap maps drawn
 //	advise   which dedicated pools would lower a heap's peak, found by

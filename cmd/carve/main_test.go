@@ -180,6 +180,11 @@ func TestGoldenTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	labelled, err := filepath.Glob("../../lab/trace/testdata/labelled/*")
+	inputs = append(inputs, labelled...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, in := range inputs {
 		if strings.HasSuffix(in, ".golden") {

@@ -47,7 +47,7 @@ among them, nor Python's small objects unless it runs with PYTHONMALLOC=malloc.
 			if len(cmd) == 0 {
 				return badUsage("want -- COMMAND [ARGS...]")
 			}
-			if err := record.Available(*rec); err != nil {
+			if err := record.AvailableFor(*rec, cmd); err != nil {
 				return badUsage("%v", err)
 			}
 			path := *out
@@ -69,6 +69,8 @@ among them, nor Python's small objects unless it runs with PYTHONMALLOC=malloc.
 			}
 			var exit *record.ExitError
 			switch {
+			case errors.Is(recErr, record.ErrUsage):
+				return inputError{recErr} // a command that cannot be recorded as given
 			case errors.Is(recErr, record.ErrNoEvents):
 				return inputError{fmt.Errorf("%s made no allocation the %s recorder saw (a pure-Go program, or a static one, calls no malloc): no trace written: %w", cmd[0], *rec, recErr)}
 			case errors.Is(recErr, exec.ErrNotFound), errors.As(recErr, new(*iofs.PathError)):
@@ -81,6 +83,9 @@ among them, nor Python's small objects unless it runs with PYTHONMALLOC=malloc.
 			}
 			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d, %s) written to %s by the %s recorder\n",
 				res.Events, res.Process.Program, res.Process.Pid, plural(res.Threads, "thread"), path, res.Recorder)
+			if res.CHeapOnly {
+				fmt.Fprintf(c.stderr, "carve record: %s is a Go program: the trace holds only its C heap (cgo); its Go heap is recorded from its tests: carve record -- go test -run TestX ./pkg\n", cmd[0])
+			}
 			if len(res.Others) > 0 {
 				fmt.Fprintf(c.stderr, "carve record: %s of the run were logged and left out (the busiest one is kept)\n", plural(len(res.Others), "other process"))
 			}

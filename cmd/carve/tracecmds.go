@@ -84,7 +84,8 @@ func openTrace(arg string) (traces.Trace, trace.Source, io.Closer, error) {
 var convertCommand = &command{
 	name: "convert", args: "[-o FILE] TRACE", interspersed: true,
 	short: "rewrite a trace in carve's native format",
-	long:  "A TRACE is " + traces.Usage() + ".",
+	long: "A TRACE is " + traces.Usage() + ". The objects' labels (a Go trace's types) and a Go trace's\n" +
+		"samples of its heap are kept: the output is version 2 of the format when the trace has labels.",
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
 		return func(c *cli, args []string) error {
@@ -103,21 +104,15 @@ var convertCommand = &command{
 			defer closer.Close()
 			return o.written(func(w io.Writer) error {
 				tw := trace.NewWriter(w)
-				batch := make([]trace.Event, 4096)
-				for {
-					n, rerr := src.Read(batch)
-					for _, e := range batch[:n] {
-						if err := tw.Write(e); err != nil {
-							return err
-						}
-					}
-					if rerr == io.EOF {
-						return tw.Flush()
-					}
-					if rerr != nil {
-						return inputError{rerr}
+				if labels := trace.LabelsOf(src); labels != nil {
+					if err := tw.SetLabels(labels); err != nil {
+						return err
 					}
 				}
+				if _, err := trace.Copy(tw, src); err != nil {
+					return inputError{err}
+				}
+				return tw.Flush()
 			})
 		}
 	},
@@ -160,6 +155,10 @@ var statsCommand = &command{
 					continue
 				}
 				fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
+			}
+			if len(s.Labels) > 0 {
+				fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")
+				return s.WriteLabels(w, 20)
 			}
 			return nil
 		}
