@@ -153,6 +153,11 @@ const (
 //   - Free and Realloc take the slice exactly as Alloc or Realloc returned
 //     it: what identifies the block is where the slice starts, and its
 //     length is what Live drops by (clamped to the block's usable size).
+//     A slice cut shorter is accepted, in release and checked builds
+//     alike: the whole block is freed, and Live, which then dropped by
+//     less, overstates what is live by the cut bytes, but never beyond
+//     the usable bytes of the blocks in use (Used - HeaderBytes), and is 0
+//     again when no block is.
 //     A slice that does not start at a block in use is refused, changing
 //     nothing: ErrForeign for memory that is not the start of a block of
 //     this heap, ErrDoubleFree for an address in free memory, which is

@@ -561,3 +561,56 @@ func TestContains(t *testing.T) {
 		t.Error("Contains after Close = true")
 	}
 }
+
+// TestFreeShortSlice frees and reallocates blocks through slices cut
+// shorter than Alloc returned them, which the contract accepts in every
+// build: the whole block goes, the heap stays whole (checked builds run
+// the invariant checker when the heap next grows, and must not panic),
+// Live stays within the usable bytes of the blocks in use, and it is 0
+// once no block is in use.
+func TestFreeShortSlice(t *testing.T) {
+	tests := []struct {
+		name string
+		cut  func(b []byte) []byte
+		op   string // "free", or "realloc" to the size 300 before a Free of the result
+	}{
+		{"free b[:50:50]", func(b []byte) []byte { return b[:50:50] }, "free"},
+		{"free b[:0]", func(b []byte) []byte { return b[:0] }, "free"},
+		{"realloc b[:50:50]", func(b []byte) []byte { return b[:50:50] }, "realloc"},
+		{"realloc b[:1] smaller", func(b []byte) []byte { return b[:1] }, "realloc 40"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			each(t, func(t *testing.T, p fit.Policy) {
+				h := mustNew(t, p)
+				b := mustAlloc(t, h, 100, 1)
+				c := mustAlloc(t, h, 16, 1)
+				switch tt.op {
+				case "free":
+					mustFree(t, h, tt.cut(b))
+				case "realloc", "realloc 40":
+					size := 300
+					if tt.op == "realloc 40" {
+						size = 40
+					}
+					r, err := h.Realloc(tt.cut(b), size)
+					if err != nil || len(r) != size {
+						t.Fatalf("Realloc(cut slice, %d) = len %d, %v, want len %d, nil", size, len(r), err, size)
+					}
+					mustCheck(t, h, "Realloc of a cut slice")
+					mustFree(t, h, r)
+				}
+				checkStats(t, h)
+				// An unrelated Alloc that grows the heap: checked builds
+				// check every invariant there.
+				big := mustAlloc(t, h, 1<<20, 1)
+				checkStats(t, h)
+				mustFree(t, h, big)
+				mustFree(t, h, c)
+				if st := checkStats(t, h); st.Live != 0 || st.Used != 0 || st.Blocks != 0 {
+					t.Errorf("Stats() after freeing every block = Live %d, Used %d, Blocks %d, want 0, 0, 0", st.Live, st.Used, st.Blocks)
+				}
+			})
+		})
+	}
+}

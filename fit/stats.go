@@ -18,7 +18,8 @@ import (
 //	Resident <= Footprint
 type Stats struct {
 	// Live is the sum of the requested sizes of the blocks in use (as
-	// their slices' lengths tell at Free and Realloc), Used the sum of
+	// their slices' lengths tell at Free and Realloc: see [Heap.Free] for
+	// a slice cut shorter), Used the sum of
 	// those blocks' sizes, Footprint the bytes committed, and Resident
 	// the part of them in physical memory (mincore).
 	carve.Stats
