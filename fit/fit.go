@@ -238,6 +238,7 @@ func New(policy Policy, opts ...Option) (*Heap, error) {
 		pad:       offset(roundUp(uintptr(c.pad), uintptr(mem.PageSize()))),
 		region:    r,
 	}
+	h.idx.linear = c.linear && (policy == FirstFit || policy == NextFit)
 	return h, nil
 }
 
@@ -268,6 +269,19 @@ type Option struct {
 
 type config struct {
 	limit, trim, pad int64
+	linear           bool
+}
+
+// linearScan makes first fit and next fit keep their free list as a
+// doubly linked list through the free blocks and search it by walking it,
+// O(free blocks) a search, instead of by their index: the reference that
+// the tests hold the index's placement to (export_test.go). The other
+// policies ignore it.
+func linearScan() Option {
+	return Option{func(c *config) error {
+		c.linear = true
+		return nil
+	}}
 }
 
 // Limit caps the heap's Footprint, the bytes it commits, at n (rounded up

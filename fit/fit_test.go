@@ -613,4 +613,27 @@ func TestFreeShortSlice(t *testing.T) {
 			})
 		})
 	}
+	// Live, overstated by a cut slice up to the usable bytes, must stay
+	// within them when a block shrinks in place: the block's old slack (12
+	// bytes) is more than its new one (0), and the rest it gives back to
+	// the top is enough for the heap to trim itself, which runs the
+	// checker in checked builds.
+	t.Run("shrink after a cut free", func(t *testing.T) {
+		each(t, func(t *testing.T, p fit.Policy) {
+			h := mustNew(t, p)
+			b := mustAlloc(t, h, 100, 1)
+			c := mustAlloc(t, h, 199980, 1) // a block of 200000 bytes, 199992 usable
+			mustFree(t, h, b[:0])
+			r, err := h.Realloc(c, 24)
+			if err != nil || addr(r) != addr(c) {
+				t.Fatalf("Realloc(c, 24) = %#x, %v, want in place at %#x", addr(r), err, addr(c))
+			}
+			mustCheck(t, h, "Realloc")
+			checkStats(t, h)
+			mustFree(t, h, r)
+			if st := checkStats(t, h); st.Live != 0 {
+				t.Errorf("Stats().Live after freeing every block = %d, want 0", st.Live)
+			}
+		})
+	})
 }

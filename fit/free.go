@@ -126,6 +126,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		if s-need >= MinBlock {
 			*h.hdr(p) = mkHeader(need, true, hd.prevInUse())
 			h.used -= int64(s - need)
+			h.boundLive() // before release, whose trim may run the checker
 			t := p + offset(need)
 			if invariants.Enabled && next != h.top {
 				poison(h.bytes(t, int(s-need-HeaderSize)))
