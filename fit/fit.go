@@ -109,8 +109,10 @@ const (
 //	                                                             footer
 //
 // The links are the free list's next and previous blocks, as 32-bit
-// granule numbers, for the policies that thread lists through the free
-// blocks (see [Policy]); the others leave those bytes alone.
+// granule numbers, for the lists that best fit threads through its small
+// free blocks; first and next fit keep the block's position in their list
+// in the first link word; address-ordered first fit leaves those bytes
+// alone.
 //
 // A free block repeats its size in its last 8 bytes, the footer, and
 // clears the P flag of the block after it; Free reads that flag to find a
@@ -175,15 +177,16 @@ const (
 // # Costs
 //
 // Per block in use: the 8-byte header and the rounding to 16 (Used -
-// Live). Per heap: one bit per granule of the committed heap marking block
-// starts (1/128 of the Footprint, reported as Metadata), which lets Free
-// and Realloc validate a slice in O(1) and refuse double frees in every
-// build; best fit adds a 16-byte tree node per free block of 1 KiB or
-// more, address-ordered first fit a second bitmap and a tree of 8 bytes
-// per 4 KiB. Alloc: the policy's search (see [Policy]), then
-// O(1) to split; Free: O(1) to coalesce, plus the policy's index updates;
+// Live). Per heap, in Go memory (Stats.Metadata): one bit per granule of
+// the committed heap marking block starts (1/128 of the Footprint), which
+// lets Free and Realloc validate a slice in O(1) and refuse double frees
+// in every build; first and next fit add 24 to 48 bytes per free block
+// (their index's tree), best fit a 16-byte tree node per free block of 1
+// KiB or more, address-ordered first fit a second bitmap and a tree of 8
+// bytes per 4 KiB. Alloc: the policy's search (see [Policy]), then O(1)
+// to split; Free: O(1) to coalesce, plus the policy's index updates;
 // growing and trimming cost one mprotect or madvise. Stats costs a
-// mincore, and for first and next fit a walk of the free list.
+// mincore.
 type Heap struct {
 	base      unsafe.Pointer // address of offset 0; nil after Close
 	top       offset         // payload offset of the top; the last block ends at top-8

@@ -215,4 +215,4 @@ func (h *Heap) renumber() {
 }
 
 // bytes returns the Go memory the index holds.
-func (o *order) bytes() int64 { return int64(cap(o.blocks))*4 + int64(cap(o.max))*4 }
+func (o *order) bytes() int64 { return sliceBytes(o.blocks) + sliceBytes(o.max) }
