@@ -135,28 +135,34 @@ func granules(s uintptr) (uint32, bool) {
 // set makes v the size of key k's leaf and updates its ancestors, up to
 // the first whose maximum does not change.
 func (o *order) set(k, v uint32) {
-	i := o.slots() + k
-	o.max[i] = v
-	for i >>= 1; i >= 1; i >>= 1 {
-		m := max(o.max[2*i], o.max[2*i+1])
-		if o.max[i] == m {
+	t := o.max
+	i := uint(len(o.blocks)) + uint(k)
+	t[i] = v
+	for i > 1 {
+		m := max(t[i], t[i^1])
+		i >>= 1
+		if t[i] == m {
 			return
 		}
-		o.max[i] = m
+		t[i] = m
 	}
 }
 
 // descend returns the largest key under node i, whose maximum is at least
 // v, with a leaf of at least v.
 func (o *order) descend(i, v uint32) uint32 {
-	n := o.slots()
-	for i < n {
-		i = 2*i + 1
-		if o.max[i] < v {
-			i--
+	t := o.max
+	n := uint(len(o.blocks))
+	j := uint(i)
+	for j < n {
+		j *= 2
+		var right uint // 1 if the right child fits: no branch to mispredict
+		if t[j+1] >= v {
+			right = 1
 		}
+		j += right
 	}
-	return i - n
+	return uint32(j - n)
 }
 
 // atOrBelow returns the largest key at or below k with a leaf of at least
