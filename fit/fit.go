@@ -180,8 +180,8 @@ const (
 // Live). Per heap, in Go memory (Stats.Metadata): one bit per granule of
 // the committed heap marking block starts (1/128 of the Footprint), which
 // lets Free and Realloc validate a slice in O(1) and refuse double frees
-// in every build; first and next fit add 24 to 48 bytes per free block
-// (their index's tree), best fit a 16-byte tree node per free block of 1
+// in every build; first and next fit add 12 to 96 bytes per free block
+// (their index's tree: 24 to 48 just after it was resized), best fit a 16-byte tree node per free block of 1
 // KiB or more, address-ordered first fit a second bitmap and a tree of 8
 // bytes per 4 KiB. Alloc: the policy's search (see [Policy]), then O(1)
 // to split; Free: O(1) to coalesce, plus the policy's index updates;

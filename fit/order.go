@@ -37,7 +37,11 @@ import "math/bits"
 // Keys are given until the tree's slots run out; then renumber compacts
 // the keys in use to 1, 2, ..., in order, into a tree of at least twice
 // as many slots (a power of two), so that at least half the slots are
-// left: the O(slots) cost is paid for by as many pushes.
+// left: the O(slots) cost is paid for by as many pushes. When the free
+// blocks fall below an eighth of the slots, renumber shrinks the tree, a
+// cost paid for by the removals since the last renumbering, at least an
+// eighth of the slots. So the tree has 1 to 8 slots per free block (2 to
+// 4 just after a renumbering), 12 bytes each, and at least minSlots.
 
 // order is first fit's and next fit's index. The zero value is an empty
 // index.
@@ -61,7 +65,7 @@ func (h *Heap) key(p offset) uint32 { return uint32(h.links(p)[0]) }
 func (h *Heap) orderPush(p offset, s uintptr) {
 	o := &h.idx.order
 	if o.next >= o.slots() {
-		h.renumber()
+		h.renumber(h.freeBlocks) // insert counted the block being pushed
 	}
 	k := o.next
 	o.next++
@@ -71,12 +75,16 @@ func (h *Heap) orderPush(p offset, s uintptr) {
 }
 
 // orderRemove takes the free block at p out of the index. A rover at its
-// key stays there.
+// key stays there. When the free blocks fall below an eighth of the
+// slots, the tree shrinks.
 func (h *Heap) orderRemove(p offset) {
 	o := &h.idx.order
 	k := h.key(p)
 	o.blocks[k] = 0
 	o.set(k, 0)
+	if n := o.slots(); n > minSlots && h.freeBlocks < int64(n/8) {
+		h.renumber(h.freeBlocks) // remove has counted the block out
+	}
 }
 
 // orderReplace gives the free block at r, of size rs, the key of the
@@ -184,14 +192,15 @@ func (o *order) atOrBelow(k, v uint32) uint32 {
 }
 
 // renumber gives the blocks in the index the keys 1, 2, ... in the order
-// of their keys, in a tree of at least twice as many slots as there are
-// blocks after the next push, and moves the rover to the new key of the
-// block it stands at (the largest key at or below it), or 0 if none. The
-// tree keeps its slots when they are the right number, else gets new
-// ones: it grows with the free blocks and shrinks after them.
-func (h *Heap) renumber() {
+// of their keys, in a tree of at least twice as many slots as there will
+// be blocks after the push or removal that called it (blocks), and moves
+// the rover to the new key of the block it stands at (the largest key at
+// or below it), or 0 if none. The tree keeps its slots when they are the
+// right number, else gets new ones: it grows with the free blocks and
+// shrinks after them. At least half its slots are left for pushes.
+func (h *Heap) renumber(blocks int64) {
 	o := &h.idx.order
-	n := uint32(max(minSlots, 1<<bits.Len64(uint64(2*(h.freeBlocks+1))-1)))
+	n := uint32(max(minSlots, 1<<bits.Len64(uint64(2*blocks)-1)))
 	old, oldMax, oldSlots := o.blocks, o.max, o.slots()
 	if n != oldSlots {
 		o.blocks, o.max = make([]link, n), make([]uint32, 2*n)

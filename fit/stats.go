@@ -31,7 +31,8 @@ type Stats struct {
 	//     the largest footprint the heap has had (1/128 of it);
 	//   - first fit, next fit: the index by list order, 12 bytes per slot
 	//     of its tree (a power of two, at least 16 and at least twice the
-	//     free blocks there were when its keys were last renumbered);
+	//     free blocks there were when its keys were last renumbered; it
+	//     shrinks when they fall below an eighth of it);
 	//   - best fit: the treap, 16 bytes per node, one node for each free
 	//     block of 1 KiB or more at the most there have been, and 4 bytes
 	//     per node not in use;
