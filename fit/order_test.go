@@ -271,7 +271,7 @@ func TestIndexPlacement(t *testing.T) {
 		seeds, n = 1, 5000
 	}
 	if os.Getenv("CARVE_LONG") == "1" {
-		seeds, n = 16, 200000
+		seeds, n = 8, 100000
 	}
 	for seed := range seeds {
 		for cfg := range 32 {
