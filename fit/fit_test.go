@@ -637,3 +637,43 @@ func TestFreeShortSlice(t *testing.T) {
 		})
 	})
 }
+
+// TestMetadata checks the Go memory each policy reports after the
+// connection scenario, n holes of 1040 bytes between live sessions,
+// against what its Stats doc counts: the block-start bitmap (at least
+// 1/128 of the footprint, at most twice that after its growth by append),
+// and the policy's index. The figure must reach carve.Stats, where the
+// lab reads it.
+func TestMetadata(t *testing.T) {
+	const n = 5000
+	for _, p := range fit.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			h, err := fit.New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			connect(t, h, n)
+			st := h.Stats()
+			bitmap := st.Footprint / 128
+			var lo, hi int64 // the index's bytes
+			switch p {
+			case fit.FirstFit, fit.NextFit:
+				// A tree of 12-byte slots, a power of two at least twice the
+				// free blocks when last renumbered, and more than the keys
+				// given since: between 8192 and 16384 for 5000 holes.
+				lo, hi = 12*8192, 12*16384
+			case fit.BestFit:
+				lo, hi = 16*n, 2*(16+4)*n+64 // every hole of 1040 bytes has a node
+			case fit.AddressOrderedFirstFit:
+				groups := st.Footprint / 4096
+				lo, hi = bitmap+8*groups, 2*bitmap+512+16*groups
+			}
+			if got := st.Stats.Metadata; got < bitmap+lo || got > 2*bitmap+512+hi {
+				t.Errorf("Stats().Stats.Metadata = %d with %d free blocks, footprint %d: want %d to %d",
+					got, st.FreeBlocks, st.Footprint, bitmap+lo, 2*bitmap+512+hi)
+			}
+			t.Logf("%v: footprint %d KiB, %d free blocks, metadata %d KiB", p, st.Footprint>>10, st.FreeBlocks, st.Metadata>>10)
+		})
+	}
+}
