@@ -31,12 +31,7 @@ func logUniform(n, lo, hi int, seed uint64) []int {
 //	go test -run '^$' -bench Pairs -count 10 ./fit | benchstat -col /policy -
 func BenchmarkPairs(b *testing.B) {
 	const window = 64
-	sizes := logUniform(4096, 8, 4096, 1)
-	victims := make([]int, 4096)
-	r := rand.New(rand.NewPCG(2, 2))
-	for i := range victims {
-		victims[i] = r.IntN(window)
-	}
+	sizes, victims := pairSizes(window)
 	for _, p := range fit.Policies() {
 		b.Run("policy="+p.String(), func(b *testing.B) {
 			h, err := fit.New(p)
@@ -44,22 +39,7 @@ func BenchmarkPairs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer h.Close()
-			var live [window][]byte
-			b.ResetTimer()
-			for i := range b.N {
-				c, err := h.Alloc(sizes[i%len(sizes)], 1)
-				if err != nil {
-					b.Fatal(err)
-				}
-				c[0] = 1
-				v := &live[victims[i%len(victims)]]
-				if *v != nil {
-					if err := h.Free(*v); err != nil {
-						b.Fatal(err)
-					}
-				}
-				*v = c
-			}
+			pairs(b, h, sizes, victims)
 		})
 	}
 	b.Run("policy=make", func(b *testing.B) {
@@ -71,6 +51,113 @@ func BenchmarkPairs(b *testing.B) {
 		}
 		sink = live[0]
 	})
+}
+
+// pairSizes returns BenchmarkPairs's request sizes and the window slots
+// whose blocks each iteration frees.
+func pairSizes(window int) (sizes, victims []int) {
+	sizes = logUniform(4096, 8, 4096, 1)
+	victims = make([]int, 4096)
+	r := rand.New(rand.NewPCG(2, 2))
+	for i := range victims {
+		victims[i] = r.IntN(window)
+	}
+	return sizes, victims
+}
+
+// pairs is BenchmarkPairs's loop over h: b.N alloc+free pairs, 64 blocks
+// live.
+func pairs(b *testing.B, h *fit.Heap, sizes, victims []int) {
+	var live [64][]byte
+	b.ResetTimer()
+	for i := range b.N {
+		c, err := h.Alloc(sizes[i%len(sizes)], 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c[0] = 1
+		v := &live[victims[i%len(victims)]]
+		if *v != nil {
+			if err := h.Free(*v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		*v = c
+	}
+}
+
+// impls are the two searches of first fit's and next fit's list, for the
+// benchmarks to compare side by side: the index, and the linear walk it
+// replaces, kept as the tests' reference.
+var impls = []struct {
+	name string
+	opts []fit.Option
+}{
+	{"linear", []fit.Option{fit.LinearScan()}},
+	{"indexed", nil},
+}
+
+// BenchmarkListPairs is BenchmarkPairs for first fit and next fit, with
+// their index and with the linear walk: with 64 blocks live the list is
+// short, and the index costs what its O(log n) updates cost on every
+// Free.
+//
+//	go test -run '^$' -bench ListPairs -count 6 ./fit | benchstat -col /impl -
+func BenchmarkListPairs(b *testing.B) {
+	sizes, victims := pairSizes(64)
+	for _, p := range []fit.Policy{fit.FirstFit, fit.NextFit} {
+		for _, impl := range impls {
+			b.Run("policy="+p.String()+"/impl="+impl.name, func(b *testing.B) {
+				h, err := fit.New(p, impl.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				pairs(b, h, sizes, victims)
+			})
+		}
+	}
+}
+
+// BenchmarkHoles measures the article's connection scenario at its own
+// size where first fit and next fit walked their list: 100,000 scratch
+// buffers of 1 KiB and 100,000 sessions of 64 bytes allocated in turn,
+// the buffers freed, leaving 100,000 holes of 1040 bytes between live
+// sessions, none large enough for the next 4 KiB buffer. Each iteration
+// is that request, which the top serves, and its Free, which merges the
+// block back into the top, so every iteration meets the same 100,000
+// holes. The linear walk reads every hole; the index reads its root.
+//
+//	go test -run '^$' -bench Holes -count 6 ./fit | benchstat -col /impl -
+func BenchmarkHoles(b *testing.B) {
+	const n = 100_000
+	for _, p := range []fit.Policy{fit.FirstFit, fit.NextFit} {
+		for _, impl := range impls {
+			b.Run("policy="+p.String()+"/impl="+impl.name, func(b *testing.B) {
+				h, err := fit.New(p, append(impl.opts, fit.TrimThreshold(-1))...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				connect(b, h, n)
+				if st := h.Stats(); st.FreeBlocks != n || st.Largest != 1040 {
+					b.Fatalf("after the connection scenario: %d free blocks, the largest %d bytes; want %d of 1040", st.FreeBlocks, st.Largest, n)
+				}
+				for b.Loop() {
+					c, err := h.Alloc(4096, 8)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := h.Free(c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if st := h.Stats(); st.FreeBlocks != n {
+					b.Fatalf("after the loop: %d free blocks, want %d", st.FreeBlocks, n)
+				}
+			})
+		}
+	}
 }
 
 // BenchmarkScaling checks that best fit and address-ordered

@@ -1,9 +1,6 @@
 package fit
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "math/bits"
 
 // This file holds best fit's index: exact-size bins for blocks under
 // smallMax bytes, threaded through the free blocks, and for the rest a
@@ -213,6 +210,4 @@ func (t *treap) last() (uint64, bool) {
 }
 
 // bytes returns the Go memory the treap holds.
-func (t *treap) bytes() int64 {
-	return int64(cap(t.nodes))*int64(unsafe.Sizeof(tnode{})) + int64(cap(t.spare))*4
-}
+func (t *treap) bytes() int64 { return sliceBytes(t.nodes) + sliceBytes(t.spare) }

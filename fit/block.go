@@ -92,8 +92,10 @@ func (h *Heap) prevFooter(p offset) *uint64 {
 	return (*uint64)(unsafe.Add(h.base, p-2*HeaderSize))
 }
 
-// links returns the two links a free block keeps at the start of its
-// payload: next and previous in a list, or left and right in a tree.
+// links returns the two link words a free block keeps at the start of
+// its payload: next and previous in a list (best fit's bins, the linear
+// reference of first and next fit), or, in the first, the block's key in
+// first and next fit's index.
 func (h *Heap) links(p offset) *[2]link {
 	return (*[2]link)(unsafe.Add(h.base, p))
 }

@@ -25,7 +25,8 @@ import (
 //	sum of blocks in use = Used, their count = Blocks;
 //	Live <= Used - HeaderSize * Blocks;
 //	the index holds every free block exactly once and nothing else, in its
-//	policy's order (see checkIndex);
+//	policy's order (see checkIndex; first fit's and next fit's order is
+//	their history, which only the tests' linear reference can confirm);
 //	committed = the region's committed bytes, a whole number of pages,
 //	holding every block: top-8 <= committed, unless the heap is empty.
 //
@@ -125,13 +126,27 @@ func (h *Heap) checkIndex(frees []offset) error {
 		seen[p] = true
 		return nil
 	}
-	lists := x.head != 0 || x.rover != 0
+	list := x.head != 0 || x.rover != 0
+	ordered := len(x.order.blocks) != 0 || len(x.order.max) != 0 || x.order.next != 0 || x.order.rover != 0
+	lists := list || ordered || x.linear
 	bests := x.binmap != 0 || x.tree.root != 0 || x.tree.n != 0
 	aos := x.leaves != 0 || len(x.seg) != 0 || len(x.freeMap) != 0
 	switch h.policy {
 	case FirstFit, NextFit:
-		if bests || aos || h.policy == FirstFit && x.rover != 0 {
+		if bests || aos || h.policy == FirstFit && (x.rover != 0 || x.order.rover != 0) {
 			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
+		}
+		if !x.linear {
+			if list {
+				return fmt.Errorf("%v: the linear list's fields are set in an indexed heap", h.policy)
+			}
+			if err := h.checkOrder(visit); err != nil {
+				return err
+			}
+			break
+		}
+		if ordered {
+			return fmt.Errorf("%v: the index's fields are set in a heap with a linear list", h.policy)
 		}
 		if err := h.checkList(x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
 			return err
@@ -192,6 +207,52 @@ func (h *Heap) checkList(head link, visit func(link, string) error, name string,
 			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.offset(), prev.offset())
 		}
 		prev = l
+	}
+	return nil
+}
+
+// checkOrder verifies first fit's and next fit's index: a tree of a
+// power of two slots, at least minSlots; keys given from 1 to next-1, the
+// rover among them or 0; each key in use a free block that holds the key
+// in its first link word, its leaf the block's size in granules; every
+// other leaf 0; each inner node the larger of its children.
+func (h *Heap) checkOrder(visit func(link, string) error) error {
+	o := &h.idx.order
+	n := o.slots()
+	switch {
+	case n == 0:
+		if len(o.max) != 0 || o.next != 0 || o.rover != 0 {
+			return fmt.Errorf("%v index: no slots, but %d nodes, next key %d, rover %d", h.policy, len(o.max), o.next, o.rover)
+		}
+		return nil
+	case n&(n-1) != 0 || n < minSlots || len(o.max) != 2*int(n):
+		return fmt.Errorf("%v index: %d slots, %d nodes (want a power of two from %d, and twice as many nodes)", h.policy, n, len(o.max), minSlots)
+	case o.next < 1 || o.next > n || o.rover >= o.next:
+		return fmt.Errorf("%v index: next key %d, rover %d, %d slots (want 1 <= next <= slots, rover < next)", h.policy, o.next, o.rover, n)
+	}
+	for k := range n {
+		l, leaf := o.blocks[k], o.max[n+k]
+		if l == 0 {
+			if leaf != 0 {
+				return fmt.Errorf("%v index: key %d has no block, its leaf holds %d granules", h.policy, k, leaf)
+			}
+			continue
+		}
+		if k == 0 || k >= o.next {
+			return fmt.Errorf("%v index: key %d, never given (next key %d), has the block at %d", h.policy, k, o.next, l.offset())
+		}
+		if err := visit(l, fmt.Sprintf("%v index", h.policy)); err != nil {
+			return err
+		}
+		p := l.offset()
+		if s := h.hdr(p).size(); h.key(p) != k || leaf != uint32(s>>granShift) {
+			return fmt.Errorf("%v index: key %d, leaf %d granules; its block at %d holds key %d, has %d bytes", h.policy, k, leaf, p, h.key(p), s)
+		}
+	}
+	for i := n - 1; i >= 1; i-- {
+		if m := max(o.max[2*i], o.max[2*i+1]); o.max[i] != m {
+			return fmt.Errorf("%v index: node %d holds %d, its children's maximum is %d", h.policy, i, o.max[i], m)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,17 @@ import "unsafe"
 // Check exposes the invariant checker to the external tests.
 func (h *Heap) Check() error { return h.check() }
 
+// LinearScan is the option that makes first fit and next fit walk their
+// free list rather than search their index: the reference placement.
+var LinearScan = linearScan
+
+// IndexState returns first fit's or next fit's index: its slots, the next
+// key it gives, and the rover's key.
+func (h *Heap) IndexState() (slots, next, rover int) {
+	o := &h.idx.order
+	return int(o.slots()), int(o.next), int(o.rover)
+}
+
 // Block is one block of a heap's layout, as the tests see it.
 type Block struct {
 	Off, Size int // payload offset from the base, block size

@@ -109,8 +109,10 @@ const (
 //	                                                             footer
 //
 // The links are the free list's next and previous blocks, as 32-bit
-// granule numbers, for the policies that thread lists through the free
-// blocks (see [Policy]); the others leave those bytes alone.
+// granule numbers, for the lists that best fit threads through its small
+// free blocks; first and next fit keep the block's position in their list
+// in the first link word; address-ordered first fit leaves those bytes
+// alone.
 //
 // A free block repeats its size in its last 8 bytes, the footer, and
 // clears the P flag of the block after it; Free reads that flag to find a
@@ -153,6 +155,11 @@ const (
 //   - Free and Realloc take the slice exactly as Alloc or Realloc returned
 //     it: what identifies the block is where the slice starts, and its
 //     length is what Live drops by (clamped to the block's usable size).
+//     A slice cut shorter is accepted, in release and checked builds
+//     alike: the whole block is freed, and Live, which then dropped by
+//     less, overstates what is live by the cut bytes, but never beyond
+//     the usable bytes of the blocks in use (Used - HeaderBytes), and is 0
+//     again when no block is.
 //     A slice that does not start at a block in use is refused, changing
 //     nothing: ErrForeign for memory that is not the start of a block of
 //     this heap, ErrDoubleFree for an address in free memory, which is
@@ -170,15 +177,16 @@ const (
 // # Costs
 //
 // Per block in use: the 8-byte header and the rounding to 16 (Used -
-// Live). Per heap: one bit per granule of the committed heap marking block
-// starts (1/128 of the Footprint, reported as Metadata), which lets Free
-// and Realloc validate a slice in O(1) and refuse double frees in every
-// build; best fit adds a 16-byte tree node per free block of 1 KiB or
-// more, address-ordered first fit a second bitmap and a tree of 8 bytes
-// per 4 KiB. Alloc: the policy's search (see [Policy]), then
-// O(1) to split; Free: O(1) to coalesce, plus the policy's index updates;
+// Live). Per heap, in Go memory (Stats.Metadata): one bit per granule of
+// the committed heap marking block starts (1/128 of the Footprint), which
+// lets Free and Realloc validate a slice in O(1) and refuse double frees
+// in every build; first and next fit add 12 to 96 bytes per free block
+// (their index's tree: 24 to 48 just after it was resized), best fit a 16-byte tree node per free block of 1
+// KiB or more, address-ordered first fit a second bitmap and a tree of 8
+// bytes per 4 KiB. Alloc: the policy's search (see [Policy]), then O(1)
+// to split; Free: O(1) to coalesce, plus the policy's index updates;
 // growing and trimming cost one mprotect or madvise. Stats costs a
-// mincore, and for first and next fit a walk of the free list.
+// mincore.
 type Heap struct {
 	base      unsafe.Pointer // address of offset 0; nil after Close
 	top       offset         // payload offset of the top; the last block ends at top-8
@@ -233,6 +241,7 @@ func New(policy Policy, opts ...Option) (*Heap, error) {
 		pad:       offset(roundUp(uintptr(c.pad), uintptr(mem.PageSize()))),
 		region:    r,
 	}
+	h.idx.linear = c.linear && (policy == FirstFit || policy == NextFit)
 	return h, nil
 }
 
@@ -263,6 +272,19 @@ type Option struct {
 
 type config struct {
 	limit, trim, pad int64
+	linear           bool
+}
+
+// linearScan makes first fit and next fit keep their free list as a
+// doubly linked list through the free blocks and search it by walking it,
+// O(free blocks) a search, instead of by their index: the reference that
+// the tests hold the index's placement to (export_test.go). The other
+// policies ignore it.
+func linearScan() Option {
+	return Option{func(c *config) error {
+		c.linear = true
+		return nil
+	}}
 }
 
 // Limit caps the heap's Footprint, the bytes it commits, at n (rounded up

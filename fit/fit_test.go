@@ -561,3 +561,119 @@ func TestContains(t *testing.T) {
 		t.Error("Contains after Close = true")
 	}
 }
+
+// TestFreeShortSlice frees and reallocates blocks through slices cut
+// shorter than Alloc returned them, which the contract accepts in every
+// build: the whole block goes, the heap stays whole (checked builds run
+// the invariant checker when the heap next grows, and must not panic),
+// Live stays within the usable bytes of the blocks in use, and it is 0
+// once no block is in use.
+func TestFreeShortSlice(t *testing.T) {
+	tests := []struct {
+		name string
+		cut  func(b []byte) []byte
+		op   string // "free", or "realloc" to the size 300 before a Free of the result
+	}{
+		{"free b[:50:50]", func(b []byte) []byte { return b[:50:50] }, "free"},
+		{"free b[:0]", func(b []byte) []byte { return b[:0] }, "free"},
+		{"realloc b[:50:50]", func(b []byte) []byte { return b[:50:50] }, "realloc"},
+		{"realloc b[:1] smaller", func(b []byte) []byte { return b[:1] }, "realloc 40"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			each(t, func(t *testing.T, p fit.Policy) {
+				h := mustNew(t, p)
+				b := mustAlloc(t, h, 100, 1)
+				c := mustAlloc(t, h, 16, 1)
+				switch tt.op {
+				case "free":
+					mustFree(t, h, tt.cut(b))
+				case "realloc", "realloc 40":
+					size := 300
+					if tt.op == "realloc 40" {
+						size = 40
+					}
+					r, err := h.Realloc(tt.cut(b), size)
+					if err != nil || len(r) != size {
+						t.Fatalf("Realloc(cut slice, %d) = len %d, %v, want len %d, nil", size, len(r), err, size)
+					}
+					mustCheck(t, h, "Realloc of a cut slice")
+					mustFree(t, h, r)
+				}
+				checkStats(t, h)
+				// An unrelated Alloc that grows the heap: checked builds
+				// check every invariant there.
+				big := mustAlloc(t, h, 1<<20, 1)
+				checkStats(t, h)
+				mustFree(t, h, big)
+				mustFree(t, h, c)
+				if st := checkStats(t, h); st.Live != 0 || st.Used != 0 || st.Blocks != 0 {
+					t.Errorf("Stats() after freeing every block = Live %d, Used %d, Blocks %d, want 0, 0, 0", st.Live, st.Used, st.Blocks)
+				}
+			})
+		})
+	}
+	// Live, overstated by a cut slice up to the usable bytes, must stay
+	// within them when a block shrinks in place: the block's old slack (12
+	// bytes) is more than its new one (0), and the rest it gives back to
+	// the top is enough for the heap to trim itself, which runs the
+	// checker in checked builds.
+	t.Run("shrink after a cut free", func(t *testing.T) {
+		each(t, func(t *testing.T, p fit.Policy) {
+			h := mustNew(t, p)
+			b := mustAlloc(t, h, 100, 1)
+			c := mustAlloc(t, h, 199980, 1) // a block of 200000 bytes, 199992 usable
+			mustFree(t, h, b[:0])
+			r, err := h.Realloc(c, 24)
+			if err != nil || addr(r) != addr(c) {
+				t.Fatalf("Realloc(c, 24) = %#x, %v, want in place at %#x", addr(r), err, addr(c))
+			}
+			mustCheck(t, h, "Realloc")
+			checkStats(t, h)
+			mustFree(t, h, r)
+			if st := checkStats(t, h); st.Live != 0 {
+				t.Errorf("Stats().Live after freeing every block = %d, want 0", st.Live)
+			}
+		})
+	})
+}
+
+// TestMetadata checks the Go memory each policy reports after the
+// connection scenario, n holes of 1040 bytes between live sessions,
+// against what its Stats doc counts: the block-start bitmap (at least
+// 1/128 of the footprint, at most twice that after its growth by append),
+// and the policy's index. The figure must reach carve.Stats, where the
+// lab reads it.
+func TestMetadata(t *testing.T) {
+	const n = 5000
+	for _, p := range fit.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			h, err := fit.New(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			connect(t, h, n)
+			st := h.Stats()
+			bitmap := st.Footprint / 128
+			var lo, hi int64 // the index's bytes
+			switch p {
+			case fit.FirstFit, fit.NextFit:
+				// A tree of 12-byte slots, a power of two at least twice the
+				// free blocks when last renumbered, and more than the keys
+				// given since: between 8192 and 16384 for 5000 holes.
+				lo, hi = 12*8192, 12*16384
+			case fit.BestFit:
+				lo, hi = 16*n, 2*(16+4)*n+64 // every hole of 1040 bytes has a node
+			case fit.AddressOrderedFirstFit:
+				groups := st.Footprint / 4096
+				lo, hi = bitmap+8*groups, 2*bitmap+512+16*groups
+			}
+			if got := st.Stats.Metadata; got < bitmap+lo || got > 2*bitmap+512+hi {
+				t.Errorf("Stats().Stats.Metadata = %d with %d free blocks, footprint %d: want %d to %d",
+					got, st.FreeBlocks, st.Footprint, bitmap+lo, 2*bitmap+512+hi)
+			}
+			t.Logf("%v: footprint %d KiB, %d free blocks, metadata %d KiB", p, st.Footprint>>10, st.FreeBlocks, st.Metadata>>10)
+		})
+	}
+}

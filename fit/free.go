@@ -11,7 +11,11 @@ import (
 
 // Free gives back the block b starts at. b must be a slice as Alloc or
 // Realloc returned it: where it starts identifies the block, and its
-// length is what Live drops by (at most the block's usable size).
+// length is what Live drops by (at most the block's usable size). A slice
+// cut shorter (b[:50:50]) still frees the whole block, in every build;
+// Live then drops by less than was asked for, and stays too high by the
+// difference, bounded by what the blocks in use can hold (see the Heap's
+// contract).
 //
 // The block merges with a free neighbour on either side, or with the top;
 // a free top larger than the TrimThreshold then goes back to the OS.
@@ -38,6 +42,7 @@ func (h *Heap) free(p offset, n int) {
 	h.live -= int64(min(uintptr(n), s-HeaderSize))
 	h.used -= int64(s)
 	h.blocks--
+	h.boundLive()
 	// Checked builds poison what becomes a free block, not what goes to
 	// the top: nothing verifies the top, and a large block would have all
 	// its pages touched for nothing.
@@ -121,6 +126,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		if s-need >= MinBlock {
 			*h.hdr(p) = mkHeader(need, true, hd.prevInUse())
 			h.used -= int64(s - need)
+			h.boundLive() // before release, whose trim may run the checker
 			t := p + offset(need)
 			if invariants.Enabled && next != h.top {
 				poison(h.bytes(t, int(s-need-HeaderSize)))
@@ -155,7 +161,17 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		h.free(p, len(b))
 		return q, nil
 	}
+	h.boundLive()
 	return h.bytes(p, size), nil
+}
+
+// boundLive keeps Live within 0 and the usable bytes of the blocks in
+// use, Used - HeaderSize*Blocks. Live follows the lengths of the slices
+// callers hand back: a slice cut shorter than the block's request makes a
+// Free or a Realloc take off less than was put on, and without this bound
+// Live would pass Used, and stay above 0 with no block in use.
+func (h *Heap) boundLive() {
+	h.live = min(max(h.live, 0), h.used-HeaderSize*h.blocks)
 }
 
 // UsableSize returns how many bytes the block b starts at can hold: its

@@ -1,8 +1,10 @@
 package fit
 
-// This file holds the index of free blocks that every policy keeps, its
-// four operations, and the list of first fit and next fit. best.go and
-// ao.go hold the other two policies' structures.
+// This file holds the index of free blocks that every policy keeps and its
+// four operations, the lists threaded through free blocks, and the linear
+// search of first fit's and next fit's list that order.go's index
+// replaces (kept for the tests, which check that both place every block
+// alike). order.go, best.go and ao.go hold the policies' structures.
 //
 // The rules every caller keeps: a block's header holds its final size and
 // the free flag before it is inserted, and keeps them until it is removed;
@@ -11,9 +13,13 @@ package fit
 // index is the state of the policy's index. Only the policy's own fields
 // are used.
 type index struct {
-	// first fit, next fit: a doubly linked list through the free blocks
-	// (links[0] next, links[1] previous).
-	head, rover link
+	// first fit, next fit: the LIFO free list by list order (order.go);
+	// the block's first link word holds its key. With linear set (the
+	// tests' reference), a doubly linked list through the free blocks
+	// instead (links[0] next, links[1] previous), searched by a walk.
+	order       order
+	linear      bool
+	head, rover link // linear only
 
 	// best fit: bins of blocks under smallMax bytes, one per size (links
 	// as in the list), binmap bit i set when bins[i] is not empty; larger
@@ -35,7 +41,11 @@ func (h *Heap) insert(p offset, s uintptr) {
 	h.freeBytes += int64(s)
 	switch h.policy {
 	case FirstFit, NextFit:
-		h.push(&h.idx.head, p)
+		if h.idx.linear {
+			h.push(&h.idx.head, p)
+		} else {
+			h.orderPush(p, s)
+		}
 	case BestFit:
 		h.bestInsert(p, s)
 	case AddressOrderedFirstFit:
@@ -49,8 +59,12 @@ func (h *Heap) remove(p offset, s uintptr) {
 	h.freeBytes -= int64(s)
 	switch h.policy {
 	case FirstFit, NextFit:
+		if !h.idx.linear {
+			h.orderRemove(p)
+			break
+		}
 		if h.idx.rover == p.link() {
-			h.idx.rover = h.links(p)[0]
+			h.idx.rover = h.links(p)[0] // the next, older block
 		}
 		h.unlink(&h.idx.head, p)
 	case BestFit:
@@ -67,23 +81,33 @@ func (h *Heap) replace(p offset, s uintptr, r offset, rs uintptr) {
 	switch h.policy {
 	case FirstFit, NextFit:
 		h.freeBytes -= int64(s - rs)
-		l := h.links(p)
-		next, prev := l[0], l[1]
-		*h.links(r) = [2]link{next, prev}
-		if prev == 0 {
-			h.idx.head = r.link()
+		if h.idx.linear {
+			h.listReplace(p, r)
 		} else {
-			h.links(prev.offset())[0] = r.link()
-		}
-		if next != 0 {
-			h.links(next.offset())[1] = r.link()
-		}
-		if h.idx.rover == p.link() {
-			h.idx.rover = r.link()
+			h.orderReplace(p, r, rs)
 		}
 	default:
 		h.remove(p, s)
 		h.insert(r, rs)
+	}
+}
+
+// listReplace puts the block at r in the place of the block at p on the
+// linear reference's list, rover included.
+func (h *Heap) listReplace(p, r offset) {
+	l := h.links(p)
+	next, prev := l[0], l[1]
+	*h.links(r) = [2]link{next, prev}
+	if prev == 0 {
+		h.idx.head = r.link()
+	} else {
+		h.links(prev.offset())[0] = r.link()
+	}
+	if next != 0 {
+		h.links(next.offset())[1] = r.link()
+	}
+	if h.idx.rover == p.link() {
+		h.idx.rover = r.link()
 	}
 }
 
@@ -92,9 +116,15 @@ func (h *Heap) replace(p offset, s uintptr, r offset, rs uintptr) {
 func (h *Heap) find(s uintptr) offset {
 	switch h.policy {
 	case FirstFit:
-		return h.firstFit(s)
+		if h.idx.linear {
+			return h.firstFitScan(s)
+		}
+		return h.orderFirst(s)
 	case NextFit:
-		return h.nextFit(s)
+		if h.idx.linear {
+			return h.nextFitScan(s)
+		}
+		return h.orderNext(s)
 	case BestFit:
 		return h.bestFit(s)
 	default:
@@ -102,11 +132,15 @@ func (h *Heap) find(s uintptr) offset {
 	}
 }
 
-// largest returns the size of the largest block in the index.
+// largest returns the size of the largest block in the index, in O(1)
+// or O(log n) (the linear reference walks its list).
 func (h *Heap) largest() uintptr {
 	var m uintptr
 	switch h.policy {
 	case FirstFit, NextFit:
+		if !h.idx.linear {
+			return h.orderLargest()
+		}
 		for l := h.idx.head; l != 0; l = h.links(l.offset())[0] {
 			m = max(m, h.hdr(l.offset()).size())
 		}
@@ -145,8 +179,9 @@ func (h *Heap) unlink(head *link, p offset) {
 	}
 }
 
-// firstFit returns the first block on the list with at least s bytes.
-func (h *Heap) firstFit(s uintptr) offset {
+// firstFitScan returns the first block on the list with at least s bytes,
+// walking it from the head: the linear reference of orderFirst.
+func (h *Heap) firstFitScan(s uintptr) offset {
 	for l := h.idx.head; l != 0; {
 		p := l.offset()
 		if h.hdr(p).size() >= s {
@@ -157,10 +192,10 @@ func (h *Heap) firstFit(s uintptr) offset {
 	return 0
 }
 
-// nextFit returns the first block with at least s bytes on the list from
-// the rover to its end, then from its head to the rover, and leaves the
-// rover there.
-func (h *Heap) nextFit(s uintptr) offset {
+// nextFitScan returns the first block with at least s bytes on the list
+// from the rover to its end, then from its head to the rover, and leaves
+// the rover there: the linear reference of orderNext.
+func (h *Heap) nextFitScan(s uintptr) offset {
 	start := h.idx.rover
 	if start == 0 {
 		start = h.idx.head

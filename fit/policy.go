@@ -13,13 +13,18 @@ import (
 // all share the block layout, so that two heaps given the same requests
 // differ only in where they put them:
 //
-//   - FirstFit ("first-fit"): one doubly linked list, freed blocks pushed
-//     at its head (LIFO); a request takes the first block on the list that
-//     is large enough. Free is O(1); Alloc scans, O(free blocks) at worst.
-//     The remainder of a split block keeps the block's place in the list.
+//   - FirstFit ("first-fit"): one list, freed blocks pushed at its head
+//     (LIFO); a request takes the first block on the list that is large
+//     enough. The remainder of a split block keeps the block's place in
+//     the list. The list is kept as an index by list order, a tree in Go
+//     memory over each block's position holding the largest block under
+//     each node: Alloc and Free are O(log free blocks), and place every
+//     block exactly where a walk of the list from its head would.
 //   - NextFit ("next-fit"): the same list, searched from a roving pointer
 //     left where the previous search ended (at the remainder of the block
-//     it split, or after the block it took), wrapping around once.
+//     it split, or after the block it took), wrapping around once; the
+//     same index finds the first fit from the rover on, O(log free
+//     blocks).
 //   - BestFit ("best-fit"): the smallest free block that is large enough.
 //     Blocks under 1 KiB sit in exact-size bins, lists threaded through
 //     the blocks, one per multiple of 16, with a bitmap of the non-empty

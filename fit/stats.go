@@ -18,9 +18,27 @@ import (
 //	Resident <= Footprint
 type Stats struct {
 	// Live is the sum of the requested sizes of the blocks in use (as
-	// their slices' lengths tell at Free and Realloc), Used the sum of
-	// those blocks' sizes, Footprint the bytes committed, and Resident
-	// the part of them in physical memory (mincore).
+	// their slices' lengths tell at Free and Realloc: see [Heap.Free] for
+	// a slice cut shorter), Used the sum of those blocks' sizes, Footprint
+	// the bytes committed, and Resident the part of them in physical
+	// memory (mincore).
+	//
+	// Metadata is the Go memory the heap's bookkeeping holds beside its
+	// region, as the capacities of its slices say (the Heap's own
+	// fixed-size fields do not count):
+	//
+	//   - every policy: the block-start bitmap, one bit per 16 bytes of
+	//     the largest footprint the heap has had (1/128 of it);
+	//   - first fit, next fit: the index by list order, 12 bytes per slot
+	//     of its tree (a power of two, at least 16 and at least twice the
+	//     free blocks there were when its keys were last renumbered; it
+	//     shrinks when they fall below an eighth of it);
+	//   - best fit: the treap, 16 bytes per node, one node for each free
+	//     block of 1 KiB or more at the most there have been, and 4 bytes
+	//     per node not in use;
+	//   - address-ordered first fit: the free-block bitmap (1/128 of the
+	//     largest footprint) and the tree over 4 KiB groups (8 bytes per
+	//     group, the groups rounded up to a power of two).
 	carve.Stats
 
 	// Policy is the heap's placement policy.
@@ -37,12 +55,6 @@ type Stats struct {
 	// HeaderBytes is Blocks * HeaderSize: the part of Used - Live the
 	// boundary tags take.
 	HeaderBytes int64
-	// Metadata is the Go memory the heap keeps beside its region: the
-	// Heap itself, the block-start bitmap (one bit per 16 bytes of the
-	// footprint, 1/128); for best fit, 16 bytes per free block of 1 KiB or
-	// more (its tree); for address-ordered first fit, the free-block
-	// bitmap and the tree over pages (1/128 + 1/512 of the footprint).
-	Metadata int64
 }
 
 // Footprint returns the bytes the heap has committed: Stats().Footprint,
@@ -50,22 +62,20 @@ type Stats struct {
 func (h *Heap) Footprint() int64 { return int64(h.committed) }
 
 // Stats returns the heap's statistics. It costs one mincore over the
-// committed heap and, for first and next fit, a walk of the free list to
-// find the largest block.
+// committed heap; the rest is O(1) (O(log n) for best fit's Largest).
 func (h *Heap) Stats() Stats {
 	st := Stats{
 		Stats: carve.Stats{
 			Live:      h.live,
 			Used:      h.used,
 			Footprint: int64(h.committed),
+			Metadata:  h.metadata(),
 		},
 		Policy:      h.policy,
 		Blocks:      h.blocks,
 		FreeBlocks:  h.freeBlocks,
 		FreeBytes:   h.freeBytes,
 		HeaderBytes: h.blocks * HeaderSize,
-		Metadata: int64(unsafe.Sizeof(*h)) + int64(cap(h.starts))*8 +
-			int64(cap(h.idx.freeMap))*8 + int64(cap(h.idx.seg))*4 + h.idx.tree.bytes(),
 	}
 	if h.closed {
 		return st
@@ -80,4 +90,18 @@ func (h *Heap) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// metadata returns Stats.Metadata: the bytes of the slices the heap's
+// bookkeeping holds, whichever policy's they are (the others' are empty).
+func (h *Heap) metadata() int64 {
+	x := &h.idx
+	return sliceBytes(h.starts) + sliceBytes(x.freeMap) + sliceBytes(x.seg) +
+		x.tree.bytes() + x.order.bytes()
+}
+
+// sliceBytes returns the size of s's backing array.
+func sliceBytes[E any](s []E) int64 {
+	var e E
+	return int64(cap(s)) * int64(unsafe.Sizeof(e))
 }
