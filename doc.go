@@ -88,9 +88,10 @@
 //	fit        one region, an 8-byte boundary-tag header per block (16-byte
 //	           granule, 32-byte minimum: two 16-byte requests land 32 bytes
 //	           apart with 24 usable, as glibc's), free neighbours coalesced,
-//	           a free top given back; placement by first fit, next fit, best
-//	           fit (exact bins and a tree: O(log n)) or address-ordered first
-//	           fit (a max-tree over pages).
+//	           a free top given back; placement by first fit or next fit
+//	           (a LIFO list, searched through an index by list order: O(log
+//	           n)), best fit (exact bins and a tree: O(log n)) or
+//	           address-ordered first fit (a max-tree over pages).
 //	buddy      power-of-two blocks split and merged with their buddies; the
 //	           "header" mode puts a 16-byte header before every block, the
 //	           FREENIX paper's modified buddy, so an exact 2^k request

@@ -93,11 +93,16 @@ func (h *Heap) Stats() Stats {
 }
 
 // metadata returns Stats.Metadata: the bytes of the slices the heap's
-// bookkeeping holds, whichever policy's they are (the others' are empty).
+// bookkeeping holds, whichever policy's they are (the others' are empty),
+// and its region's page bitmap.
 func (h *Heap) metadata() int64 {
 	x := &h.idx
-	return sliceBytes(h.starts) + sliceBytes(x.freeMap) + sliceBytes(x.seg) +
+	n := sliceBytes(h.starts) + sliceBytes(x.freeMap) + sliceBytes(x.seg) +
 		x.tree.bytes() + x.order.bytes()
+	if h.region != nil {
+		n += h.region.Metadata() // the page bitmap of the region
+	}
+	return n
 }
 
 // sliceBytes returns the size of s's backing array.

@@ -43,7 +43,7 @@ replay's, and --n.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)
-		n := fs.Int("n", 10000, "connections in the article's scenarios (the article uses 100000; first and next fit then take minutes)")
+		n := fs.Int("n", 10000, "connections in the article's scenarios (the article uses 100000: about a minute on two cores)")
 		return func(c *cli, args []string) error {
 			if len(args) > 0 {
 				return badUsage("unexpected argument %q (carve replay takes traces)", args[0])

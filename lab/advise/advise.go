@@ -49,13 +49,10 @@ import (
 const Schema = "carve.advise/v1"
 
 // DefaultBase is the allocator the pools are put in front of unless
-// Config.Base says otherwise: best fit, because its index finds a block in
-// O(log n) where first fit scans its free list (the block-allocator
-// article's 100,000 connections then take minutes per replay, and the
-// advisor makes dozens), and because, with its exact-size bins for small
-// blocks and its size-ordered tree for the rest, it is the carve heap
-// closest to what glibc's malloc does, which cannot be replayed in this
-// process.
+// Config.Base says otherwise: best fit, because, with its exact-size bins
+// for small blocks and its size-ordered tree for the rest, it is the carve
+// heap closest to what glibc's malloc does, which cannot be replayed in
+// this process.
 const DefaultBase = "best-fit"
 
 // The default threshold: a pool must save 1% of the baseline's peak
