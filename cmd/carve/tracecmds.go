@@ -4,9 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -141,14 +143,7 @@ var statsCommand = &command{
 				format = r.Format().String()
 			}
 			w := c.stdout
-			fmt.Fprintf(w, "%s (%s): %d events\n", t.Label, format, s.Events)
-			fmt.Fprintf(w, "requests: smallest %d B, largest %d B, %d of 0 B\n", s.Smallest, s.Largest, s.Zero)
-			fmt.Fprintf(w, "peak live: %d B in %d objects (after event %d); live at the end: %d B in %d objects\n",
-				s.PeakLive, s.PeakObjects, s.PeakAt, s.EndLive, s.EndObjects)
-			ff, bf := s.Robson()
-			fmt.Fprintf(w, "Robson's worst cases for this peak live M and n = largest/smallest: first fit ~ M log2 n = %.0f B, best fit ~ M n = %.0f B\n", ff, bf)
-			fmt.Fprintf(w, "trace errors: %d frees and %d reallocs of objects not live, %d allocations of live ids\n",
-				s.UnknownFrees, s.UnknownReallocs, s.LiveAllocs)
+			writeSummary(w, t.Label, format, s)
 			fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
 			for k := range s.Sizes {
 				if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
@@ -163,6 +158,61 @@ var statsCommand = &command{
 			return nil
 		}
 	},
+}
+
+// writeSummary prints what carve stats says of a trace before its
+// histograms: its events, requests, peak and end, Robson's bounds, and
+// the trace's own errors.
+func writeSummary(w io.Writer, label, format string, s trace.Summary) {
+	allocs := s.Ops[trace.Alloc] + s.Ops[trace.Calloc] + s.Ops[trace.Memalign]
+	fmt.Fprintf(w, "%s (%s): %s\n", label, format, count(s.Events, "event"))
+	fmt.Fprintf(w, "requests: %s (%s of 0 B), %s, %s", count(allocs, "allocation"), count(s.Zero, "request"),
+		count(s.Ops[trace.Realloc], "realloc"), count(s.Ops[trace.Free], "free"))
+	if s.Largest > 0 {
+		fmt.Fprintf(w, "; sizes from %s to %s", bytesOf(s.Smallest), bytesOf(s.Largest))
+	}
+	fmt.Fprintln(w)
+	at := "more than "
+	if !s.Overflow {
+		at = ""
+	}
+	fmt.Fprintf(w, "peak live: %s%s in %s, after event %d; at the end: %s%s in %s\n",
+		at, bytesOf(s.PeakLive), count(s.PeakObjects, "object"), s.PeakAt+1, at, bytesOf(s.EndLive), count(s.EndObjects, "object"))
+	if s.Overflow {
+		fmt.Fprintln(w, "  (the trace's live bytes pass 2^64 - 1: its sizes are impossible)")
+	}
+	if ff, bf := s.Robson(); ff > 0 {
+		fmt.Fprintf(w, "Robson's worst cases for this peak live M and n = largest / smallest request (%.0f): first fit may need M × log2 n = %s, best fit M × n = %s\n",
+			float64(s.Largest)/float64(s.Smallest), bytesOf(uint64(min(ff, 1<<63))), bytesOf(uint64(min(bf, 1<<63))))
+	}
+	if s.UnknownFrees+s.UnknownReallocs+s.LiveAllocs == 0 {
+		fmt.Fprintln(w, "trace errors: none")
+	} else {
+		fmt.Fprintf(w, "trace errors: %s and %s of objects not live, %s of ids already live\n",
+			count(s.UnknownFrees, "free"), count(s.UnknownReallocs, "realloc"), count(s.LiveAllocs, "allocation"))
+	}
+}
+
+// count writes n and the noun, with an s when n is not 1, and thousands
+// separated: "1 event", "770,279 events".
+func count(n int64, noun string) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if n == 1 {
+		return s + " " + noun
+	}
+	return s + " " + noun + "s"
+}
+
+// bytesOf writes a byte count of a trace (which may pass 2^63) in binary
+// units.
+func bytesOf(n uint64) string {
+	if n > math.MaxInt64 {
+		return strconv.FormatFloat(float64(n)/(1<<60), 'f', 2, 64) + " EiB"
+	}
+	return size.Format(int64(n))
 }
 
 // bucket names power-of-two histogram bucket k: 0, or 2^(k-1) to 2^k - 1.

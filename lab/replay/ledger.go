@@ -112,6 +112,8 @@ type ledger struct {
 	live  int64
 	n     int64 // the current event's number, counting from 1
 	ev    trace.Event
+	pos   trace.Positioned // the source, if it tells where events come from
+	bi    int              // the current event's index in its batch
 	marks []int64 // Options.Marks not reached yet
 
 	series      series
@@ -196,9 +198,11 @@ func (l *ledger) replay(src trace.Source) (Result, error) {
 
 func (l *ledger) read(src trace.Source) error {
 	buf := make([]trace.Event, 4096)
+	l.pos, _ = src.(trace.Positioned)
 	for {
 		n, err := src.Read(buf)
-		for _, e := range buf[:n] {
+		for i, e := range buf[:n] {
+			l.bi = i
 			l.n++
 			l.res.Events++
 			l.ev = e
@@ -457,6 +461,9 @@ func (l *ledger) point() {
 func (l *ledger) traceError(reason string) error {
 	l.res.TraceErrors++
 	e := &TraceError{Event: l.n, Ev: l.ev, Reason: reason}
+	if l.pos != nil {
+		e.File, e.Line = l.pos.Position(l.bi)
+	}
 	if l.res.FirstTraceError == nil {
 		l.res.FirstTraceError = e
 	}

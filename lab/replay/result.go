@@ -143,9 +143,16 @@ type TraceError struct {
 	Event  int64 // the event's number, counting from 1
 	Ev     trace.Event
 	Reason string
+	// File and Line say where the event was read, when its source tells
+	// (trace.Positioned); Line is 0 otherwise.
+	File string
+	Line int64
 }
 
 func (e *TraceError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: replay: trace error at event %d (%v): %s", e.File, e.Line, e.Event, e.Ev, e.Reason)
+	}
 	return fmt.Sprintf("replay: trace error at event %d (%v): %s", e.Event, e.Ev, e.Reason)
 }
 

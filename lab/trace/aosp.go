@@ -1,6 +1,9 @@
 package trace
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Android's allocation records, as malloc_debug's record_allocs writes
 // them and memory_replay replays them:
@@ -35,7 +38,11 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 		if !cut && blank(line, 0) {
 			return r.skip()
 		}
-		return false, r.syntaxError("line", aospLine, line)
+		err := r.syntaxError("line", aospLine, line)
+		if e := err.(*Error); ok && tid > 1<<32-1 {
+			e.Why = fmt.Sprintf("the thread id %d does not fit in 32 bits", tid)
+		}
+		return false, err
 	}
 	r.tid = uint32(tid)
 	i += 2
@@ -73,8 +80,12 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 			return false, r.syntaxError("calloc", aospCalloc, line)
 		}
 		c, ok := callocEvent(0, a, b)
+		if !ok && p == 0 {
+			r.stats.Failed++ // calloc refuses a product past 2^64, and returns NULL
+			return false, nil
+		}
 		if !ok {
-			return false, r.syntaxError("calloc", "<nmemb> × <size> below 2^64", line)
+			return false, r.syntaxError("calloc", "<nmemb> × <size> below 2^64 (a calloc that returned memory)", line)
 		}
 		return r.born(p, ev, Event{Op: Calloc, N: c.N, Size: c.Size})
 	case aospMemalignOp:

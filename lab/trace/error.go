@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Error is a line of a trace that does not say what its format says it
@@ -21,6 +22,9 @@ type Error struct {
 	Want string
 	// Got is the offending text, cut to its first 80 bytes.
 	Got string
+	// Why says what is wrong in Got when the syntax alone does not: a
+	// number too large for its field.
+	Why string
 }
 
 // maxGot caps the text an Error quotes.
@@ -43,12 +47,23 @@ func (e *Error) Error() string {
 	b = append(b, e.Want...)
 	b = append(b, ", got "...)
 	b = strconv.AppendQuote(b, e.Got)
+	if e.Why != "" {
+		b = append(b, ": "...)
+		b = append(b, e.Why...)
+	}
 	return string(b)
 }
 
 // ErrDetect is returned (wrapped, with the file's name) by NewReader when
 // the format is Auto and the first lines match no format.
 var ErrDetect = errors.New("trace: cannot detect the trace format")
+
+// ErrNoEvent is returned (wrapped, with the file's name and the format it
+// was read as) at the end of a trace that had lines but not one call of
+// its format (an event, a failed call, a free of NULL): a file taken for a
+// format it is not in. A carve trace with its header and no event is an
+// empty trace, not an error.
+var ErrNoEvent = errors.New("no event")
 
 // ErrTooManyLive is returned (wrapped) when an importer would track more
 // than MaxLive live addresses at once (for a Go execution trace: live
@@ -65,7 +80,28 @@ func got(b []byte) string {
 
 // syntaxError builds the Error of the line being read.
 func (r *Reader) syntaxError(what, want string, line []byte) error {
-	return &Error{File: r.name, Line: r.lines.n, What: what, Want: want, Got: got(line)}
+	return &Error{File: r.name, Line: r.lines.n, What: what, Want: want, Got: got(line), Why: tooLarge(line)}
+}
+
+// tooLarge returns why a line's number cannot be read, if one of its
+// words is a number that does not fit in 64 bits (decimal, or hexadecimal
+// after 0x), or "".
+func tooLarge(line []byte) string {
+	for _, w := range strings.FieldsFunc(string(line), func(c rune) bool {
+		return c == ' ' || c == '\t' || c == ':' || c == '(' || c == ')' || c == ',' || c == '='
+	}) {
+		digits, base := w, 10
+		if h, ok := strings.CutPrefix(w, "0x"); ok {
+			digits, base = h, 16
+		}
+		if digits == "" || strings.TrimLeft(digits, "0123456789abcdefABCDEF") != "" || base == 10 && strings.TrimLeft(digits, "0123456789") != "" {
+			continue
+		}
+		if _, err := strconv.ParseUint(digits, base, 64); errors.Is(err, strconv.ErrRange) {
+			return w + " does not fit in 64 bits"
+		}
+	}
+	return ""
 }
 
 // endError builds the Error of a trace that ends too early.

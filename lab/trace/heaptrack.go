@@ -1,5 +1,7 @@
 package trace
 
+import "fmt"
+
 // heaptrack's data files, one record a line, a letter and hexadecimal
 // fields without 0x. Two kinds exist:
 //
@@ -48,10 +50,16 @@ const (
 
 type heaptrackState struct {
 	kind  uint8
-	sizes []uint64   // interpreted: the size of each allocation info
-	live  [][]uint64 // interpreted: the live objects of each info, newest last
+	sizes []uint64            // interpreted: the size of each allocation info, 8 bytes each
+	live  map[uint64][]uint64 // interpreted: the live objects of the infos that have any, newest last
 	nlive int
 }
+
+// MaxInfos is the most allocation records ("a" lines) the heaptrack
+// importer keeps: 8 bytes each, 128 MiB at most. Past it the Reader
+// returns an error wrapping ErrTooManyLive rather than grow without bound
+// on a file of records alone.
+const MaxInfos = 1 << 24
 
 // parseHeaptrack reads one record of heaptrack data.
 func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) {
@@ -114,8 +122,10 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 			return false, r.syntaxError("allocation info", `no "a" record in raw data`, line)
 		}
 		h.kind = htInterpreted
+		if len(h.sizes) >= MaxInfos {
+			return false, fmt.Errorf("%s:%d: %w (more than %d allocation records)", r.name, r.lines.n, ErrTooManyLive, MaxInfos)
+		}
 		h.sizes = append(h.sizes, size)
-		h.live = append(h.live, nil)
 		return r.skip()
 	}
 	return r.skip()
@@ -132,6 +142,9 @@ func (r *Reader) htAlloc(idx uint64, line []byte, ev *Event) (bool, error) {
 	}
 	id := r.nextID
 	r.nextID++
+	if h.live == nil {
+		h.live = map[uint64][]uint64{}
+	}
 	h.live[idx] = append(h.live[idx], id)
 	h.nlive++
 	*ev = Event{Op: Alloc, ID: id, Size: h.sizes[idx]}
@@ -152,7 +165,11 @@ func (r *Reader) htFree(idx uint64, line []byte, ev *Event) (bool, error) {
 		return true, nil
 	}
 	*ev = Event{Op: Free, ID: l[len(l)-1]}
-	h.live[idx] = l[:len(l)-1]
+	if len(l) == 1 {
+		delete(h.live, idx)
+	} else {
+		h.live[idx] = l[:len(l)-1]
+	}
 	h.nlive--
 	return true, nil
 }

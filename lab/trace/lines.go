@@ -38,7 +38,9 @@ func newLines(rd io.Reader) *lines {
 // next returns the next line without its line feed (nor a carriage return
 // before it). cut reports a line longer than MaxLine, of which only the
 // first cutHead bytes are returned. At the end of the stream it returns
-// io.EOF, or the stream's error.
+// io.EOF, or the stream's error: a stream that failed (a compressed file
+// cut short) loses its unfinished last line, which would only read as a
+// malformed one.
 func (l *lines) next() (line []byte, cut bool, err error) {
 	for {
 		if i := bytes.IndexByte(l.buf[l.r:l.w], '\n'); i >= 0 {
@@ -48,7 +50,7 @@ func (l *lines) next() (line []byte, cut bool, err error) {
 			return trimCR(line), false, nil
 		}
 		if l.err != nil {
-			if l.r < l.w { // the last line, without a line feed
+			if l.r < l.w && l.err == io.EOF { // the last line, without a line feed
 				line = l.buf[l.r:l.w]
 				l.r = l.w
 				l.n++

@@ -42,6 +42,8 @@ type Reader struct {
 
 	closers []io.Closer // decompressor, then file (Open)
 
+	lastLines []int64 // the line of each event of the last Read
+
 	stats  ReaderStats
 	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
 	goHeap goHeapSeries // the Go heap's metrics, of those traces
@@ -55,8 +57,9 @@ type Reader struct {
 
 	native nativeState
 	rep    struct {
-		header [4]uint64 // heap size, IDs, ops, weight
-		nh     int       // header numbers read
+		header  [4]uint64 // heap size, IDs, ops, weight
+		nh      int       // header numbers read
+		started bool      // a request was read: the header is over
 	}
 	mtrace struct {
 		old     uint64 // the address of a "<" line, waiting for its ">"
@@ -167,6 +170,10 @@ func NewReaderOptions(rd io.Reader, name string, opt ReaderOptions) (*Reader, er
 			r.Close()
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if r.lines.w == 0 {
+			r.Close()
+			return nil, fmt.Errorf("%s: %w: the file is empty", name, ErrDetect)
+		}
 		if format = detect(r.lines.buf[:r.lines.w]); format == Auto {
 			r.Close()
 			return nil, fmt.Errorf("%s: %w (want the first lines of a carve, .rep, valgrind, heaptrack, mtrace or AOSP trace, or a Go execution trace)", name, ErrDetect)
@@ -251,7 +258,7 @@ func (r *Reader) decompress(rd io.Reader) (io.Reader, error) {
 			return nil, fmt.Errorf("%s: gzip: %w", r.name, err)
 		}
 		r.closers = append(r.closers, z)
-		return z, nil
+		return decompressed{z, "gzip"}, nil
 	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		z, err := zstd.NewReader(rd,
 			zstd.WithDecoderConcurrency(1),
@@ -262,9 +269,31 @@ func (r *Reader) decompress(rd io.Reader) (io.Reader, error) {
 			return nil, fmt.Errorf("%s: zstd: %w", r.name, err)
 		}
 		r.closers = append(r.closers, zstdCloser{z})
-		return z, nil
+		return decompressed{z, "zstd"}, nil
 	}
 	return rd, nil
+}
+
+// decompressed names the compression in the errors of a decompressor,
+// and says which of the two ways a compressed file fails: it ends before
+// its data does (truncated), or its data cannot be what the compressor
+// wrote (corrupt).
+type decompressed struct {
+	rd   io.Reader
+	name string
+}
+
+func (d decompressed) Read(p []byte) (int, error) {
+	n, err := d.rd.Read(p)
+	switch {
+	case err == nil, err == io.EOF:
+		return n, err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return n, fmt.Errorf("%s: truncated: the file ends before its compressed data does (%w)", d.name, err)
+	case errors.Is(err, zstd.ErrWindowSizeExceeded):
+		return n, fmt.Errorf("%s: corrupt: a frame asks for a window above the %d MiB a trace needs (%w)", d.name, zstdMaxWindow>>20, err)
+	}
+	return n, fmt.Errorf("%s: corrupt: %w", d.name, err)
 }
 
 // zstdCloser adapts the zstd decoder's Close, which returns nothing.
@@ -322,14 +351,29 @@ func (r *Reader) Next() (Event, error) {
 func (r *Reader) Read(dst []Event) (n int, err error) {
 	// Events is counted as each event is read: the samples of the Go
 	// heap that the events' lines carry are placed by it.
+	if cap(r.lastLines) < len(dst) {
+		r.lastLines = make([]int64, len(dst))
+	}
+	r.lastLines = r.lastLines[:0]
 	for n < len(dst) && r.next(&dst[n]) {
 		n++
 		r.stats.Events++
+		r.lastLines = append(r.lastLines, r.lines.n)
 	}
 	if n > 0 {
 		return n, nil
 	}
 	return 0, r.err
+}
+
+// Position returns the file of the trace and the line the i-th event of
+// the last Read came from (0 for a format without lines: a Go execution
+// trace, whose importer gives its events from the trace's batches).
+func (r *Reader) Position(i int) (file string, line int64) {
+	if r.gotr != nil || i < 0 || i >= len(r.lastLines) {
+		return r.name, 0
+	}
+	return r.name, r.lastLines[i]
 }
 
 // next stores the next event in ev; at the end, or on an error, it
@@ -403,13 +447,20 @@ func (r *Reader) end(err error) error {
 			return r.endError("header", nativeHeaders)
 		}
 	case Rep:
-		if r.rep.nh < 4 {
-			return r.endError("header", `"<heap size> <ids> <ops> <weight>"`)
+		if !r.rep.started && r.rep.nh != 2 && r.rep.nh != 4 {
+			return r.endError("header", repHeader)
 		}
 	case Mtrace:
 		if r.mtrace.pending {
 			return r.endError("realloc", `"> <ptr> <size>" after "<"`)
 		}
+	}
+	if r.stats.Events == 0 && r.stats.Skipped >= r.lines.n && !(r.format == Native && r.native.header) {
+		// Lines, and not one of them a call of the format's (an event, a
+		// failed call, a free of NULL): a file taken for what it is not,
+		// most likely (a carve trace without its header reads as
+		// heaptrack).
+		return fmt.Errorf("%s: %w in its %d lines, read in the %s format (a carve trace starts with %q)", r.name, ErrNoEvent, r.lines.n, r.format, nativeHeader)
 	}
 	return io.EOF
 }

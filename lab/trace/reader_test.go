@@ -54,8 +54,10 @@ func TestErrors(t *testing.T) {
 		{"native/thread", Native, "# carve trace v1\nt 4294967296\n", 2, "thread", "t <thread>", "t 4294967296"},
 		{"native/overflow", Native, "# carve trace v1\nf 18446744073709551616\n", 2, "free", "f <id>", "f 18446744073709551616"},
 
-		{"rep/header", Rep, "20000\n6\nx\n", 3, "header", "four numbers", "x"},
-		{"rep/short header", Rep, "20000\n6\n", 0, "header", "<heap size>", "end of file"},
+		{"rep/header", Rep, "20000\n6\n7\nx\n", 4, "header", "four numbers", "x"},
+		{"rep/three numbers", Rep, "20000\n6\n7\na 0 8\n", 4, "header", "got 3 numbers", "a 0 8"},
+		{"rep/five numbers", Rep, "1 2 3 4 5\n", 1, "header", "four numbers", "1 2 3 4 5"},
+		{"rep/short header", Rep, "20000\n", 0, "header", "<heap size>", "end of file"},
 		{"rep/alloc", Rep, "1 2 3 4\na 0\n", 2, "alloc", "a <id> <size>", "a 0"},
 		{"rep/realloc", Rep, "1 2 3 4\nr 0 -1\n", 2, "realloc", "r <id> <size>", "r 0 -1"},
 		{"rep/free", Rep, "1 2 3 4\nf\n", 2, "free", "f <id>", "f"},

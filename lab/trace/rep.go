@@ -1,11 +1,15 @@
 package trace
 
+import "fmt"
+
 // The CS:APP malloc lab's trace format (.rep), as its driver mdriver.c
 // reads it: four header numbers (suggested heap size, number of ids,
-// number of ops, weight), then one request a line.
+// number of ops, weight), then one request a line. Many distributions of
+// the lab write two (number of ids, number of ops): the header is the
+// numbers that come before the first request, two or four of them.
 
 const (
-	repHeader  = `"<heap size>", "<ids>", "<ops>", "<weight>": four numbers`
+	repHeader  = `a header of four numbers ("<heap size> <ids> <ops> <weight>") or two ("<ids> <ops>") before the first request`
 	repAlloc   = `"a <id> <size>"`
 	repRealloc = `"r <id> <size>"`
 	repFree    = `"f <id>"`
@@ -13,9 +17,10 @@ const (
 )
 
 // RepHeader returns the four numbers of a .rep trace's header: suggested
-// heap size, number of ids, number of ops, weight. They are read, not
-// checked (mdriver's traces do not always agree with their counts). It is
-// zero for other formats, and before the first event.
+// heap size, number of ids, number of ops, weight. A header of two numbers
+// fills ids and ops, and leaves the others 0. They are read, not checked
+// (mdriver's traces do not always agree with their counts). It is zero for
+// other formats, and before the first event.
 func (r *Reader) RepHeader() [4]uint64 { return r.rep.header }
 
 // parseRep reads one line of a .rep trace. The trace's ids name blocks
@@ -30,8 +35,18 @@ func (r *Reader) parseRep(line []byte, cut bool, ev *Event) (bool, error) {
 	if blank(line, 0) {
 		return r.skip()
 	}
-	if r.rep.nh < 4 {
-		return r.repHeaderLine(line)
+	if !r.rep.started {
+		if b := line[firstNonSpace(line)]; b >= '0' && b <= '9' {
+			return r.repHeaderLine(line)
+		}
+		switch r.rep.nh {
+		case 2: // ids, ops
+			r.rep.header = [4]uint64{0, r.rep.header[0], r.rep.header[1], 0}
+		case 4:
+		default:
+			return false, r.syntaxError("header", repHeader+fmt.Sprintf(", got %d numbers, then", r.rep.nh), line)
+		}
+		r.rep.started = true
 	}
 	var (
 		id, size uint64
@@ -76,24 +91,27 @@ func (r *Reader) parseRep(line []byte, cut bool, ev *Event) (bool, error) {
 }
 
 // repHeaderLine reads header numbers, any number of them on a line, as
-// fscanf does.
+// fscanf does; more than four is an error.
 func (r *Reader) repHeaderLine(line []byte) (bool, error) {
 	i := 0
-	for r.rep.nh < 4 {
+	for {
 		i, _ = space(line, i)
 		if i == len(line) {
 			return r.skip()
 		}
 		v, j, ok := dec(line, i)
-		if !ok {
+		if !ok || r.rep.nh == 4 {
 			return false, r.syntaxError("header", repHeader, line)
 		}
 		r.rep.header[r.rep.nh] = v
 		r.rep.nh++
 		i = j
 	}
-	if !blank(line, i) {
-		return false, r.syntaxError("header", repHeader, line)
-	}
-	return r.skip()
+}
+
+// firstNonSpace returns the index of the first byte of line that is not a
+// space or a tab (line is not blank).
+func firstNonSpace(line []byte) int {
+	i, _ := space(line, 0)
+	return min(i, len(line)-1)
 }

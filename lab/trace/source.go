@@ -10,6 +10,14 @@ type Source interface {
 	Read(dst []Event) (n int, err error)
 }
 
+// A Positioned source can say where its events come from: *Reader is one.
+// Position returns the file and the line (0 when there is none) of the
+// i-th event its last Read returned.
+type Positioned interface {
+	Source
+	Position(i int) (file string, line int64)
+}
+
 // Events returns a Source that gives evs, sharing them (the caller must
 // not change them while it reads).
 func Events(evs []Event) Source { return &sliceSource{evs: evs} }

@@ -38,6 +38,11 @@ type Summary struct {
 	// EndLive and EndObjects are what is live after the last event.
 	EndLive    uint64
 	EndObjects int64
+	// Overflow reports live bytes that passed 2^64 - 1 (a trace of
+	// impossible sizes): PeakLive, EndLive and Requested are then capped
+	// at 2^64 - 1, and mean "at least that". The sums are kept exact in
+	// 128 bits, so the figures below the cap are right.
+	Overflow bool
 
 	// Sizes is the histogram of request sizes by powers of two: Sizes[0]
 	// counts requests of 0 bytes, Sizes[k] those of 2^(k-1) to 2^k - 1.
@@ -111,7 +116,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	labels := LabelsOf(src)
 	var ls labelCounts
 	live := make(map[uint64]obj)
-	var cur uint64
+	var cur u128
 	batch := make([]Event, 1024)
 	for {
 		n, err := src.Read(batch)
@@ -124,11 +129,11 @@ func SummarizeFrom(src Source) (Summary, error) {
 				s.request(e.Size)
 				if old, ok := live[e.ID]; ok {
 					s.LiveAllocs++
-					cur -= old.size
+					cur = cur.sub(old.size)
 					ls.change(old.label, -1, -int64(old.size))
 				}
 				live[e.ID] = obj{e.Size, at, e.Label}
-				cur += e.Size
+				cur = cur.add(e.Size)
 				ls.change(e.Label, 1, int64(e.Size))
 				ls.of(e.Label).allocs++
 			case Realloc:
@@ -138,7 +143,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 					continue
 				}
 				s.request(e.Size)
-				cur = cur - old.size + e.Size
+				cur = cur.sub(old.size).add(e.Size)
 				live[e.ID] = obj{e.Size, old.born, old.label}
 				ls.change(old.label, 0, int64(e.Size)-int64(old.size))
 			case Free:
@@ -148,15 +153,16 @@ func SummarizeFrom(src Source) (Summary, error) {
 					continue
 				}
 				delete(live, e.ID)
-				cur -= old.size
+				cur = cur.sub(old.size)
 				s.Lifetimes[bits.Len64(uint64(at-old.born))]++
 				ls.change(old.label, -1, -int64(old.size))
 				c := ls.of(old.label)
 				c.freed++
 				c.life += float64(at - old.born)
 			}
-			if cur > s.PeakLive {
-				s.PeakLive, s.PeakAt = cur, at
+			if v, over := cur.capped(); v > s.PeakLive || over && !s.Overflow {
+				s.PeakLive, s.PeakAt = v, at
+				s.Overflow = s.Overflow || over
 				ls.peak()
 			}
 			if int64(len(live)) > s.PeakObjects {
@@ -170,7 +176,8 @@ func SummarizeFrom(src Source) (Summary, error) {
 			return s, err
 		}
 	}
-	s.EndLive, s.EndObjects = cur, int64(len(live))
+	s.EndLive, _ = cur.capped()
+	s.EndObjects = int64(len(live))
 	if labels != nil {
 		s.Labels = ls.stats(labels, s.PeakLive)
 	}
@@ -335,8 +342,34 @@ func sizeString(b uint64) string {
 }
 
 // request counts one requested size.
+// u128 is a byte count that does not wrap: a trace's sizes are 64-bit, and
+// their sum may not be.
+type u128 struct{ hi, lo uint64 }
+
+func (x u128) add(n uint64) u128 {
+	lo, carry := bits.Add64(x.lo, n, 0)
+	return u128{x.hi + carry, lo}
+}
+
+func (x u128) sub(n uint64) u128 {
+	lo, borrow := bits.Sub64(x.lo, n, 0)
+	return u128{x.hi - borrow, lo}
+}
+
+// capped returns x, or 2^64 - 1 and true when x is larger.
+func (x u128) capped() (uint64, bool) {
+	if x.hi != 0 {
+		return math.MaxUint64, true
+	}
+	return x.lo, false
+}
+
 func (s *Summary) request(size uint64) {
-	s.Requested += size
+	if r, carry := bits.Add64(s.Requested, size, 0); carry != 0 {
+		s.Requested, s.Overflow = math.MaxUint64, true
+	} else {
+		s.Requested = r
+	}
 	s.Sizes[bits.Len64(size)]++
 	if size == 0 {
 		s.Zero++

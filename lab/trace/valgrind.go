@@ -160,8 +160,12 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 			return false, r.syntaxError("calloc", vgCalloc, line)
 		}
 		c, ok := callocEvent(0, n, size)
+		if !ok && p == 0 {
+			r.stats.Failed++ // calloc refuses a product past 2^64, and returns NULL
+			return false, nil
+		}
 		if !ok {
-			return false, r.syntaxError("calloc", "<n> × <size> below 2^64", line)
+			return false, r.syntaxError("calloc", "<n> × <size> below 2^64 (a calloc that returned memory)", line)
 		}
 		return r.born(p, ev, Event{Op: Calloc, N: c.N, Size: c.Size})
 	case vgReallocK:
