@@ -87,7 +87,7 @@ func TestLabCommands(t *testing.T) {
 		{"gen bad parameter", []string{"gen", "connection", "bogus=1"}, 2, `no parameter "bogus"`},
 		{"convert", []string{"convert", "-o", conv, gen}, 0, ""},
 		{"convert missing file", []string{"convert", dir + "/nosuch"}, 2, "no such file"},
-		{"stats", []string{"stats", conv}, 0, "peak live: 2080000 B in 1000 objects"},
+		{"stats", []string{"stats", conv}, 0, "peak live: 1.98 MiB in 1,000 objects"},
 		{"replay", []string{"replay", "--alloc", "first-fit,buddy-header,sizeclass", gen}, 0, "buddy-header"},
 		{"replay with a pool", []string{"replay", "--alloc", "first-fit", "--pool", "1024", gen}, 0, "first-fit+pool(1024)"},
 		{"replay unknown allocator", []string{"replay", "--alloc", "nosuch", gen}, 2, "unknown allocator"},

@@ -114,7 +114,7 @@ type ledger struct {
 	ev    trace.Event
 	pos   trace.Positioned // the source, if it tells where events come from
 	bi    int              // the current event's index in its batch
-	marks []int64 // Options.Marks not reached yet
+	marks []int64          // Options.Marks not reached yet
 
 	series      series
 	pointLive   int64 // the most live memory since the last series point
