@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -119,5 +122,59 @@ func TestStableIsStable(t *testing.T) {
 		if outs[0] != outs[1] {
 			t.Errorf("--stable --format %s differs between two runs:\n%s\n----\n%s", format, outs[0], outs[1])
 		}
+	}
+}
+
+// TestOutputsNeverDestroyInputs: a command that writes a file refuses an
+// output that is its input (also through a link), leaves an existing
+// output as it was when it fails, and writes nothing before its input is
+// known to be readable.
+func TestOutputsNeverDestroyInputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "t.txt")
+	if code := run([]string{"gen", "connection", "n=20000", "-o", in}, io.Discard, io.Discard); code != 0 {
+		t.Fatal("gen failed")
+	}
+	orig, _ := os.ReadFile(in)
+	link := filepath.Join(dir, "l.txt")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(dir, "keep.txt")
+	os.WriteFile(keep, []byte("precious\n"), 0o600)
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("# carve trace v1\na 1 lots\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		file string
+		want []byte
+	}{
+		{[]string{"convert", "-o", in, in}, in, orig},
+		{[]string{"convert", "-o", link, in}, in, orig},
+		{[]string{"convert", "-o", keep, bad}, keep, []byte("precious\n")},
+		{[]string{"convert", "-o", keep, filepath.Join(dir, "nosuch")}, keep, []byte("precious\n")},
+		{[]string{"gen", "nosuch", "-o", keep}, keep, []byte("precious\n")},
+		{[]string{"report", "-o", keep, "--alloc", "best-fit", bad}, keep, []byte("precious\n")},
+	} {
+		if code := run(tc.args, io.Discard, io.Discard); code != 2 {
+			t.Errorf("carve %q: exit %d, want 2", tc.args, code)
+		}
+		if got, _ := os.ReadFile(tc.file); !bytes.Equal(got, tc.want) {
+			t.Errorf("carve %q changed %s (%d bytes, was %d)", tc.args, tc.file, len(got), len(tc.want))
+		}
+	}
+	if fi, err := os.Stat(keep); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("keep.txt's mode: %v, %v", fi.Mode(), err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 4 {
+		t.Errorf("the directory holds %d files, want the 4 made (no temporary left)", len(ents))
+	}
+	// Success replaces the output, keeping its mode.
+	if code := run([]string{"convert", "-o", keep, in}, io.Discard, io.Discard); code != 0 {
+		t.Fatal("convert failed")
+	}
+	if fi, _ := os.Stat(keep); fi.Mode().Perm() != 0o600 || fi.Size() != int64(len(orig)) {
+		t.Errorf("after convert, keep.txt: mode %v, %d bytes; want 0600 and %d", fi.Mode(), fi.Size(), len(orig))
 	}
 }

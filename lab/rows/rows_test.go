@@ -123,3 +123,16 @@ func TestSeriesKeepPeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestChildStoppedAboveMaxRSS: a row's child that takes more resident
+// memory than Options.MaxRSS is stopped, and the row says why.
+func TestChildStoppedAboveMaxRSS(t *testing.T) {
+	tr, err := traces.Resolve("gen:connection:n=40000,next=4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Replay(tr, Spec{Alloc: "go"}, Options{Touch: true, MaxRSS: 16 << 20}, nil)
+	if r.Error == "" || !strings.Contains(r.Error, "--max-rss") || !strings.Contains(r.Error, "16.00 MiB") {
+		t.Errorf("a child over its limit: error %q, want it stopped and the limit named", r.Error)
+	}
+}
