@@ -485,3 +485,57 @@ func TestRecordReplay(t *testing.T) {
 		t.Errorf("unknown recorder: exit %d", code)
 	}
 }
+
+// TestRecordGoTest records a Go program's own heap from its tests (the
+// connection workload of lab/record/testdata/goconn), replays it through
+// every row and lists its types; a pure-Go binary run directly is refused
+// with the way to record it.
+func TestRecordGoTest(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		needReal(t, "go", err.Error())
+	}
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "goconn.trace")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"record", "-o", tr, "--", goTool, "test", "-run", "TestConnections", "../../lab/record/testdata/goconn"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve record -- go test = %d: %s", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"stats", tr}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve stats = %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"types (labels) by bytes live at the peak", "goconn.session", "goconn.conn"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("carve stats of the Go trace lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"replay", "--format", "json", tr}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve replay = %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		Rows []rows.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doc.Rows {
+		switch {
+		case r.ErrorKind == rows.KindUnavailable:
+			needReal(t, r.Allocator, r.Error)
+		case r.Error != "" || r.TraceErrors != 0 || r.PeakLive < 10<<20:
+			t.Errorf("%s: error %q, %d trace errors, peak live %d", r.Allocator, r.Error, r.TraceErrors, r.PeakLive)
+		}
+	}
+
+	// A pure-Go binary, run as it is: refused, with the way to record it.
+	bin := filepath.Join(dir, "goprog")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "../../lab/trace/testdata/goprog").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stderr.Reset()
+	if code := run([]string{"record", "-o", filepath.Join(dir, "p.trace"), "--", bin}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "go test") {
+		t.Errorf("carve record of a pure-Go binary = %d, %q; want 2 and how to record it", code, stderr.String())
+	}
+}

@@ -81,8 +81,12 @@ among them, nor Python's small objects unless it runs with PYTHONMALLOC=malloc.
 			if err := os.Rename(tmp.Name(), path); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d, %s) written to %s by the %s recorder\n",
-				res.Events, res.Process.Program, res.Process.Pid, plural(res.Threads, "thread"), path, res.Recorder)
+			threads := ""
+			if res.Threads > 0 {
+				threads = ", " + plural(res.Threads, "thread")
+			}
+			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d%s) written to %s by the %s recorder\n",
+				res.Events, res.Process.Program, res.Process.Pid, threads, path, res.Recorder)
 			if res.CHeapOnly {
 				fmt.Fprintf(c.stderr, "carve record: %s is a Go program: the trace holds only its C heap (cgo); its Go heap is recorded from its tests: carve record -- go test -run TestX ./pkg\n", cmd[0])
 			}
