@@ -72,11 +72,10 @@ replay's, and --n.`,
 			scen := base
 			scen.specs = nil
 			for _, s := range base.specs {
-				scen.specs = append(scen.specs, rows.Spec{Alloc: s.Alloc})
-			}
-			for _, s := range base.specs {
+				scen.specs = append(scen.specs, s)
 				if !rows.IsReal(s.Alloc) {
-					scen.specs = append(scen.specs, rows.Spec{Alloc: s.Alloc, Pools: []int{labPool}})
+					s.Pools = []int{labPool}
+					scen.specs = append(scen.specs, s)
 				}
 			}
 			for _, arg := range labScenarios(*n) {
@@ -88,7 +87,9 @@ replay's, and --n.`,
 			}
 
 			if f.format == "text" {
-				fmt.Fprintf(c.stdout, "carve lab: each trace through each allocator; peak fp/live is how far the heap grew beyond live memory (1.000: not at all)\n\n")
+				fmt.Fprintf(c.stdout, "carve lab: each trace through each allocator. RSS/live, the headline, is how far each heap grew beyond\n"+
+					"live memory: peak resident bytes over peak live bytes (1.000: not at all). The footprint columns are each\n"+
+					"allocator's own figure of the memory it holds, and rank nothing across allocators.\n\n")
 			}
 			var prog *progress
 			if f.progress {

@@ -159,11 +159,17 @@ func (f *replayFlags) specs() (replayConfig, error) {
 		return replayConfig{}, badUsage("--gogc %d: want 1 or more (the go row never turns the collector off)", f.gogc)
 	}
 	for _, n := range names {
-		s := rows.Spec{Alloc: n, Pools: f.pools}
+		s := rows.Spec{Alloc: n}
 		if n == "go" {
 			s.GOGC = f.gogc
 		}
 		c.specs = append(c.specs, s)
+		if len(f.pools) > 0 {
+			// Each pooled row beside the same allocator without the pools:
+			// the verdict says what they changed.
+			s.Pools = f.pools
+			c.specs = append(c.specs, s)
+		}
 	}
 	return c, nil
 }
@@ -213,12 +219,23 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 		for _, t := range tables {
 			all = append(all, t.Rows...)
 		}
+		type verdict struct {
+			Trace   string `json:"trace"`
+			Verdict string `json:"verdict"`
+		}
+		var verdicts []verdict
+		for _, t := range tables {
+			if v := t.Verdict(); v != "" && !f.stable {
+				verdicts = append(verdicts, verdict{t.Trace.Label, v})
+			}
+		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			Schema string     `json:"schema"`
-			Rows   []rows.Row `json:"rows"`
-		}{rows.Schema, all}); err != nil {
+			Schema   string     `json:"schema"`
+			Rows     []rows.Row `json:"rows"`
+			Verdicts []verdict  `json:"verdicts,omitempty"`
+		}{rows.Schema, all, verdicts}); err != nil {
 			return err
 		}
 	} else {
@@ -226,6 +243,13 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 			if err := printTable(c.stdout, f.format, f.stable, t); err != nil {
 				return err
 			}
+		}
+		if f.format == "text" && !f.stable {
+			note := "ns/op: a random sample of each row's calls, timed"
+			if f.jobs > 1 {
+				note += fmt.Sprintf("; rows replayed side by side (--jobs %d) are noisier than --jobs 1", f.jobs)
+			}
+			fmt.Fprintln(c.stdout, note+".")
 		}
 	}
 	return tablesError(tables)

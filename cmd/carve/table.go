@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 			c = append(c, footprint(grew))
 		}
 		if !stable {
-			c = append(c, strconv.FormatFloat(r.NsPerOp, 'f', 1, 64))
+			c = append(c, sig3(r.NsPerOp))
 		}
 		return append(c, strconv.FormatInt(r.TraceErrors, 10))
 	}
@@ -99,10 +100,16 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 		for _, r := range t.Rows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(cells(r), " | "))
 		}
+		if v := t.Verdict(); v != "" && !stable {
+			fmt.Fprintf(w, "\nVerdict: %s.\n", v)
+		}
 		_, err := fmt.Fprintln(w)
 		return err
 	}
 	fmt.Fprintf(w, "%s\n", t.Trace.Label)
+	for _, l := range wrap(t.Trace.About, 96) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	var errs []string
@@ -129,15 +136,44 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 			break
 		}
 	}
-	if !stable {
-		for _, r := range t.Rows {
-			if r.Best {
-				fmt.Fprintf(w, "  * lowest peak RSS / peak live: %s, %.3f (%s resident at a peak live of %s)\n", r.Allocator, r.RSSRatio, size.Format(r.PeakRSS), size.Format(r.PeakLive))
-			}
-		}
+	if f := t.Findings(); len(f) > 0 && !stable {
+		fmt.Fprintf(w, "  verdict: %s\n", strings.Join(f, "\n           "))
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// sig3 writes v with three significant digits: 36.8, 245, 2080000.
+func sig3(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	d := 3 - int(math.Floor(math.Log10(math.Abs(v)))) - 1
+	if d <= 0 {
+		p := math.Pow(10, float64(-d))
+		return strconv.FormatFloat(math.Round(v/p)*p, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
+// wrap cuts text into lines of at most width bytes, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // progress shows, on a terminal, how far the replays have come, once they

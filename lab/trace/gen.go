@@ -39,6 +39,9 @@ type Generator struct {
 	Name string
 	// Doc says what the trace is, in a few sentences.
 	Doc string
+	// Compare is the figure its source gives to compare a replay with, or
+	// "".
+	Compare string
 	// Params are the parameters, with their defaults and bounds.
 	Params []Param
 

@@ -18,6 +18,7 @@ var connectionGen = Generator{
 		"next are allocated. With next the size of the holes (1024) they fit in them; with " +
 		"4096 none does, and the heap must grow by about n × next. The trace ends with the " +
 		"sessions and the new buffers live, where the article measures.",
+	Compare: "The article, on glibc with 100,000 connections: 1 KB next buffers grew the process by 0 MB, 4 KB ones by 392 MB.",
 	Params: []Param{
 		{Name: "next", Doc: "size of the new buffers, bytes", Default: 1024, Min: 0, Max: maxSize, Int: true},
 		{Name: "n", Doc: "connections", Default: 100000, Min: 0, Max: maxCount, Int: true},
@@ -65,6 +66,7 @@ var carvingGen = Generator{
 		"second wave fits in the holes; with them the small objects settle in the holes " +
 		"first and cut them to sizes the wave cannot use. Whether the scratch buffers came " +
 		"from malloc or a pool is the replayer's choice, not the trace's.",
+	Compare: "The article, on glibc with 100,000 connections: the second wave grew the process by 19 MB with the small objects between the waves, by 0 KB with the buffers in a pool.",
 	Params: []Param{
 		{Name: "smalls", Doc: "1 to allocate the small objects between the waves, 0 not to", Default: 1, Min: 0, Max: 1, Int: true},
 		{Name: "n", Doc: "connections, small objects, and buffers of the second wave", Default: 100000, Min: 0, Max: maxCount, Int: true},
@@ -92,6 +94,7 @@ var bumpGen = Generator{
 	Doc: "The benchmark of the post \"Bump Allocator\": n Person structs (an int and a 32-byte name, 36 bytes) " +
 		"allocated one after the other, all live at once; then, with free=1, all freed in " +
 		"the order they were allocated, as its malloc loop does.",
+	Compare: "The post: the bump allocator about 9.3 times as fast as malloc for 5,000,000 objects.",
 	Params: []Param{
 		{Name: "n", Doc: "objects", Default: 5000000, Min: 0, Max: maxCount, Int: true},
 		{Name: "size", Doc: "size of an object, bytes", Default: 36, Min: 0, Max: maxSize, Int: true},

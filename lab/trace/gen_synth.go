@@ -17,6 +17,7 @@ var zipfGen = Generator{
 		"distribution of exponent s (P(k) ∝ (1 + k)^-s) up to max bytes. Each object lives " +
 		"for a random number of allocations, exponentially distributed with mean life; the " +
 		"objects still alive after the last allocation stay live.",
+	Compare: "The FREENIX paper, on its Hummingbird trace: the best of nine mallocs at 30.5% fragmentation, the modified buddy at 50.7%.",
 	Params: []Param{
 		{Name: "seed", Doc: "random seed", Default: 1, Min: 0, Max: 1 << 53, Int: true},
 		{Name: "n", Doc: "allocations", Default: 1000000, Min: 0, Max: maxCount, Int: true},

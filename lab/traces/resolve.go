@@ -24,6 +24,10 @@ type Trace struct {
 	Phases []trace.Phase
 	// Generated reports a gen: trace.
 	Generated bool
+	// About says what the trace is, for the reader of its table: the
+	// shipped trace's description, or the generator's, with the figure
+	// its source gives to compare with; "" for a file.
+	About string
 
 	open func() (trace.Source, io.Closer, error)
 }
@@ -50,7 +54,7 @@ func Resolve(arg string) (Trace, error) {
 	}
 	if _, err := os.Stat(arg); err != nil {
 		if t, ok := Lookup(arg); ok {
-			return Trace{Label: arg, open: func() (trace.Source, io.Closer, error) {
+			return Trace{Label: arg, About: t.About + ".", open: func() (trace.Source, io.Closer, error) {
 				r, err := trace.NewReader(t.Open(), t.File, trace.Auto)
 				if err != nil {
 					return nil, nil, err
@@ -122,7 +126,11 @@ func generated(arg, spec string) (Trace, error) {
 	// from the replays, and their timings with it); a longer one streams.
 	var once sync.Once
 	var held []trace.Event
-	return Trace{Label: arg, Phases: phases, Generated: true, open: func() (trace.Source, io.Closer, error) {
+	about := g.Doc
+	if g.Compare != "" {
+		about += " " + g.Compare
+	}
+	return Trace{Label: arg, Phases: phases, Generated: true, About: about, open: func() (trace.Source, io.Closer, error) {
 		once.Do(func() {
 			c := &capped{max: MaxHeld}
 			if err := g.Generate(c, args); err == nil {

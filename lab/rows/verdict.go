@@ -1,0 +1,128 @@
+package rows
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/carvelab/carve/internal/size"
+)
+
+// Verdict says in a sentence what a table shows: its Findings, joined.
+func (t Table) Verdict() string { return strings.Join(t.Findings(), "; ") }
+
+// Findings says what a table shows, a clause each: the row with the
+// lowest headline (peak RSS / peak live), how glibc and the Go heap
+// compare with it, what a pool in front of an allocator changed, and, for
+// a generated scenario, what its last phase cost. It is nil for a table
+// with no row measured.
+func (t Table) Findings() []string {
+	best := -1
+	for i, r := range t.Rows {
+		if r.Error == "" && r.RSSRatio > 0 && (best < 0 || r.RSSRatio < t.Rows[best].RSSRatio) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := t.Rows[best]
+	var s []string
+	s = append(s, fmt.Sprintf("lowest peak RSS / peak live: %s, %.3f (%s resident for %s live)", b.Allocator, b.RSSRatio, size.Format(b.PeakRSS), size.Format(b.PeakLive)))
+	var others []string
+	for _, name := range []string{"glibc", "go"} {
+		if r, ok := t.row(name); ok && r.Allocator != b.Allocator {
+			others = append(others, fmt.Sprintf("%s %.3f, %s", name, r.RSSRatio, compare(r.PeakRSS, b.PeakRSS, b.Allocator)))
+		}
+	}
+	s = append(s, others...)
+	var pooled, changes []string
+	for _, r := range t.Rows {
+		if r.Error != "" || len(r.spec().Pools) == 0 {
+			continue
+		}
+		plain, ok := t.row(r.spec().plainLabel())
+		if !ok || plain.Error != "" {
+			continue
+		}
+		pooled = append(pooled, fmt.Sprintf("%s: peak RSS %s, %s", r.Allocator, size.Format(r.PeakRSS), compare(r.PeakRSS, plain.PeakRSS, plain.Allocator)))
+		changes = append(changes, fmt.Sprintf("%s %+.1f%%", plain.Allocator, 100*float64(r.PeakRSS-plain.PeakRSS)/float64(max(plain.PeakRSS, 1))))
+	}
+	if len(pooled) > 2 {
+		// One line for many: the change in peak RSS the pools brought.
+		pooled = []string{"the pools in front changed peak RSS by: " + strings.Join(changes, ", ")}
+	}
+	s = append(s, pooled...)
+	if phase, ok := t.lastPhase(); ok {
+		var grew []string
+		seen := map[string]bool{}
+		for _, name := range []string{b.Allocator, "glibc", "go"} {
+			if r, ok := t.row(name); ok && !seen[name] {
+				seen[name] = true
+				if _, g, ok := r.Growth(); ok {
+					grew = append(grew, fmt.Sprintf("%s %s", name, size.Format(g)))
+				}
+			}
+		}
+		if len(grew) > 0 {
+			s = append(s, fmt.Sprintf("the last phase (%s) grew the footprint of %s", phase, strings.Join(grew, ", ")))
+		}
+	}
+	return s
+}
+
+// compare says how n bytes compare with m, another row's: "4.0% above
+// best-fit's", "2.8 times best-fit's", "the same as best-fit's".
+func compare(n, m int64, name string) string {
+	switch {
+	case m <= 0:
+		return ""
+	case n == m:
+		return "the same as " + name + "'s"
+	case n >= 2*m:
+		return fmt.Sprintf("%.1f times %s's", float64(n)/float64(m), name)
+	case n > m:
+		return fmt.Sprintf("%s (%.1f%%) above %s's", size.Format(n-m), 100*float64(n-m)/float64(m), name)
+	}
+	return fmt.Sprintf("%s (%.1f%%) below %s's", size.Format(m-n), 100*float64(m-n)/float64(m), name)
+}
+
+// row returns the row of the table called label.
+func (t Table) row(label string) (Row, bool) {
+	for _, r := range t.Rows {
+		if r.Allocator == label {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// lastPhase returns the name of the trace's last phase, if it has two or
+// more.
+func (t Table) lastPhase() (string, bool) {
+	for _, r := range t.Rows {
+		if name, _, ok := r.Growth(); ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// spec reads the row's spec back from its label: the allocator, and the
+// pools of "+pool(64,1024)".
+func (rw Row) spec() Spec {
+	name, pools, _ := strings.Cut(rw.Allocator, "+pool(")
+	s := Spec{Alloc: name}
+	for _, p := range strings.Split(strings.TrimSuffix(pools, ")"), ",") {
+		var n int
+		if _, err := fmt.Sscan(p, &n); err == nil {
+			s.Pools = append(s.Pools, n)
+		}
+	}
+	return s
+}
+
+// plainLabel is the label of the same row without its pools.
+func (s Spec) plainLabel() string {
+	s.Pools = nil
+	return s.Label()
+}
