@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -50,7 +49,7 @@ var hostile = []struct {
 // carveProcess runs carve's command line in a process of its own (this
 // test binary, told to be carve) and returns its exit code, its output,
 // and the most resident memory it or any process it waited for took.
-func carveProcess(t *testing.T, args ...string) (code int, stdout, stderr string, maxRSS int64) {
+func carveProcess(t *testing.T, args ...string) (code int, stdout, stderr string, rss int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asCarve+"=1")
@@ -62,10 +61,7 @@ func carveProcess(t *testing.T, args ...string) (code int, stdout, stderr string
 			t.Fatalf("carve %q: %v", args, err)
 		}
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxRSS = ru.Maxrss << 10 // KiB on Linux
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errs.String(), maxRSS
+	return cmd.ProcessState.ExitCode(), out.String(), errs.String(), maxRSS(cmd.ProcessState)
 }
 
 // panicRE finds the marks of a Go panic or a runtime crash.
