@@ -51,7 +51,10 @@ savings and the Go code that makes the pools.`,
 			if cfg.Trace, err = traces.Resolve(args[0]); err != nil {
 				return inputError{err}
 			}
+			prog := startProgress(c.stderr, 0)
+			cfg.Progress = &prog.Events
 			adv, err := advise.Advise(cfg)
+			prog.stop()
 			switch {
 			case errors.Is(err, advise.ErrBase):
 				return badUsage("--base: %v", err)

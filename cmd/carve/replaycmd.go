@@ -114,7 +114,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
 	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
 	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
-	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error when it is a terminal")
+	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error: a bar on a terminal, a line every 10 s elsewhere")
 	budgetFlags(fs, &f.maxRequest, &f.maxRSS)
 	fs.IntVar(&f.gogc, "gogc", rows.DefaultGOGC, "the go row's `GOGC`, set in its child whatever the environment says (another than 100 names the row go(gogc=N))")
 }

@@ -49,7 +49,9 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			if err != nil {
 				return badUsage("--alloc: %v", err)
 			}
-			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs}
+			prog := startProgress(c.stderr, len(names))
+			defer prog.stop()
+			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Progress: prog.counts()}
 			switch name {
 			case "connection":
 				err = scenario.Connection(c.stdout, cfg)

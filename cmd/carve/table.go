@@ -199,34 +199,44 @@ func (p *progress) stop() {
 	}
 }
 
-// startProgress shows progress on w if it is a terminal (a character
-// device), or returns nil.
+// startProgress shows how far the replays have come on w: on a terminal
+// (a character device), a bar redrawn four times a second once they have
+// run for a second, naming the replays under way; elsewhere (a file, a
+// pipe, a CI log), a line every 10 seconds, so that a long run is never
+// silent. total is the number of replays, 0 when not known.
 func startProgress(w io.Writer, total int) *progress {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return nil
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		fi, err := f.Stat()
+		tty = err == nil && fi.Mode()&os.ModeCharDevice != 0
 	}
 	p := &progress{quit: make(chan struct{})}
 	p.Total = total
+	every, after := 10*time.Second, 10*time.Second
+	if tty {
+		every, after = 250*time.Millisecond, time.Second
+	}
 	p.wg.Go(func() {
 		start := time.Now()
-		tick := time.NewTicker(250 * time.Millisecond)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		shown := false
 		for {
 			select {
 			case <-p.quit:
-				if shown {
+				if shown && tty {
 					fmt.Fprint(w, "\r\033[K")
 				}
 				return
 			case <-tick.C:
-				if el := time.Since(start); el >= time.Second {
-					fmt.Fprint(w, "\r\033[K"+p.line(el))
+				el := time.Since(start)
+				switch {
+				case el < after:
+				case tty:
+					fmt.Fprint(w, "\r\033[K"+clip(p.line(el), 120))
 					shown = true
+				default:
+					fmt.Fprintln(w, p.line(el))
 				}
 			}
 		}
@@ -235,12 +245,26 @@ func startProgress(w io.Writer, total int) *progress {
 }
 
 // line is the progress display: a bar of the replays finished, the
-// events replayed and the time taken.
+// events replayed, the time taken, and the replays under way.
 func (p *progress) line(elapsed time.Duration) string {
 	const width = 20
 	done := int(p.Finished.Load())
-	n := done * width / max(p.Total, 1)
-	return fmt.Sprintf("carve: [%s%s] %d/%d replays, %.1fM events, %s",
-		strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.Total,
-		float64(p.Events.Load())/1e6, elapsed.Round(time.Second))
+	s := "carve: "
+	if p.Total > 0 {
+		n := min(done*width/p.Total, width)
+		s += fmt.Sprintf("[%s%s] %d/%d replays, ", strings.Repeat("#", n), strings.Repeat(".", width-n), done, p.Total)
+	}
+	s += fmt.Sprintf("%.1fM events, %s", float64(p.Events.Load())/1e6, elapsed.Round(time.Second))
+	if running := p.Running(); len(running) > 0 {
+		s += "; running " + strings.Join(running, ", ")
+	}
+	return s
+}
+
+// clip cuts s to n bytes, with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

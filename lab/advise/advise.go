@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 
 	carve "github.com/carvelab/carve"
@@ -79,6 +80,9 @@ type Config struct {
 	// MaxRequest is the budget of one request (replay.Options.MaxRequest;
 	// 0: replay.DefaultMaxRequest).
 	MaxRequest int64
+	// Progress, when not nil, has the events replayed added to it, for a
+	// display in another goroutine.
+	Progress *atomic.Int64
 }
 
 // advisor is one run of Advise.
@@ -500,7 +504,7 @@ func (c *advisor) replay(sizes []int) trial {
 		defer closer.Close()
 		src = s
 	}
-	t.res, t.err = replay.Run(src, st, replay.Options{NoCheck: true, MaxRequest: c.MaxRequest})
+	t.res, t.err = replay.Run(src, st, replay.Options{NoCheck: true, MaxRequest: c.MaxRequest, Progress: c.Progress})
 	t.pools = st.pools
 	for i := range t.pools {
 		t.pools[i].Requests = st.layers[i+1].requests

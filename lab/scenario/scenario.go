@@ -43,6 +43,8 @@ type Config struct {
 	Smalls   int
 	// Jobs is how many allocators are measured at once.
 	Jobs int
+	// Progress, when not nil, counts the replays (see rows.Run).
+	Progress *rows.Progress
 }
 
 func (c Config) specs() []rows.Spec {
@@ -61,7 +63,7 @@ func (c Config) specs() []rows.Spec {
 // a 1 KiB scratch buffer and a 64-byte session; the scratch buffers freed;
 // n new buffers of c.Next bytes. It prints what RSS did in each phase.
 func Connection(w io.Writer, c Config) error {
-	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c.Jobs, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
+	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
 			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %d MB); footprint grew %d KB",
@@ -82,7 +84,7 @@ func Carving(w io.Writer, c Config) error {
 			specs[i].Pools = []int{1024}
 		}
 	}
-	return phases(w, specs, rows.Options{NoCheck: true, Touch: true}, c.Jobs, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
+	return phases(w, specs, rows.Options{NoCheck: true, Touch: true}, c, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
 		func(r rows.Row) string {
 			freed, smallsEnd, end := r.Phases[1], r.Phases[1], r.Phases[len(r.Phases)-1]
 			if len(r.Phases) == 4 {
@@ -103,7 +105,7 @@ func Bump(w io.Writer, c Config) error {
 		return err
 	}
 	// The post's benchmark times the calls, not the writes.
-	return phases(w, c.specs(), rows.Options{NoCheck: true}, c.Jobs, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
+	return phases(w, c.specs(), rows.Options{NoCheck: true}, c, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
 		return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
 			c.N, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
 	})
@@ -120,13 +122,13 @@ func Pool(w io.Writer) error {
 // phases replays a generated scenario through every spec and prints a
 // line per allocator, written by line from its row. A row that failed a
 // check or could not read its trace makes the error returned.
-func phases(w io.Writer, specs []rows.Spec, o rows.Options, jobs int, gen string, args trace.Args, line func(rows.Row) string) error {
+func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string, args trace.Args, line func(rows.Row) string) error {
 	t, err := traces.Resolve(traces.Gen(gen, args))
 	if err != nil {
 		return err
 	}
 	var failed error
-	for _, r := range rows.Run([]traces.Trace{t}, specs, o, jobs, nil)[0].Rows {
+	for _, r := range rows.Run([]traces.Trace{t}, specs, o, c.Jobs, c.Progress)[0].Rows {
 		switch {
 		case r.Error != "":
 			fmt.Fprintf(w, "%s: %s\n", r.Allocator, r.Error)
