@@ -14,16 +14,20 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// hostileCase is a file of the adversarial corpus and what carve must do
+// with it.
+type hostileCase struct {
+	file                   string
+	replay, stats, convert int    // exit codes
+	want                   string // a part of carve's standard error, or of the replay's output
+	args                   []string
+}
+
 // hostile is the adversarial corpus: small files in testdata/hostile,
 // each with the exit codes carve must give replaying it, describing it and
 // converting it (0 ok, 1 a failed check, 2 unreadable input), and what its
 // messages must say.
-var hostile = []struct {
-	file                   string
-	replay, stats, convert int
-	want                   string // a part of carve's standard error, or of the replay's output
-	args                   []string
-}{
+var hostile = []hostileCase{
 	{file: "align-not-power.txt"},
 	{file: "aosp-thread-overflows.txt", replay: 2, stats: 2, convert: 2, want: "does not fit in 32 bits"},
 	{file: "binary.bin", replay: 2, stats: 2, convert: 2, want: "cannot detect the trace format"},
@@ -81,18 +85,11 @@ func TestHostileCorpus(t *testing.T) {
 		t.Skip("starts a few hundred processes")
 	}
 	dir := t.TempDir()
-	files := append([]struct {
-		file                   string
-		replay, stats, convert int
-		want                   string
-		args                   []string
-	}{}, hostile...)
+	files := append([]hostileCase{}, hostile...)
 	for i := range files {
 		files[i].file = filepath.Join("testdata", "hostile", files[i].file)
 	}
-	for _, g := range generatedHostile(t, dir) {
-		files = append(files, g)
-	}
+	files = append(files, generatedHostile(t, dir)...)
 	rows := "best-fit,glibc,go"
 	if os.Getenv("CARVE_LONG") == "1" {
 		rows = "all"
@@ -116,7 +113,7 @@ func TestHostileCorpus(t *testing.T) {
 				{[]string{"stats", f.file}, f.stats},
 				{[]string{"convert", "-o", filepath.Join(t.TempDir(), "out.trace"), f.file}, f.convert},
 			}
-			if f.args != nil && len(f.args) > 0 {
+			if len(f.args) > 0 {
 				runs = runs[:1] // the flags are replay's
 			}
 			if os.Getenv("CARVE_LONG") == "1" && f.args == nil {
@@ -151,19 +148,8 @@ func TestHostileCorpus(t *testing.T) {
 }
 
 // generatedHostile writes the corpus's large cases into dir.
-func generatedHostile(t *testing.T, dir string) []struct {
-	file                   string
-	replay, stats, convert int
-	want                   string
-	args                   []string
-} {
+func generatedHostile(t *testing.T, dir string) []hostileCase {
 	t.Helper()
-	type hcase = struct {
-		file                   string
-		replay, stats, convert int
-		want                   string
-		args                   []string
-	}
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -209,7 +195,7 @@ func generatedHostile(t *testing.T, dir string) []struct {
 	}
 	htRecords := ht.Bytes()[len("v 10400 3\nX ./prog\n"):]
 
-	return []hcase{
+	return []hostileCase{
 		// A line without end: 64 MiB of one byte, compressed to kilobytes.
 		{file: write("one-long-line.gz", gz(bytes.Repeat([]byte("a"), 1<<20), 64)), replay: 2, stats: 2, convert: 2, want: "one-long-line.gz"},
 		// 256 MiB of zeros: no format.
