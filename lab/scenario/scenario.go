@@ -15,6 +15,7 @@ package scenario
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -66,9 +67,9 @@ func Connection(w io.Writer, c Config) error {
 	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
-			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %d MB); footprint grew %d KB",
+			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %s MB); footprint grew %d KB",
 				c.Next, kb(setup.Resident), kb(freed.Resident), c.N, kb(end.Resident),
-				kb(end.Resident-freed.Resident), (end.Resident-freed.Resident)/(1<<20), kb(end.Footprint-freed.Footprint))
+				kb(end.Resident-freed.Resident), mib(end.Resident-freed.Resident), kb(end.Footprint-freed.Footprint))
 		})
 }
 
@@ -91,9 +92,9 @@ func Carving(w io.Writer, c Config) error {
 				smallsEnd = r.Phases[2]
 			}
 			wave := end.Resident - smallsEnd.Resident
-			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d) | after 2nd wave of 1 KB %d KB (%+d KB = %d MB)",
+			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d KB) | after 2nd wave of 1 KB %d KB (%+d KB = %s MB)",
 				from, c.Smalls, kb(freed.Resident), kb(smallsEnd.Resident), kb(smallsEnd.Resident-freed.Resident),
-				kb(end.Resident), kb(wave), wave/(1<<20))
+				kb(end.Resident), kb(wave), mib(wave))
 		})
 }
 
@@ -127,8 +128,17 @@ func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string
 	if err != nil {
 		return err
 	}
+	for _, l := range wrap(t.About, 98) {
+		fmt.Fprintf(w, "# %s\n", l)
+	}
 	var failed error
-	for _, r := range rows.Run([]traces.Trace{t}, specs, o, c.Jobs, c.Progress)[0].Rows {
+	table := rows.Run([]traces.Trace{t}, specs, o, c.Jobs, c.Progress)[0]
+	defer func() {
+		if f := table.Findings(); len(f) > 0 {
+			fmt.Fprintf(w, "# verdict: %s\n", strings.Join(f, "\n#          "))
+		}
+	}()
+	for _, r := range table.Rows {
 		switch {
 		case r.Error != "":
 			fmt.Fprintf(w, "%s: %s\n", r.Allocator, r.Error)
@@ -189,7 +199,39 @@ func Stride(w io.Writer, c Config) error {
 	return nil
 }
 
-// kb converts bytes to KB, rounding toward zero.
+// wrap cuts text into lines of at most width bytes, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// kb converts bytes to KB (the article's unit, 1024 bytes), rounding
+// toward zero.
 func kb(n int64) int64 { return n / 1024 }
+
+// mib writes bytes in MB (2^20 bytes, as the article counts them): whole
+// ones from 10 on, one decimal below, so that a small change does not read
+// as "0 MB".
+func mib(n int64) string {
+	v := float64(n) / (1 << 20)
+	if v >= 10 || v <= -10 {
+		return fmt.Sprintf("%.0f", math.Trunc(v))
+	}
+	return fmt.Sprintf("%.1f", v)
+}
 
 func addrOf(b []byte) int64 { return int64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
