@@ -358,8 +358,8 @@ func convert(res *Result, path string, format trace.Format, out io.Writer, comme
 			}
 			res.Events++
 		}
-		if err == io.EOF {
-			break
+		if err == io.EOF || errors.Is(err, trace.ErrNoEvent) && res.Events == 0 {
+			break // a log of no call: the caller says so (ErrNoEvents)
 		}
 		if err != nil {
 			return fmt.Errorf("record: reading the %s log: %w", format, err)
