@@ -48,6 +48,12 @@ type Row struct {
 	// PeakRSS is, for a row measured in a child, the peak RSS above the
 	// child's baseline (VmHWM, reset after the baseline was taken).
 	PeakRSS int64 `json:"peak_rss_above_baseline,omitempty"`
+	// StartupFootprint and StartupRSS are, for a real malloc, its own
+	// footprint statistic and its process's anonymous RSS at the baseline
+	// (after its first request, free(malloc(1)), and before event 0):
+	// what the row's footprint and resident figures are measured above.
+	StartupFootprint int64 `json:"startup_footprint,omitempty"`
+	StartupRSS       int64 `json:"startup_rss,omitempty"`
 	// Series is the replay over time, for the report: points of the
 	// largest live memory and footprint of the events each stands for,
 	// and the resident bytes sampled.
