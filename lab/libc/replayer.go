@@ -67,7 +67,7 @@ type Replayer struct {
 	cmd    *exec.Cmd
 	ops    *os.File // the batches, written here: the replayer's fd 3
 	rep    *os.File // the reports, read here: its fd 4
-	stderr *tail
+	stderr *stderrHead
 	id     Identity
 	kind   mallocKind
 	start  Startup
@@ -184,7 +184,7 @@ func StartReplayer(preload string, touch bool) (*Replayer, error) {
 	if preload != "" {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD="+preload)
 	}
-	r := &Replayer{cmd: cmd, ops: opsW, rep: repR, stderr: &tail{}}
+	r := &Replayer{cmd: cmd, ops: opsW, rep: repR, stderr: &stderrHead{}}
 	cmd.ExtraFiles = []*os.File{opsR, repW} // fds 3 and 4
 	cmd.Stderr = r.stderr
 	err = cmd.Start()
@@ -212,11 +212,14 @@ func (r *Replayer) hello() error {
 	u32 := func(off int) uint32 { return binary.NativeEndian.Uint32(b[off:]) }
 	i64 := func(off int) int64 { return int64(binary.NativeEndian.Uint64(b[off:])) }
 	str := func(off, n int) string { return string(bytes.TrimRight(b[off:off+n], "\x00")) }
-	if u32(0) != replayerMagic || u32(4) != replayerProtocol || u32(8) != helloSize || u32(12) != reportSize {
-		return fmt.Errorf("libc: the C replayer speaks another protocol (magic %#x, protocol %d, sizes %d and %d; want %#x, %d, %d and %d)",
-			u32(0), u32(4), u32(8), u32(12), replayerMagic, replayerProtocol, helloSize, reportSize)
+	if u32(0) != replayerMagic || u32(4) != replayerProtocol || u32(8) != helloSize || u32(12) != reportSize || i64(56) <= 0 {
+		return fmt.Errorf("libc: the C replayer speaks another protocol (magic %#x, protocol %d, sizes %d and %d, page %d; want %#x, %d, %d and %d)",
+			u32(0), u32(4), u32(8), u32(12), i64(56), replayerMagic, replayerProtocol, helloSize, reportSize)
 	}
 	kind := mallocKind(int32(u32(16)))
+	if kind < 0 || int(kind) >= len(sources) {
+		kind = unknownMalloc
+	}
 	r.kind = kind
 	r.id = Identity{Name: kind.String(), Version: str(64, 96), Library: str(160, 256)}
 	if u32(20) == 1 {
@@ -363,20 +366,21 @@ func opBytes(ops []Op) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ops))), len(ops)*opSize)
 }
 
-// tail keeps the first 4 KiB written to it: a replayer's standard error.
-type tail struct {
+// stderrHead keeps the first 4 KiB written to it: the start of a
+// replayer's standard error, whose first line says why it failed.
+type stderrHead struct {
 	mu sync.Mutex
 	b  []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *stderrHead) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p[:min(len(p), max(4096-len(t.b), 0))]...)
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+func (t *stderrHead) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
