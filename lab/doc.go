@@ -25,8 +25,9 @@
 //	replay   drives one allocator with one trace and measures it: Run in
 //	         process, RunBatch a batch at a time (the C allocators); one
 //	         ledger keeps the books for both
-//	libc     the process's C malloc, whichever is preloaded: named,
-//	         measured, and driven a batch of ops per cgo call
+//	libc     the C mallocs, whichever is preloaded: named, measured, and
+//	         driven a batch of ops at a time, in this process (cgo) or
+//	         in a plain C process of their own (the real mallocs' rows)
 //	record   runs a program under a recorder (carve's LD_PRELOAD library,
 //	         valgrind, heaptrack, mtrace for C; go test -trace for a Go
 //	         program's own heap, with its types) and writes its trace
@@ -84,17 +85,28 @@
 // intact until it is freed.
 //
 // The real mallocs are measured as the FREENIX paper measured its nine,
-// as black boxes, each in a process of its own: carve starts itself again
-// with LD_PRELOAD naming the library (glibc, the process's own, needs
-// none), the child confirms which malloc really serves it (the loader
-// ignores a library it cannot find, with only a line on standard error),
-// replays the trace through the C allocator a batch of events per cgo
-// call (replay.RunBatch over libc.Loop), and reports its row as JSON. Its
-// footprint is the allocator's own statistic; its resident memory the
-// child's anonymous RSS above the baseline taken before the replay, less
-// the loop's slot table and what the Go runtime mapped meanwhile. The
-// Go heap (the go row) is replayed in a child too, its runtime statistics
-// being process-wide: each block is a make([]byte), its footprint is
+// as black boxes, each in a process of its own, and a plain C one: a Go
+// process is not what a C program sees (its runtime's threads, cgo's
+// start-up and its earlier mallocs change the allocator's state and the
+// process's baseline). carve builds a small C replayer with the system's
+// C compiler (libc.Replayer) and starts it with LD_PRELOAD naming the
+// library (glibc, the process's own, needs none); the replayer confirms
+// which malloc really serves it (the loader ignores a library it cannot
+// find, with only a line on standard error), and carve reads the trace
+// and sends it the events a batch at a time (replay.RunBatch). After each
+// batch the replayer reports the allocator's own statistic and its RSS.
+// All are above its baseline, taken after the allocator's first request
+// (free(malloc(1))) and before event 0: the footprint is the allocator's
+// statistic less its value there (and never less than the growth of its
+// count of the bytes in use), and the resident memory the process's peak
+// RSS since the previous batch (the kernel's high-water mark, reset at
+// each report, or the anonymous RSS when it reads more) above the
+// baseline, less the replayer's slot table. Its start-up figures are
+// kept in fields of their own.
+//
+// The Go heap (the go row) is replayed in a child, carve started again,
+// its runtime statistics being process-wide: each block is a
+// make([]byte), its footprint is
 // the runtime's own figure of the heap it maps (above its figure before
 // the replay), and its resident memory the child's anonymous RSS above
 // the baseline.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"testing"
 
@@ -71,7 +72,10 @@ func decode(r *trace.Reader) ([]libc.Op, error) {
 // BenchmarkLoop replays the shipped trace through the process's malloc
 // with libc.Loop, in batches of 4096 ops, and with the plain C loop of
 // package cloop over the whole array: the cost of the cgo calls, the slot
-// table and the checks is the difference. Both write the first byte of
+// table and the checks is the difference. loop=replayer sends the same
+// batches to a C replayer (glibc, in a process of its own), and waits for
+// its report after each: the cost of the pipes and of the figures it
+// reads after each batch, beside the loop in process. Both write the first byte of
 // each new non-empty block (no touch), and both free what is left at the
 // end. ns/event is the time per op. Each runs on a thread bound to one
 // CPU: see Threads in the package documentation.
@@ -108,20 +112,64 @@ func BenchmarkLoop(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The C replayer: the same ops over a pipe to a process of its own,
+	// with the frees of the blocks left live at the end, so that every
+	// replay starts from the same heap.
+	var replayer func(*testing.B)
+	var inC int64 // the replayer's own time of its ops
+	if libc.ReplayerAvailable() == nil {
+		r, err := libc.StartReplayer("", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		all := append(slices.Clip(ops), freesOfLive(ops)...)
+		replayer = func(b *testing.B) {
+			for i := 0; i < len(all); i += batch {
+				rep, err := r.Run(all[i:min(i+batch, len(all))])
+				if err != nil {
+					b.Fatal(err)
+				}
+				inC += rep.Nanos
+			}
+		}
+	}
 	for _, loop := range []struct {
 		name string
 		run  func(*testing.B)
-	}{{"libc", replay}, {"plain", plain}} {
+	}{{"libc", replay}, {"plain", plain}, {"replayer", replayer}} {
+		if loop.run == nil {
+			continue
+		}
 		b.Run("loop="+loop.name, func(b *testing.B) {
 			// One thread on one CPU, one set of malloc caches and arena,
 			// which one untimed replay brings to the state every timed one
 			// starts in.
 			pinThread(b)
 			loop.run(b)
+			inC = 0
 			for b.Loop() {
 				loop.run(b)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ops)), "ns/event")
+			if loop.name == "replayer" {
+				b.ReportMetric(float64(inC)/float64(b.N*len(ops)), "C-ns/event")
+			}
 		})
 	}
+}
+
+// freesOfLive returns the frees of the slots ops leave holding a block.
+func freesOfLive(ops []libc.Op) []libc.Op {
+	live := map[uint32]bool{}
+	for _, op := range ops {
+		live[op.Slot] = op.Kind != libc.OpFree
+	}
+	var frees []libc.Op
+	for slot, ok := range live {
+		if ok {
+			frees = append(frees, libc.Op{Kind: libc.OpFree, Slot: slot})
+		}
+	}
+	return frees
 }

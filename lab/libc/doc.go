@@ -1,18 +1,28 @@
-// Package libc drives the process's C malloc, whichever it is, and reads
-// that malloc's own heap statistics: the real allocators of carve's lab.
+// Package libc drives a C malloc, whichever it is, and reads that
+// malloc's own heap statistics: the real allocators of carve's lab.
 //
-// The lab replays a trace through glibc, jemalloc, tcmalloc and mimalloc
-// by running one child process per allocator with LD_PRELOAD naming the
-// library. The same binary serves all four: the package links against
-// none of them, and finds at run time, with dlsym(RTLD_DEFAULT, ...),
-// which malloc the dynamic linker bound and the entry points of its
-// statistics (mallinfo2, mallctl, MallocExtension_GetNumericProperty,
-// mi_process_info). [Active] says which one it is.
+// It does so in two places. In this process, through cgo: [Active],
+// [Stats], [Malloc], [Free], [UsableSize] and [Loop] serve whatever malloc
+// the process runs on. And in a plain C process of its own, a
+// [Replayer]: the lab replays a trace through glibc, jemalloc, tcmalloc
+// and mimalloc by starting one replayer per allocator with LD_PRELOAD
+// naming the library, because a C allocator inside a Go process is not
+// what a C program sees (see Replayer). The replayer is built from this
+// package's C sources with the system's C compiler at first use, and
+// needs no cgo.
+//
+// The same code serves all four mallocs: the package links against none
+// of them, and finds at run time, with dlsym(RTLD_DEFAULT, ...), which
+// malloc the dynamic linker bound and the entry points of its statistics
+// (mallinfo2, mallctl, MallocExtension_GetNumericProperty,
+// mi_process_info). [Active] (and [Replayer.Identity]) says which one it
+// is.
 //
 // The loader ignores an LD_PRELOAD library it cannot find, with only a
 // line on standard error, and the program runs on glibc. A caller that
-// asked for jemalloc must compare Active().Name with "jemalloc" and refuse
-// to report a row it did not measure.
+// asked for jemalloc must compare Active().Name (or the Replayer's
+// Identity().Name) with "jemalloc" and refuse to report a row it did not
+// measure.
 //
 // # Cost
 //
@@ -45,9 +55,10 @@
 // bytes are reached through unsafe.Pointer.
 //
 // Without cgo, or on an OS other than Linux, the package builds with the
-// same API: [Available] reports false, every call that returns an error
-// fails with [ErrUnavailable], [Active] returns the zero [Identity],
-// [Free] does nothing and [UsableSize] returns 0.
+// same API: [Available] reports false, every call in this process that
+// returns an error fails with [ErrUnavailable], [Active] returns the zero
+// [Identity], [Free] does nothing and [UsableSize] returns 0. A Replayer
+// works without cgo; it needs Linux and a C compiler ([ReplayerAvailable]).
 //
 // See package lab for the lab's overview, and the carve package (the
 // module's root) for the vocabulary of its statistics (Footprint, Used)
@@ -69,8 +80,11 @@ var (
 	ErrInvalid = errors.New("libc: invalid operation")
 	// ErrNoStats reports an allocator whose statistics cannot be read.
 	ErrNoStats = errors.New("libc: no heap statistics")
-	// ErrClosed reports use of a Loop after Close.
-	ErrClosed = errors.New("libc: loop closed")
+	// ErrClosed reports use of a Loop or a Replayer after Close.
+	ErrClosed = errors.New("libc: closed")
+	// ErrNoCompiler reports that the C replayer is not built yet and no C
+	// compiler is there to build it.
+	ErrNoCompiler = errors.New("libc: the C replayer needs a C compiler")
 )
 
 // Identity names the malloc that serves the process.

@@ -8,7 +8,9 @@ import (
 )
 
 // Loop performs batches of allocation ops on the process's malloc, one C
-// call per batch: the replay loop of carve's lab for the C allocators.
+// call per batch: the replay loop of the C allocators, here in this
+// process (a [Replayer] runs the same loop, loop.c, in a C process of its
+// own).
 //
 // # Slots
 //

@@ -283,17 +283,20 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 // the heap's at every event, not only at samples.
 func (g *goHeap) Footprint() int64 {
 	fp, _ := g.bytes()
-	g.fp = max(fp-g.baseFP-g.own, 0)
+	g.fp = max(fp-g.baseFP-g.own, g.live)
 	return g.fp
 }
 func (g *goHeap) Close() error { return nil }
 
 func (g *goHeap) Stats() carve.Stats {
 	fp, used := g.bytes()
-	g.fp = max(fp-g.baseFP-g.own, 0)
+	// The runtime's figures lag the allocations its per-P caches serve
+	// (a span per size class at most); the heap holds at least the live
+	// bytes, so its figures are never taken below them.
+	g.fp = max(fp-g.baseFP-g.own, g.live)
 	return carve.Stats{
 		Live:      g.live,
-		Used:      max(used-g.baseUsed-g.own, 0),
+		Used:      max(used-g.baseUsed-g.own, g.live),
 		Footprint: g.fp,
 		Resident:  g.fp,
 	}

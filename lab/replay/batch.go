@@ -23,7 +23,9 @@ import (
 //
 // Stats is called at the end of each batch. Its Footprint, Used and
 // Resident are the allocator's (Used 0 when it does not know it); its
-// Live is ignored: the replayer sets it to the trace's live memory.
+// Live is ignored: the replayer sets it to the trace's live memory, and
+// takes it as the floor of the footprint, which an allocator's own count
+// can trail.
 type BatchAllocator interface {
 	Apply(evs []trace.Event) (nanos int64, err error)
 	Stats() (carve.Stats, error)
@@ -113,5 +115,9 @@ func (r *batchReplayer) sample() (carve.Stats, error) {
 		return carve.Stats{}, fmt.Errorf("replay: stats after event %d: %w", r.l.n, err)
 	}
 	st.Live = r.l.live
+	// An allocator's own count of its bytes can trail the blocks it holds
+	// (jemalloc's thread cache): its footprint is never below the live
+	// bytes.
+	st.Footprint = max(st.Footprint, st.Live)
 	return st, nil
 }

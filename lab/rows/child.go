@@ -24,15 +24,12 @@ import (
 	"github.com/carvelab/carve/mem"
 )
 
-// Rows measured in child processes. A real malloc is measured the way the
-// FREENIX paper measured its nine: as a black box, in a process of its
-// own (the program started again with LD_PRELOAD naming the library),
-// where the RSS is the allocator's and nothing else's. The child confirms
-// which malloc is really serving it (the loader ignores a missing
-// LD_PRELOAD library without a word), replays the trace through the C
-// allocator a batch of events per cgo call, and writes its row as JSON on
-// its standard output. The Go heap runs in a child too, its runtime
-// statistics being process-wide.
+// Rows measured in child processes that are this program started again:
+// the Go heap, its runtime statistics being process-wide, and carve's
+// heaps with Options.Isolate. The child replays the trace and writes its
+// row as JSON on its standard output. The real mallocs are replayed by a
+// plain C process instead (c.go), but their stride is measured in such a
+// child, with the library preloaded.
 
 // ChildCommand is the hidden first argument that makes the program a
 // row's child: its caller must then call ServeChild.
@@ -142,8 +139,13 @@ func childFailure(stderr string, runErr error) string {
 	return "no answer"
 }
 
-// replayInChild runs one row in a child process and reads its row back.
+// replayInChild runs one row in a child process and reads its row back:
+// a real malloc's in a C replayer (replayInC), any other in this program
+// started again.
 func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress) Row {
+	if IsReal(s.Alloc) {
+		return replayInC(t, s, o, prog)
+	}
 	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "child"}
 	if err := s.Available(); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindUnavailable
@@ -203,47 +205,28 @@ func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error
 	defer closer.Close()
 	opt := o.replayOptions(t, nil)
 
-	var run func() (replay.Result, error)
-	var rss *rssMeter
-	if IsReal(s.Alloc) {
-		if got := libc.Active(); got.Name != s.Alloc {
-			return replay.Result{}, 0, fmt.Errorf("asked for %s but %s %s serves this process (is LD_PRELOAD honoured?): no row", s.Alloc, got.Name, got.Version)
-		}
-		ca, err := newCAllocator(s.Pools, o.Touch)
-		if err != nil {
-			return replay.Result{}, 0, err
-		}
-		defer ca.Close()
-		if rss, err = newRSSMeter(false); err != nil {
-			return replay.Result{}, 0, err
-		}
-		ca.rss = rss
-		run = func() (replay.Result, error) { return replay.RunBatch(src, ca, opt) }
-	} else {
-		if s.Alloc == "go" {
-			// The Go heap at the row's GOGC, with no memory limit: what
-			// the environment says is not the row's condition.
-			debug.SetGCPercent(s.gogc())
-			debug.SetMemoryLimit(math.MaxInt64)
-		}
-		// The meter first: it collects the garbage, so that the Go heap's
-		// baseline (taken by New) holds as little free space as it can.
-		if rss, err = newRSSMeter(s.Alloc == "go"); err != nil {
-			return replay.Result{}, 0, err
-		}
-		a, err := s.NewAllocator()
-		if err != nil {
-			return replay.Result{}, 0, err
-		}
-		defer a.Close()
-		ra := &rssStats{Allocator: a, rss: rss}
-		res, err := replay.Run(src, ra, opt)
-		// The kernel's mark counts the replayer's own bookkeeping on the
-		// Go heap too: what it held at the end is left out.
-		return res, max(rss.peak()-ra.own, 0), err
+	if s.Alloc == "go" {
+		// The Go heap at the row's GOGC, with no memory limit: what the
+		// environment says is not the row's condition.
+		debug.SetGCPercent(s.gogc())
+		debug.SetMemoryLimit(math.MaxInt64)
 	}
-	res, err := run()
-	return res, rss.peak(), err
+	// The meter first: it collects the garbage, so that the Go heap's
+	// baseline (taken by New) holds as little free space as it can.
+	rss, err := newRSSMeter(s.Alloc == "go")
+	if err != nil {
+		return replay.Result{}, 0, err
+	}
+	a, err := s.NewAllocator() // a real malloc's is an error: it replays in C
+	if err != nil {
+		return replay.Result{}, 0, err
+	}
+	defer a.Close()
+	ra := &rssStats{Allocator: a, rss: rss}
+	res, err := replay.Run(src, ra, opt)
+	// The kernel's mark counts the replayer's own bookkeeping on the Go
+	// heap too: what it held at the end is left out.
+	return res, max(rss.peak()-ra.own, 0), err
 }
 
 // rssMeter reads the process's anonymous RSS (file-backed pages, such as

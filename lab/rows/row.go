@@ -64,12 +64,14 @@ type Row struct {
 	Phases              []Phase  `json:"phases,omitempty"`
 	// PeakRSSHWM is, for a row measured in a process of its own, the
 	// kernel's high-water mark of its RSS above its baseline (VmHWM, reset
-	// when the baseline was taken); StartupRSS and StartupFootprint are the
-	// allocator's figures before the first event, already subtracted from
-	// the row's.
+	// when the baseline was taken). StartupFootprint and StartupRSS are,
+	// for a real malloc, its own footprint statistic and its process's
+	// anonymous RSS at the baseline (after its first request,
+	// free(malloc(1)), and before event 0): what the row's footprint and
+	// resident figures are measured above.
 	PeakRSSHWM       int64 `json:"peak_rss_above_baseline,omitempty"`
-	StartupRSS       int64 `json:"startup_rss,omitempty"`
 	StartupFootprint int64 `json:"startup_footprint,omitempty"`
+	StartupRSS       int64 `json:"startup_rss,omitempty"`
 	// Stable reports a row printed for --stable: the figures that vary
 	// from run to run are left out (zero), and Unstable names them.
 	Stable   bool   `json:"stable,omitempty"`

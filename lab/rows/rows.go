@@ -3,20 +3,23 @@
 // result in the one shape every output format prints (Row). It is the
 // part of the lab the carve command and the report share: the list of
 // allocator names, the one place a row's allocator is built, the child
-// process a real malloc is measured in, and the pool of replays that run
-// side by side. See package lab for the measures.
+// processes rows are measured in, and the pool of replays that run side
+// by side. See package lab for the measures.
 //
 // # Where a row runs
 //
 // carve's heaps run in this process (replay.Run). The real mallocs
-// (glibc, jemalloc, tcmalloc, mimalloc) and the Go heap run each in a
-// child: the program that imports this package started again with the
-// hidden command ChildCommand as its first argument and the row's Job, one
-// JSON value, on its standard input; the child answers with the Row, one
-// JSON value, on its standard output. A program that runs rows must hand
-// that command to ServeChild (the carve command does; a test binary does
-// from TestMain). With Options.Isolate carve's heaps run in children too,
-// so that every row's RSS is measured alike.
+// (glibc, jemalloc, tcmalloc, mimalloc) run each in a plain C process,
+// libc's Replayer, with LD_PRELOAD naming the library: this process reads
+// the trace and sends it the events a batch at a time (see c.go). The Go
+// heap runs in a child: the program that imports this package started
+// again with the hidden command ChildCommand as its first argument and
+// the row's Job, one JSON value, on its standard input; the child answers
+// with the Row, one JSON value, on its standard output. A program that
+// runs rows must hand that command to ServeChild (the carve command does;
+// a test binary does from TestMain). With Options.Isolate carve's heaps
+// run in such children too, so that every row's RSS is measured in a
+// process of its own.
 package rows
 
 import (
@@ -150,8 +153,8 @@ func (s Spec) Available() error {
 		return nil
 	case runtime.GOOS != "linux":
 		return fmt.Errorf("%w: real mallocs are measured on Linux only", ErrUnavailable)
-	case !libc.Available():
-		return fmt.Errorf("%w: this carve was built without cgo (CGO_ENABLED=0)", ErrUnavailable)
+	case libc.ReplayerAvailable() != nil:
+		return fmt.Errorf("%w: %v", ErrUnavailable, libc.ReplayerAvailable())
 	case m.libs != nil && findLib(m) == "":
 		return fmt.Errorf("%w: %s is not installed (%s)", ErrUnavailable, m.libs[0], m.install)
 	}

@@ -1,0 +1,5 @@
+//go:build race
+
+package rows
+
+const raceEnabled = true
