@@ -1,12 +1,17 @@
 package rows
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -134,5 +139,73 @@ func TestChildStoppedAboveMaxRSS(t *testing.T) {
 	r := Replay(tr, Spec{Alloc: "go"}, Options{Touch: true, MaxRSS: 16 << 20}, nil)
 	if r.Error == "" || !strings.Contains(r.Error, "--max-rss") || !strings.Contains(r.Error, "16.00 MiB") {
 		t.Errorf("a child over its limit: error %q, want it stopped and the limit named", r.Error)
+	}
+}
+
+// TestHeadlineIsSound: on the shipped trace and the article's scenarios,
+// with every byte written, no row reads peak RSS below peak live; and
+// every row's footprint starts near 0, a real malloc's start-up left out:
+// over the first 50 events of each trace, under 1 MiB.
+func TestHeadlineIsSound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays the shipped trace through every row")
+	}
+	var ts []traces.Trace
+	for _, arg := range []string{"aosp-systemui", "gen:connection:n=10000,next=4096", "gen:carving:n=10000,smalls=1"} {
+		tr, err := traces.Resolve(arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	var specs []Spec
+	for _, n := range Names() {
+		specs = append(specs, Spec{Alloc: n})
+	}
+	for _, tb := range Run(ts, specs, Options{Touch: true, Series: 2000}, 2, nil) {
+		for _, r := range tb.Rows {
+			if r.ErrorKind == KindUnavailable && os.Getenv("CI") != "true" {
+				continue
+			}
+			switch {
+			case r.Error != "":
+				t.Errorf("%s on %s: %s", r.Allocator, r.Trace, r.Error)
+			case r.RSSRatio < 1:
+				t.Errorf("%s on %s: peak RSS %d below peak live %d", r.Allocator, r.Trace, r.PeakRSS, r.PeakLive)
+			}
+		}
+	}
+	// The first 50 events of each trace, as a file.
+	var heads []traces.Trace
+	for i, tr := range ts {
+		src, closer, err := tr.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]trace.Event, 50)
+		n, _ := src.Read(evs)
+		closer.Close()
+		var b bytes.Buffer
+		w := trace.NewWriter(&b)
+		for _, e := range evs[:n] {
+			w.Write(e)
+		}
+		w.Flush()
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("head%d.trace", i))
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h, err := traces.Resolve(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, h)
+	}
+	for _, tb := range Run(heads, specs, Options{Touch: true}, 2, nil) {
+		for _, r := range tb.Rows {
+			if r.Error == "" && r.PeakFootprint >= 1<<20 {
+				t.Errorf("%s: a footprint of %s over the first 50 events of a trace (%s live): want the allocator's start-up left out", r.Allocator, size.Format(r.PeakFootprint), size.Format(r.PeakLive))
+			}
+		}
 	}
 }
