@@ -349,6 +349,9 @@ func Stride(name string) StrideResult {
 	if err := s.Available(); err != nil {
 		return StrideResult{Error: err.Error()}
 	}
+	if !libc.Available() {
+		return StrideResult{Error: fmt.Sprintf("%v: the stride of a real malloc is measured through cgo, and this carve was built without it (CGO_ENABLED=0)", ErrUnavailable)}
+	}
 	var r StrideResult
 	if err := ask(Job{Spec: s, Stride: true}, &r); err != nil {
 		return StrideResult{Error: err.Error()}
