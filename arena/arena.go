@@ -361,6 +361,25 @@ func newBlock(size int) (block, error) {
 	return block{r: r, size: size}, nil
 }
 
+// Owns reports whether b lies in memory the arena has handed out since
+// its last Reset: in one of its blocks in use, below what was taken of
+// the current one. It does not tell an allocation's start from its
+// middle (the arena keeps no record of its allocations); it costs a scan
+// of the blocks in use.
+func (a *Arena) Owns(b []byte) bool {
+	p, n := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b))
+	for i, bl := range a.blocks[:a.n] {
+		lo, used := uintptr(bl.r.Base()), uintptr(bl.used)
+		if i == a.cur {
+			used = uintptr(a.off)
+		}
+		if p >= lo && p+n <= lo+used {
+			return true
+		}
+	}
+	return false
+}
+
 // Reset makes every allocation invalid at once. The arena keeps its
 // blocks, committed, and starts again from the first one, so the same
 // sequence of requests gets the same addresses again. The bytes are not

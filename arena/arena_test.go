@@ -295,6 +295,9 @@ func TestGrowth(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("Stats() = %+v\nwant %+v", got, tt.want)
 			}
+			if fp := a.Footprint(); fp != tt.want.Footprint {
+				t.Errorf("Footprint() = %d, want %d", fp, tt.want.Footprint)
+			}
 		})
 	}
 }
@@ -636,5 +639,38 @@ func TestMetadata(t *testing.T) {
 	}
 	if s := a.Stats(); s.Metadata != 0 {
 		t.Errorf("Stats().Metadata after Release = %d, want 0", s.Metadata)
+	}
+}
+
+// TestOwns: every allocation since the last Reset is the arena's, in the
+// current block and in those left behind; a Go slice, the free rest of a
+// block, and anything after a Reset are not.
+func TestOwns(t *testing.T) {
+	bs := 4 * mem.PageSize()
+	a := newArena(t, BlockSize(bs))
+	var got [][]byte
+	for _, size := range []int{10, bs / 2, bs, 3 * bs, 7, 0} {
+		b, err := a.Alloc(size, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b)
+	}
+	for i, b := range got {
+		if !a.Owns(b) {
+			t.Errorf("allocation %d (%d bytes): Owns = false", i, len(b))
+		}
+	}
+	last := got[4]
+	rest := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(last)), len(last)+1)), 1)
+	if a.Owns(rest) {
+		t.Error("Owns: true for the current block's untaken rest")
+	}
+	if a.Owns(make([]byte, 8)) {
+		t.Error("Owns: true for a Go slice")
+	}
+	a.Reset()
+	if a.Owns(got[0]) {
+		t.Error("Owns: true after Reset")
 	}
 }

@@ -42,6 +42,10 @@ type Stats struct {
 	Free int64
 }
 
+// Footprint returns the bytes the arena holds from the OS, its blocks
+// (Stats's Footprint), without the cost of Stats's mincore.
+func (a *Arena) Footprint() int64 { return a.footprint }
+
 // Stats returns the arena's statistics. It costs one mincore over every
 // block, to count Resident; a block whose residency cannot be measured
 // counts as not resident.
