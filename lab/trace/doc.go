@@ -222,8 +222,15 @@
 //     the objects allocated without a type (a string's bytes, say);
 //   - threads: events carry thread 0.
 //
+// The events of a trace are in the order of their timestamps, and the
+// sweeper stamps an object's free after it has made the slot free: on
+// another P an allocation into that slot can come first. The importer
+// then frees the old object at the allocation (MissedFrees) and the free
+// that comes after frees nothing ([ReaderStats].LateFrees); a span freed
+// with objects still live in the trace is treated the same way.
+//
 // The trace's peak live bytes come close to the peak of its own
-// /memory/classes/heap/objects:bytes (within 1% for the connection
+// /memory/classes/heap/objects:bytes (within a few percent for the connection
 // workload of package record's tests), which counts the same slots.
 // Auto detection knows a Go execution trace by its header, "go 1.<n>
 // trace" and three zero bytes; for the text formats it goes by the first

@@ -80,6 +80,13 @@ type goState struct {
 	types   map[uint64]goType // this generation's types, by ID
 	spans   map[uint64]*goSpan
 	objects addrMap // 1 + object id -> carve ID
+	// late counts, by 1 + object id, the frees the importer made itself
+	// (an allocation into the object's slot, or its span's free, came
+	// first) whose HeapObjectFree may still come: the runtime's sweeper
+	// stamps its frees after it has made the slots free, so another P's
+	// allocation into a slot can come before the free of the slot's
+	// last object in the trace's order.
+	late    map[uint64]int32
 	stackID addrMap // 1 + stack id -> carve ID
 	stackL  uint32  // the label of goroutine stacks
 
@@ -402,6 +409,7 @@ func (r *Reader) goFreeSpan(id uint64, sp *goSpan) {
 	for off := uint64(0); off+sp.elem <= sp.npages*g.pageSize; off += sp.elem {
 		if cid, ok := g.objects.del(1 + (base+off)/g.minAlign); ok {
 			r.stats.MissedFrees++
+			g.expectLate(1 + (base+off)/g.minAlign)
 			g.emit(Event{Op: Free, ID: cid})
 		}
 	}
@@ -450,6 +458,7 @@ func (r *Reader) goAlloc(id, typ uint64) error {
 		}
 		r.stats.MissedFrees++
 		g.objects.del(1 + key)
+		g.expectLate(1 + key)
 		g.emit(Event{Op: Free, ID: old})
 		if ok {
 			sp.live--
@@ -468,9 +477,29 @@ func (r *Reader) goAlloc(id, typ uint64) error {
 	return nil
 }
 
-// goFree records that object id was swept.
+// expectLate notes that the importer freed the object at key itself, and
+// that the runtime's own free of it may come later (goState.late).
+func (g *goState) expectLate(key uint64) {
+	if g.late == nil || len(g.late) >= MaxLive {
+		g.late = map[uint64]int32{} // bounded: the oldest expectations go first
+	}
+	g.late[key]++
+}
+
+// goFree records that object id was swept. The free of an object the
+// importer already freed itself (goState.late) is that free, come late:
+// it frees nothing, and the object now in the slot stays live.
 func (r *Reader) goFree(id uint64) {
 	g := r.gotr
+	if n := g.late[1+id]; n > 0 {
+		if n == 1 {
+			delete(g.late, 1+id)
+		} else {
+			g.late[1+id] = n - 1
+		}
+		r.stats.LateFrees++
+		return
+	}
 	cid, ok := g.objects.del(1 + id)
 	if !ok {
 		r.stats.UnknownFrees++

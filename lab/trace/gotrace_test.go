@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	rtrace "runtime/trace"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -298,5 +299,47 @@ func TestGoTraceNoHeap(t *testing.T) {
 	_, err = r.Next()
 	if !errors.Is(err, ErrNoGoHeap) || !strings.Contains(err.Error(), "GODEBUG=traceallocfree=1") {
 		t.Errorf("Next = %v, want ErrNoGoHeap saying how to record (%d buffers)", err, len(sink))
+	}
+}
+
+// TestGoLateFree drives the importer as a trace whose sweeper's free of
+// an object comes after another P's allocation into the object's slot
+// (the runtime stamps its frees after it has made the slots free): the
+// allocation frees the old object (a missed free), the late free then
+// frees nothing, and the new object stays live until its own free. A
+// span freed with objects live gets the same treatment.
+func TestGoLateFree(t *testing.T) {
+	r := &Reader{labels: &Labels{}, nextID: 1}
+	r.gotr = &goState{classes: &goClassesGo126, maxPages: goClassesGo126.maxSmallPages(), info: true,
+		pageSize: 8192, minAlign: 8, types: map[uint64]goType{}, spans: map[uint64]*goSpan{}}
+	g := r.gotr
+	const page = 100
+	k := goSpanKind(6<<1|1) << 1      // 64-byte pointer-free objects
+	var slot uint64 = page * 8192 / 8 // the span's first slot, as an object id
+	steps := []func() error{
+		func() error { return r.goSpan(page, 1, k) },
+		func() error { return r.goAlloc(slot, 0) },      // object 1
+		func() error { return r.goAlloc(slot, 0) },      // object 2 in the same slot: 1's free missed...
+		func() error { r.goFree(slot); return nil },     // ...and here it is, late: 2 stays
+		func() error { r.goFree(slot); return nil },     // 2's own free
+		func() error { return r.goAlloc(slot, 0) },      // object 3
+		func() error { r.goSpanFree(page); return nil }, // its span freed: 3's free made here
+		func() error { r.goFree(slot); return nil },     // 3's free, late
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	var got []string
+	for _, e := range g.queue {
+		got = append(got, e.String())
+	}
+	want := []string{"a 1 64", "f 1", "a 2 64", "f 2", "a 3 64", "f 3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if s := r.stats; s.UnknownFrees != 0 || s.MissedFrees != 2 || s.LateFrees != 2 {
+		t.Errorf("stats: %d unknown frees, %d missed, %d late; want 0, 2, 2", s.UnknownFrees, s.MissedFrees, s.LateFrees)
 	}
 }

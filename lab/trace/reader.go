@@ -108,6 +108,11 @@ type ReaderStats struct {
 	// The counts of a Go execution trace (UnknownFrees and MissedFrees
 	// count there too).
 
+	// LateFrees counts the frees of objects the importer had freed
+	// already (a MissedFree: another P's allocation into the object's
+	// slot, or its span's free, came first in the trace's order): they
+	// free nothing.
+	LateFrees int64
 	// GoAtStart counts the heap objects alive when the trace started,
 	// returned as allocations before those the program made.
 	GoAtStart int64
