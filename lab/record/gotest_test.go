@@ -94,7 +94,7 @@ func TestGoTest(t *testing.T) {
 		objects        int64 // at least, live at the peak
 	}{
 		{"goconn.session", 64, 0, 5000}, // the runtime names types by package name
-		{"goconn.conn", 64, 48, 5000},
+		{"goconn.conn", 88, 72, 5000},
 		{"uint8", 1, 0, 5000}, // the buffers: a []byte's objects are of type uint8
 	} {
 		l, ok := labelNamed(labels, tt.name)

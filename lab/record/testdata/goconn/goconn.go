@@ -2,9 +2,12 @@
 // a Go program, the workload of carve record's tests of Go programs: n
 // connections are set up one after the other, each with a 1 KiB scratch
 // buffer and a pointer-free 64-byte session; then every scratch buffer is
-// dropped; then each connection gets a 4 KiB follow-up buffer. The
-// connections live in a map, and a conn holds pointers (to its session
-// and its buffers), so the GC scans it; a session holds none.
+// dropped; then each connection gets a 4 KiB follow-up buffer. Then the
+// server serves: rounds of a 512-byte response for every connection, each
+// kept until the next one replaces it, so that the heap reaches its GC
+// goal again and again, as a serving process's does. The connections live
+// in a map, and a conn holds pointers (to its session and its buffers),
+// so the GC scans it; a session holds none.
 package goconn
 
 // session is a connection's state: 64 bytes, no pointers.
@@ -20,6 +23,7 @@ type conn struct {
 	sess    *session
 	scratch []byte
 	next    []byte
+	last    []byte // the last response, kept until the next replaces it
 }
 
 // Server holds the connections, by id.
@@ -29,8 +33,9 @@ type Server struct {
 
 // Sizes of the scenario, as the article has them.
 const (
-	ScratchSize = 1024
-	NextSize    = 4096
+	ScratchSize  = 1024
+	NextSize     = 4096
+	ResponseSize = 512
 )
 
 // Run sets up n connections, drops their scratch buffers, then gives each
@@ -52,6 +57,22 @@ func Run(n int) *Server {
 		c.sess.lastSeen++
 	}
 	return s
+}
+
+// Serve makes rounds of responses, one per connection each, and returns
+// the bytes sent.
+func (s *Server) Serve(rounds int) uint64 {
+	var sent uint64
+	for r := range rounds {
+		for _, c := range s.conns {
+			resp := make([]byte, ResponseSize)
+			resp[0] = byte(r)
+			c.last = resp
+			c.sess.bytesOut += uint64(len(resp))
+			sent += uint64(len(resp))
+		}
+	}
+	return sent
 }
 
 // Len returns the number of connections.
