@@ -106,10 +106,12 @@
 //
 // The Go heap (the go row) is replayed in a child, carve started again,
 // its runtime statistics being process-wide: each block is a
-// make([]byte), its footprint is
-// the runtime's own figure of the heap it maps (above its figure before
-// the replay), and its resident memory the child's anonymous RSS above
-// the baseline.
+// make([]byte), its footprint is the runtime's own figure of the heap it
+// maps (above its figure before the replay), and its resident memory the
+// child's anonymous RSS above the baseline. Its collections run where
+// the row's GOGC aims them (replay.NewGoHeap: a full collection when the
+// heap's objects reach live × (1 + GOGC/100)), so that the row is the
+// same from run to run.
 //
 // Every byte of every block is written (unless --touch=false), as a
 // program would write it, so that resident memory counts the pages a

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"unsafe"
 
@@ -69,7 +71,8 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // was called and less the replayer's own bookkeeping (which lives on the
 // same heap: see ReplayerMemory); Live is the adapter's own sum of
 // requested sizes. Free only drops the reference: the collector decides
-// when the memory is reused, at the GOGC of the process.
+// when the memory is reused, at the GOGC of the process (NewGoHeap runs
+// the collections itself, at a GOGC of its own).
 func New(name string) (Allocator, error) {
 	switch name {
 	case "go":
@@ -197,6 +200,9 @@ type goHeap struct {
 	live             int64
 	fp               int64
 	own              int64 // the replayer's bytes (SetReplayerBytes)
+	gogc             int   // NewGoHeap's; 0: the runtime's own collector
+	goal             int64 // the heap's bytes of objects that start the next collection
+	prevGOGC         int   // the process's GOGC before NewGoHeap, set back by Close
 	samples          []metrics.Sample
 }
 
@@ -255,6 +261,35 @@ func (g *goHeap) Alloc(size, align int) ([]byte, error) {
 	return b[off : off+size : off+size], nil
 }
 
+// NewGoHeap returns the Go heap as New("go") does, with its collector run
+// by the replayer: the process's own collector is turned off
+// (debug.SetGCPercent(-1), for the whole process until Close sets it
+// back: the lab calls it in a process of its own), and a full collection runs after the event that brings the
+// heap's objects to the goal GOGC sets, live × (1 + gogc/100) as of the
+// last collection, at least 4 MiB × gogc/100 as the runtime's own minimum.
+// The collections come where the pacer aims them, not wherever a
+// concurrent collector's progress puts them, so that a replay's figures
+// move by a few hundredths from run to run rather than by a tenth (the
+// background scavenger, which returns free pages on a clock of its own,
+// is what still moves them), at the cost of leaving out the overshoot of
+// a concurrent collector, which lets a program allocate while it marks.
+func NewGoHeap(gogc int) Allocator {
+	g := newGoHeap()
+	g.prevGOGC = debug.SetGCPercent(-1)
+	g.gogc = max(gogc, 1)
+	runtime.GC()
+	_, used := g.bytes()
+	g.setGoal(used)
+	return g
+}
+
+// setGoal sets the goal of the next collection from the heap's objects,
+// used bytes, just after one.
+func (g *goHeap) setGoal(used int64) {
+	live := max(used-g.baseUsed-g.own, 0)
+	g.goal = max(live+live*int64(g.gogc)/100, (4<<20)*int64(g.gogc)/100)
+}
+
 // maxGoSlice is the most bytes the go row asks make([]byte, n) for: far
 // less than a 64-bit runtime's address space (2^48), or half a 32-bit
 // one's; more would panic.
@@ -282,11 +317,24 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 // stopping the world: a fraction of a microsecond), so that the peak is
 // the heap's at every event, not only at samples.
 func (g *goHeap) Footprint() int64 {
-	fp, _ := g.bytes()
+	fp, used := g.bytes()
+	if g.gogc > 0 && used-g.baseUsed-g.own >= g.goal {
+		// The heap reached its goal: the collection the pacer aims for,
+		// here and now (see NewGoHeap).
+		runtime.GC()
+		fp, used = g.bytes()
+		g.setGoal(used)
+	}
 	g.fp = max(fp-g.baseFP-g.own, g.live)
 	return g.fp
 }
-func (g *goHeap) Close() error { return nil }
+func (g *goHeap) Close() error {
+	if g.gogc > 0 {
+		debug.SetGCPercent(g.prevGOGC)
+		g.gogc = 0
+	}
+	return nil
+}
 
 func (g *goHeap) Stats() carve.Stats {
 	fp, used := g.bytes()

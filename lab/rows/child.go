@@ -20,6 +20,7 @@ import (
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/mem"
 )
@@ -206,9 +207,8 @@ func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error
 	opt := o.replayOptions(t, nil)
 
 	if s.Alloc == "go" {
-		// The Go heap at the row's GOGC, with no memory limit: what the
-		// environment says is not the row's condition.
-		debug.SetGCPercent(s.gogc())
+		// No memory limit: what the environment says is not the row's
+		// condition (its GOGC is the row's: see NewAllocator).
 		debug.SetMemoryLimit(math.MaxInt64)
 	}
 	// The meter first: it collects the garbage, so that the Go heap's
@@ -224,6 +224,9 @@ func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error
 	defer a.Close()
 	ra := &rssStats{Allocator: a, rss: rss}
 	res, err := replay.Run(src, ra, opt)
+	if err == nil {
+		err = unrouted(a)
+	}
 	// The kernel's mark counts the replayer's own bookkeeping on the Go
 	// heap too: what it held at the end is left out.
 	return res, max(rss.peak()-ra.own, 0), err
@@ -321,6 +324,21 @@ func (a *rssStats) SetReplayerBytes(n int64) {
 		m.SetReplayerBytes(n)
 		a.own = n
 	}
+}
+
+// UseLabels and AllocLabeled pass the trace's labels through to a heap
+// that routes objects by them (replay.WithRoutes).
+func (a *rssStats) UseLabels(l *trace.Labels) {
+	if la, ok := a.Allocator.(replay.LabeledAllocator); ok {
+		la.UseLabels(l)
+	}
+}
+
+func (a *rssStats) AllocLabeled(size, align int, label uint32) ([]byte, error) {
+	if la, ok := a.Allocator.(replay.LabeledAllocator); ok {
+		return la.AllocLabeled(size, align, label)
+	}
+	return a.Allocator.Alloc(size, align)
 }
 
 // Contains passes the heap's own check through.
