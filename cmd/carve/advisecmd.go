@@ -15,15 +15,27 @@ import (
 
 var adviseCommand = &command{
 	name: "advise", args: "[flags] TRACE", interspersed: true,
-	short: "which dedicated pools would lower a heap's peak footprint, measured by replaying candidates",
+	short: "which pools would lower a heap's peak, or which Go types to move off the Go heap, measured by replaying candidates",
 	long: `The advisor replays the trace through the base heap, then behind a pool for
 each candidate size (the sizes requested most often and those taking the most
 bytes), keeps the pool that lowered the peak footprint most, and repeats with
 the remaining candidates: every figure is a measured replay. It prints the
-savings and the Go code that makes the pools.`,
+savings and the Go code that makes the pools.
+
+For a Go program's trace (carve record -- go test ..., its objects labelled
+with their types) and no --base, it advises on types instead: it replays the
+trace through the Go heap (at --gogc), then once with each of the --types
+largest pointer-free types routed to carve pools (one per size) and once to
+an arena, --repeats times each, and ranks them by the peak RSS they save. A
+type is suggested only when all its replays peak below all the Go heap's;
+types that hold pointers are listed as staying where they are.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var cfg advise.Config
-		fs.StringVar(&cfg.Base, "base", advise.DefaultBase, "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", "))
+		fs.StringVar(&cfg.Base, "base", "", "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", ")+" (default: the Go heap for a Go program's trace, its types moved; "+advise.DefaultBase+" otherwise, sizes pooled)")
+		var tc advise.TypeConfig
+		fs.IntVar(&tc.GOGC, "gogc", rows.DefaultGOGC, "for a Go program's trace: the Go heap's `GOGC`")
+		fs.IntVar(&tc.Repeats, "repeats", 5, "for a Go program's trace: replays of each candidate and of the Go heap, at GOGCs 2 apart around --gogc, the savings counted at the same GOGC (where the collections fall moves a peak)")
+		fs.IntVar(&tc.Candidates, "types", 5, "for a Go program's trace: try the `N` pointer-free types largest at the peak")
 		fs.Var(&cfg.Min, "min", "the least `SAVING` of peak footprint a pool must bring: bytes (65536, 64KiB, 1MiB) or a percentage of the baseline's peak (2%); default 1%, at least 64 KiB")
 		fs.IntVar(&cfg.MaxPools, "max", 4, "suggest at most `N` pools")
 		fs.IntVar(&cfg.Candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
@@ -50,6 +62,26 @@ savings and the Go code that makes the pools.`,
 			var err error
 			if cfg.Trace, err = traces.Resolve(args[0]); err != nil {
 				return inputError{err}
+			}
+			if cfg.Base == "" && advise.Labelled(cfg.Trace) {
+				if tc.Repeats < 1 || tc.Candidates < 1 || tc.GOGC < 1 {
+					return badUsage("--repeats, --types and --gogc want 1 or more")
+				}
+				tc.Trace, tc.Jobs, tc.MaxRequest = cfg.Trace, cfg.Jobs, cfg.MaxRequest
+				adv, err := advise.AdviseTypes(tc)
+				if err != nil {
+					return classify(err)
+				}
+				if *format == "json" {
+					enc := json.NewEncoder(c.stdout)
+					enc.SetIndent("", "  ")
+					enc.SetEscapeHTML(false)
+					return enc.Encode(adv)
+				}
+				return adv.WriteText(c.stdout)
+			}
+			if cfg.Base == "" {
+				cfg.Base = advise.DefaultBase
 			}
 			prog := startProgress(c.stderr, 0)
 			cfg.Progress = &prog.Events

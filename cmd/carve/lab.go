@@ -51,7 +51,7 @@ replay's, and --n.`,
 			if *n < 1 || *n > 1e7 {
 				return badUsage("--n %d: want 1 to 10000000", *n)
 			}
-			if len(f.pools) > 0 {
+			if len(f.pools.sizes)+len(f.pools.routes)+len(f.arenas) > 0 {
 				return badUsage("--pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)
 			}
 			base, err := f.specs()

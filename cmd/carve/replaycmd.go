@@ -60,6 +60,7 @@ func (c replayConfig) replays() int { return len(c.traces) * len(c.specs) }
 type replayFlags struct {
 	alloc, format string
 	pools         poolSizes
+	arenas        arenaTypes
 	strict        bool
 	noCheck       bool
 	isolate       bool
@@ -105,7 +106,8 @@ func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
-	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes in a dedicated pool in front of each allocator (repeat for more pools)")
+	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes, or the objects of a type (type=NAME, as a Go trace names it), in a dedicated pool in front of each allocator (repeat for more pools)")
+	fs.Var(&f.arenas, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+rows.Schema+")")
@@ -158,16 +160,24 @@ func (f *replayFlags) specs() (replayConfig, error) {
 	if f.gogc < 1 {
 		return replayConfig{}, badUsage("--gogc %d: want 1 or more (the go row never turns the collector off)", f.gogc)
 	}
+	seen := map[string]bool{}
+	for _, r := range append(append([]replay.Route(nil), f.pools.routes...), f.arenas...) {
+		if seen[r.Label] {
+			return replayConfig{}, badUsage("type %s given twice to --pool and --arena: its objects go to one pool or one arena", r.Label)
+		}
+		seen[r.Label] = true
+	}
 	for _, n := range names {
 		s := rows.Spec{Alloc: n}
 		if n == "go" {
 			s.GOGC = f.gogc
 		}
 		c.specs = append(c.specs, s)
-		if len(f.pools) > 0 {
+		if len(f.pools.sizes)+len(f.pools.routes)+len(f.arenas) > 0 {
 			// Each pooled row beside the same allocator without the pools:
 			// the verdict says what they changed.
-			s.Pools = f.pools
+			s.Pools = f.pools.sizes
+			s.Routes = append(append([]replay.Route(nil), f.pools.routes...), f.arenas...)
 			c.specs = append(c.specs, s)
 		}
 	}
@@ -185,19 +195,50 @@ func (f *replayFlags) replay(c *cli, cfg replayConfig) []rows.Table {
 	return tables
 }
 
-// poolSizes is the repeatable --pool flag.
-type poolSizes []int
+// poolSizes is the repeatable --pool flag: sizes of requests, or types
+// (type=NAME) whose objects go to pools of their own.
+type poolSizes struct {
+	sizes  []int
+	routes []replay.Route
+}
 
-func (p *poolSizes) String() string { return fmt.Sprint(*p) }
+func (p *poolSizes) String() string {
+	if p == nil || len(p.sizes)+len(p.routes) == 0 {
+		return ""
+	}
+	return fmt.Sprint(p.sizes, p.routes)
+}
 
 func (p *poolSizes) Set(s string) error {
+	if name, ok := strings.CutPrefix(s, "type="); ok {
+		if name == "" {
+			return fmt.Errorf("want type=NAME, a type (a label) as the trace names it")
+		}
+		p.routes = append(p.routes, replay.Route{Label: name})
+		return nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
-			return fmt.Errorf("want a positive size in bytes, got %q", f)
+			return fmt.Errorf("want a positive size in bytes, or type=NAME, got %q", f)
 		}
-		*p = append(*p, n)
+		p.sizes = append(p.sizes, n)
 	}
+	return nil
+}
+
+// arenaTypes is the repeatable --arena flag: types whose objects go to an
+// arena of their own.
+type arenaTypes []replay.Route
+
+func (a *arenaTypes) String() string { return fmt.Sprint(*a) }
+
+func (a *arenaTypes) Set(s string) error {
+	name, ok := strings.CutPrefix(s, "type=")
+	if !ok || name == "" {
+		return fmt.Errorf("want type=NAME, a type (a label) as the trace names it, got %q", s)
+	}
+	*a = append(*a, replay.Route{Label: name, Arena: true})
 	return nil
 }
 

@@ -25,10 +25,12 @@ type replayer struct {
 	// self is a, if its figures are the process's Go heap: the replayer's
 	// own bookkeeping is left out of them, and it keeps no set of blocks
 	// (Go hands out no overlapping live slices).
-	self   ReplayerMemory
-	clock  time.Duration // measured cost of one time.Now/time.Since pair
-	rng    uint64        // xorshift state: which calls are timed
-	weight int64         // calls the call being timed stands for
+	self ReplayerMemory
+	// labeled is a, if it serves objects by their label (WithRoutes).
+	labeled LabeledAllocator
+	clock   time.Duration // measured cost of one time.Now/time.Since pair
+	rng     uint64        // xorshift state: which calls are timed
+	weight  int64         // calls the call being timed stands for
 }
 
 // Run replays src through a, event by event in order, on one locked OS
@@ -63,6 +65,10 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	r.inside, _ = a.(Container)
 	if m, ok := a.(ReplayerMemory); ok && m.OnGoHeap() {
 		r.self = m
+	}
+	if la, ok := a.(LabeledAllocator); ok {
+		la.UseLabels(trace.LabelsOf(src))
+		r.labeled = la
 	}
 	l, err := newLedger(opt, r, true)
 	if err != nil {
@@ -99,7 +105,13 @@ func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
 			align = 0
 		}
 		t := r.start()
-		b, err := r.a.Alloc(size, align)
+		var b []byte
+		var err error
+		if r.labeled != nil && e.Label != 0 {
+			b, err = r.labeled.AllocLabeled(size, align, e.Label)
+		} else {
+			b, err = r.a.Alloc(size, align)
+		}
 		if err == nil && e.Op == trace.Calloc {
 			clear(b)
 		}

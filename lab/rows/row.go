@@ -104,7 +104,7 @@ func ErrorKind(err error) string {
 	var te *replay.TraceError
 	var v *replay.Violation
 	switch {
-	case errors.Is(err, replay.ErrSource), errors.Is(err, replay.ErrBudget):
+	case errors.Is(err, replay.ErrSource), errors.Is(err, replay.ErrBudget), errors.Is(err, ErrUnrouted):
 		return KindInput
 	case errors.As(err, &v), errors.As(err, &te):
 		return KindCheck

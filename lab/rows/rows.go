@@ -105,6 +105,9 @@ type Spec struct {
 	// GOGC is the go row's GOGC (0: DefaultGOGC), set in its child
 	// whatever the environment says.
 	GOGC int `json:"gogc,omitempty"`
+	// Routes send the objects of a label (a Go type) to a pool or an
+	// arena in front of the allocator (replay.WithRoutes).
+	Routes []replay.Route `json:"routes,omitempty"`
 }
 
 // DefaultGOGC is the go row's GOGC unless Spec.GOGC says otherwise: the Go
@@ -118,14 +121,21 @@ func (s Spec) Label() string {
 	if s.Alloc == "go" && s.GOGC != 0 && s.GOGC != DefaultGOGC {
 		name += "(gogc=" + strconv.Itoa(s.GOGC) + ")"
 	}
-	if len(s.Pools) == 0 {
-		return name
+	if len(s.Pools) > 0 {
+		var sizes []string
+		for _, p := range s.Pools {
+			sizes = append(sizes, strconv.Itoa(p))
+		}
+		name += "+pool(" + strings.Join(sizes, ",") + ")"
 	}
-	var sizes []string
-	for _, p := range s.Pools {
-		sizes = append(sizes, strconv.Itoa(p))
+	for _, r := range s.Routes {
+		if r.Arena {
+			name += "+arena(type=" + r.Label + ")"
+		} else {
+			name += "+pool(type=" + r.Label + ")"
+		}
 	}
-	return name + "+pool(" + strings.Join(sizes, ",") + ")"
+	return name
 }
 
 // gogc returns the GOGC the go row runs at.
@@ -157,6 +167,8 @@ func (s Spec) Available() error {
 		return fmt.Errorf("%w: %v", ErrUnavailable, libc.ReplayerAvailable())
 	case m.libs != nil && findLib(m) == "":
 		return fmt.Errorf("%w: %s is not installed (%s)", ErrUnavailable, m.libs[0], m.install)
+	case len(s.Routes) > 0:
+		return fmt.Errorf("%w: objects routed by type go to carve's allocators in a Go replay, and %s replays in a C process", ErrUnavailable, s.Alloc)
 	}
 	return nil
 }
@@ -169,8 +181,14 @@ func (s Spec) NewAllocator() (replay.Allocator, error) {
 	if IsReal(s.Alloc) {
 		return nil, fmt.Errorf("%s runs in a child process of its own, not in this one", s.Alloc)
 	}
-	a, err := replay.New(s.Alloc)
-	if err != nil {
+	var a replay.Allocator
+	var err error
+	if s.Alloc == "go" {
+		// Its collector run where GOGC aims it, so that the row is the
+		// same from run to run (replay.NewGoHeap); the go row replays in
+		// a process of its own.
+		a = replay.NewGoHeap(s.gogc())
+	} else if a, err = replay.New(s.Alloc); err != nil {
 		return nil, err
 	}
 	for _, p := range s.Pools {
@@ -180,6 +198,9 @@ func (s Spec) NewAllocator() (replay.Allocator, error) {
 			return nil, fmt.Errorf("--pool %d: %w", p, err)
 		}
 		a = pooled
+	}
+	if len(s.Routes) > 0 {
+		return replay.WithRoutes(s.Routes, a)
 	}
 	return a, nil
 }

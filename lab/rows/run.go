@@ -1,8 +1,11 @@
 package rows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -121,6 +124,23 @@ func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) [
 	return tables
 }
 
+// ErrUnrouted is wrapped by the error of a row whose route by type no
+// object of the trace took.
+var ErrUnrouted = errors.New("no object of the trace has the type")
+
+// unrouted returns an error if a route of a took no object: a type the
+// trace does not have, or a name misspelt.
+func unrouted(a replay.Allocator) error {
+	var names []string
+	for _, r := range replay.Unrouted(a) {
+		names = append(names, strconv.Quote(r.Label))
+	}
+	if names == nil {
+		return nil
+	}
+	return fmt.Errorf("%w %s (carve stats lists a trace's types)", ErrUnrouted, strings.Join(names, ", "))
+}
+
 // Replay replays t through the allocator of s: in this process, or in a
 // child process of its own for the real mallocs, the Go heap, and every
 // allocator with Options.Isolate. A failure is in the row's Error.
@@ -143,7 +163,11 @@ func Replay(t traces.Trace, s Spec, o Options, prog *Progress) Row {
 			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
 		}
 		defer closer.Close()
-		return replay.Run(src, a, o.replayOptions(t, prog))
+		res, err := replay.Run(src, a, o.replayOptions(t, prog))
+		if err == nil {
+			err = unrouted(a)
+		}
+		return res, err
 	}()
 	return rw.fill(t, res, err)
 }

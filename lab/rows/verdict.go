@@ -37,10 +37,13 @@ func (t Table) Findings() []string {
 	s = append(s, others...)
 	var pooled, changes []string
 	for _, r := range t.Rows {
-		if r.Error != "" || len(r.spec().Pools) == 0 {
+		// A row with pools (or routes) in front, and the same allocator
+		// without: "first-fit+pool(1024)" and "first-fit".
+		base, _, pooledRow := strings.Cut(r.Allocator, "+")
+		if r.Error != "" || !pooledRow {
 			continue
 		}
-		plain, ok := t.row(r.spec().plainLabel())
+		plain, ok := t.row(base)
 		if !ok || plain.Error != "" {
 			continue
 		}
@@ -105,24 +108,4 @@ func (t Table) lastPhase() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// spec reads the row's spec back from its label: the allocator, and the
-// pools of "+pool(64,1024)".
-func (rw Row) spec() Spec {
-	name, pools, _ := strings.Cut(rw.Allocator, "+pool(")
-	s := Spec{Alloc: name}
-	for _, p := range strings.Split(strings.TrimSuffix(pools, ")"), ",") {
-		var n int
-		if _, err := fmt.Sscan(p, &n); err == nil {
-			s.Pools = append(s.Pools, n)
-		}
-	}
-	return s
-}
-
-// plainLabel is the label of the same row without its pools.
-func (s Spec) plainLabel() string {
-	s.Pools = nil
-	return s.Label()
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/carvelab/carve/lab/rows"
+)
+
+// goTrace is a Go program's recorded trace, its objects labelled.
+const goTrace = "../../lab/trace/testdata/labelled/go.trace"
+
+// TestRouteByType replays a recorded Go trace with a type routed to a
+// pool, and checks the rows' names and their live figures (the same
+// trace); a type the trace does not have is an error that names it, and a
+// route in front of a real malloc a row unavailable that says why (the
+// other rows are still made).
+func TestRouteByType(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "--alloc", "first-fit", "--pool", "type=main.session", "--format", "json", goTrace}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		Rows []rows.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != 2 || doc.Rows[0].Allocator != "first-fit" || doc.Rows[1].Allocator != "first-fit+pool(type=main.session)" {
+		t.Fatalf("rows %+v, want first-fit and first-fit+pool(type=main.session)", doc.Rows)
+	}
+	for _, r := range doc.Rows {
+		if r.Error != "" || r.TraceErrors != 0 || r.PeakLive != doc.Rows[0].PeakLive {
+			t.Errorf("row %s: error %q, %d trace errors, peak live %d (first row's %d)", r.Allocator, r.Error, r.TraceErrors, r.PeakLive, doc.Rows[0].PeakLive)
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		exit int
+		want string
+	}{
+		{[]string{"replay", "--alloc", "first-fit", "--pool", "type=main.nosuch", goTrace}, 2, `no object of the trace has the type "main.nosuch"`},
+		{[]string{"replay", "--alloc", "first-fit", "--pool", "type=main.session", "--arena", "type=main.session", goTrace}, 2, "type main.session given twice"},
+		{[]string{"replay", "--alloc", "glibc", "--arena", "type=main.session", goTrace}, 0, "glibc+arena(type=main.session): unavailable: objects routed by type"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.exit || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, output %q %q; want exit %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.exit, tc.want)
+		}
+	}
+}
+
+// TestAdviseGoTrace: carve advise on a Go trace advises on its types,
+// on the Go heap, and refuses the types that hold pointers.
+func TestAdviseGoTrace(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"advise", "--repeats", "1", "--types", "2", "--format", "json", goTrace}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var adv struct {
+		Schema  string `json:"schema"`
+		Base    string `json:"base"`
+		Tried   []struct{ Type string }
+		Refused []struct{ Type string }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &adv); err != nil {
+		t.Fatal(err)
+	}
+	if adv.Schema != "carve.advise-types/v1" || adv.Base != "go" || len(adv.Tried) != 2 {
+		t.Fatalf("advice %+v: want carve.advise-types/v1 on go, 2 types tried", adv)
+	}
+	refused := false
+	for _, r := range adv.Refused {
+		refused = refused || r.Type == "main.conn"
+	}
+	if !refused {
+		t.Errorf("main.conn (it holds a pointer) not refused: %+v", adv.Refused)
+	}
+	// --base keeps the size advice.
+	stdout.Reset()
+	if code := run([]string{"advise", "--base", "first-fit", "--format", "json", goTrace}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "advise-types") {
+		t.Errorf("advise --base first-fit on a Go trace: exit %d, %.200s", code, stdout.String())
+	}
+}

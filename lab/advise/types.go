@@ -1,0 +1,478 @@
+package advise
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/rows"
+	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// Advice for a Go program: which of its types to move off the Go heap.
+// The base is the Go heap itself (the go row, replayed in a Go child of
+// its own, its collections where the pacer aims them); each candidate is
+// a replay of the whole trace with one type's objects routed to carve
+// pools, one per size its objects come in (replay.WithRoutes), or to an
+// arena reset when the last of them dies; the saving in the headline,
+// peak RSS, ranks them. Only pointer-free types can move: the collector
+// does not look inside carve memory.
+//
+// Where the collections fall moves a Go heap's peak by more than a small
+// type weighs: a few hundred kilobytes either way from a collection that
+// comes a little earlier or later. So every replay is made Repeats times,
+// at GOGC a little apart (the row's, then GOGCStep below and above it,
+// then twice that...), and a candidate's saving is measured pairwise, the
+// Go heap's peak less the candidate's at the same GOGC: a type is
+// suggested only when every pair saves, and the median saving is at
+// least MinTypeSaving.
+
+// GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
+// the least median saving of peak RSS a type is suggested for.
+const (
+	GOGCStep      = 2
+	MinTypeSaving = 64 << 10
+)
+
+// TypesSchema names the version of the JSON of a TypeAdvice.
+const TypesSchema = "carve.advise-types/v1"
+
+// TypeConfig is what to advise on for a labelled trace (a Go execution
+// trace), and how.
+type TypeConfig struct {
+	Trace traces.Trace
+	// GOGC is the go row's (0: rows.DefaultGOGC).
+	GOGC int
+	// Candidates is how many pointer-free types, by their bytes at the
+	// trace's peak, are tried (5 when 0); Repeats how many times each
+	// replay is made, at GOGCs GOGCStep apart around GOGC (5 when 0);
+	// Jobs the replays at once (1 when 0).
+	Candidates, Repeats, Jobs int
+	// MaxRequest and MaxRSS are the rows' budgets (rows.Options).
+	MaxRequest, MaxRSS int64
+}
+
+// TypeAdvice is what the advisor measured for a Go trace.
+type TypeAdvice struct {
+	Schema  string `json:"schema"`
+	Trace   string `json:"trace"`
+	Base    string `json:"base"`
+	GOGC    int    `json:"gogc"`
+	Repeats int    `json:"repeats"`
+	// GOGCs are the repeats' GOGCs, the row's first.
+	GOGCs   []int `json:"gogcs"`
+	Replays int   `json:"replays"`
+	// Baseline is the Go heap alone.
+	Baseline Measured `json:"baseline"`
+	// Tried are the candidates, the best saving first.
+	Tried []TypeTrial `json:"tried"`
+	// Suggested are the candidates that saved at every GOGC, by at
+	// least MinTypeSaving in the median, in the order of Tried.
+	Suggested []TypeTrial `json:"suggested"`
+	// Refused are the types that hold pointers, by bytes at the peak,
+	// and why they cannot move.
+	Refused []Refused `json:"refused"`
+	// Assumes says what the figures assume.
+	Assumes []string `json:"assumes"`
+	Go      string   `json:"go"` // the code that makes the suggested pools and arenas
+}
+
+// Measured is a replay's headline over its repeats.
+type Measured struct {
+	PeakLive int64 `json:"peak_live"`
+	// PeakRSS is the median of the repeats' peak RSS; Low and High the
+	// least and the most; Peaks each repeat's, in the order of GOGCs.
+	PeakRSS   int64    `json:"peak_rss"`
+	Low, High int64    `json:"-"`
+	Range     [2]int64 `json:"peak_rss_range"`
+	Peaks     []int64  `json:"peaks"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// TypeTrial is one type moved off the Go heap, measured.
+type TypeTrial struct {
+	Type     string  `json:"type"`
+	Size     int64   `json:"size"` // the type's size; 1 for a []byte's uint8
+	Objects  int64   `json:"objects_at_peak"`
+	Bytes    uint64  `json:"bytes_at_peak"`
+	Allocs   int64   `json:"allocs"`
+	MeanLife float64 `json:"mean_life_events"`
+	// Into is "pool" or "arena": where the measured replay put them.
+	Into string `json:"into"`
+	Measured
+	// Saving is the median of the pairwise savings, the baseline's peak
+	// RSS less this one's at the same GOGC, and SavingLow, SavingHigh
+	// the least and the most of them; Rule is what "a live byte costs
+	// 1 + GOGC/100 on the Go heap and one in a pool" predicts:
+	// Bytes × GOGC/100.
+	Saving                int64    `json:"saving"`
+	SavingLow, SavingHigh int64    `json:"-"`
+	SavingRange           [2]int64 `json:"saving_range"`
+	SavingPercent         float64  `json:"saving_percent"`
+	Rule                  int64    `json:"rule_predicts"`
+}
+
+// Refused is a type that cannot move to carve memory.
+type Refused struct {
+	Type     string `json:"type"`
+	Bytes    uint64 `json:"bytes_at_peak"`
+	PtrBytes int64  `json:"ptr_bytes"`
+	Size     int64  `json:"size"`
+	Why      string `json:"why"`
+}
+
+// AdviseTypes measures the Go heap on a labelled trace and the effect of
+// moving each of its largest pointer-free types off it. Its error wraps
+// replay.ErrSource for a trace that cannot be read, ErrNoTypes for one
+// without labels.
+func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
+	if c.Candidates <= 0 {
+		c.Candidates = 5
+	}
+	if c.Repeats <= 0 {
+		c.Repeats = 5
+	}
+	if c.Jobs <= 0 {
+		c.Jobs = 1
+	}
+	if c.GOGC <= 0 {
+		c.GOGC = rows.DefaultGOGC
+	}
+	src, closer, err := c.Trace.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
+	}
+	sum, err := trace.SummarizeFrom(src)
+	closer.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
+	}
+	if len(sum.Labels) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoTypes, c.Trace.Label)
+	}
+	base := rows.Spec{Alloc: "go", GOGC: c.GOGC}
+	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats,
+		Tried: []TypeTrial{}, Suggested: []TypeTrial{}, Refused: []Refused{}}
+	var cands []TypeTrial
+	for _, l := range sum.Labels {
+		if l.Name == "" || l.Bytes == 0 {
+			continue
+		}
+		if l.PtrBytes != 0 {
+			why := "its type is unknown to the trace"
+			if l.PtrBytes > 0 {
+				why = fmt.Sprintf("%d of its %d bytes may hold Go pointers: the collector does not look inside carve memory, so what they point to could be freed under it", l.PtrBytes, l.Size)
+			}
+			adv.Refused = append(adv.Refused, Refused{Type: l.Name, Bytes: l.Bytes, PtrBytes: l.PtrBytes, Size: l.Size, Why: why})
+			continue
+		}
+		if len(cands) < c.Candidates && Movable(l.Name) {
+			cands = append(cands, TypeTrial{Type: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife})
+		}
+	}
+	adv.Refused = adv.Refused[:min(len(adv.Refused), 10)]
+
+	// Every replay: the baseline, and each candidate into a pool and
+	// into an arena, at each GOGC.
+	for r := range c.Repeats {
+		step := (r + 1) / 2 * GOGCStep
+		if r%2 == 1 {
+			step = -step
+		}
+		adv.GOGCs = append(adv.GOGCs, max(c.GOGC+step, 1))
+	}
+	at := func(gogc int, route *replay.Route) rows.Spec {
+		s := rows.Spec{Alloc: "go", GOGC: gogc}
+		if route != nil {
+			s.Routes = []replay.Route{*route}
+		}
+		return s
+	}
+	var specs []rows.Spec
+	for _, g := range adv.GOGCs {
+		specs = append(specs, at(g, nil))
+		for _, cd := range cands {
+			for _, arena := range []bool{false, true} {
+				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}))
+			}
+		}
+	}
+	opt := rows.Options{Touch: true, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
+	table := rows.Run([]traces.Trace{c.Trace}, specs, opt, c.Jobs, nil)[0]
+	adv.Replays = len(table.Rows)
+	byLabel := map[string]rows.Row{}
+	for _, r := range table.Rows {
+		if r.ErrorKind == rows.KindInput {
+			return nil, fmt.Errorf("%w: %s: %s", replay.ErrSource, c.Trace.Label, r.Error)
+		}
+		byLabel[r.Allocator] = r
+	}
+	// measure gathers a replay's rows over the GOGCs.
+	measure := func(route *replay.Route) Measured {
+		var rs []rows.Row
+		for _, g := range adv.GOGCs {
+			rs = append(rs, byLabel[at(g, route).Label()])
+		}
+		return median(rs)
+	}
+	adv.Baseline = measure(nil)
+	for _, cd := range cands {
+		inPool := measure(&replay.Route{Label: cd.Type})
+		inArena := measure(&replay.Route{Label: cd.Type, Arena: true})
+		// A pool unless the arena is better at every GOGC: for objects
+		// that do not die in bursts an arena is a pool that never reuses.
+		cd.Measured, cd.Into = inPool, "pool"
+		if inArena.Error == "" && (inPool.Error != "" || below(inArena.Peaks, inPool.Peaks)) {
+			cd.Measured, cd.Into = inArena, "arena"
+		}
+		if cd.Error == "" && adv.Baseline.Error == "" {
+			var savings []int64
+			for i, p := range cd.Peaks {
+				savings = append(savings, adv.Baseline.Peaks[i]-p)
+			}
+			slices.Sort(savings)
+			cd.Saving, cd.SavingLow, cd.SavingHigh = savings[len(savings)/2], savings[0], savings[len(savings)-1]
+			cd.SavingRange = [2]int64{cd.SavingLow, cd.SavingHigh}
+			if adv.Baseline.PeakRSS > 0 {
+				cd.SavingPercent = 100 * float64(cd.Saving) / float64(adv.Baseline.PeakRSS)
+			}
+		}
+		cd.Rule = int64(cd.Bytes) * int64(c.GOGC) / 100
+		adv.Tried = append(adv.Tried, cd)
+	}
+	slices.SortStableFunc(adv.Tried, func(a, b TypeTrial) int { return cmp.Compare(b.Saving, a.Saving) })
+	for _, t := range adv.Tried {
+		if t.Error == "" && t.SavingLow > 0 && t.Saving >= MinTypeSaving {
+			adv.Suggested = append(adv.Suggested, t)
+		}
+	}
+	adv.Assumes = []string{
+		"objects die where the trace frees them: at the sweep after the collection that found them unreachable, not when the program dropped them; in a pool they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
+		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach live × (1 + GOGC/100): a concurrent collector's overshoot is left out; where the collections fall moves a peak, so every replay is made at GOGC %s, each figure is the median, and a saving is counted at the same GOGC", joinInts(adv.GOGCs)),
+		"a type's objects keep the sizes the trace gives them (their size classes); a pool of the type's own size would save the rounding too",
+		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
+	}
+	adv.Go = goTypeSnippet(adv.Suggested)
+	return adv, nil
+}
+
+// ErrNoTypes is wrapped by AdviseTypes's error for a trace without
+// labels: one not recorded from a Go program.
+var ErrNoTypes = fmt.Errorf("advise: the trace names no types (record a Go program's own heap: carve record -- go test ...)")
+
+// median returns the median peak RSS of a replay's repeats, their range
+// and each, or the first error.
+func median(rs []rows.Row) Measured {
+	var m Measured
+	for _, r := range rs {
+		if r.Error != "" {
+			m.Error = r.Error
+			return m
+		}
+		m.Peaks = append(m.Peaks, r.PeakRSS)
+		m.PeakLive = r.PeakLive
+	}
+	if len(m.Peaks) == 0 {
+		m.Error = "no replay"
+		return m
+	}
+	sorted := slices.Sorted(slices.Values(m.Peaks))
+	m.PeakRSS, m.Low, m.High = sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1]
+	m.Range = [2]int64{m.Low, m.High}
+	return m
+}
+
+// below reports whether every peak of a is below b's at the same GOGC.
+func below(a, b []int64) bool {
+	for i := range a {
+		if a[i] >= b[i] {
+			return false
+		}
+	}
+	return len(a) > 0
+}
+
+// joinInts is "96, 98, 100, 102 and 104": the GOGCs in order.
+func joinInts(v []int) string {
+	v = slices.Sorted(slices.Values(v))
+	var parts []string
+	for _, n := range v {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// goTypeSnippet writes the code that moves the suggested types off the Go
+// heap, in the trace's names (a type is named with its package, as the
+// program's own code would name it without).
+func goTypeSnippet(ts []TypeTrial) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("// import \"github.com/carvelab/carve/pool\" (and \"github.com/carvelab/carve/arena\")\n")
+	// made writes a declaration, its error's check, and how to use it.
+	made := func(decl, use string) {
+		fmt.Fprintf(&b, "%s\nif err != nil {\n\treturn err\n}\n", decl)
+		if use != "" {
+			b.WriteString(use + "\n")
+		}
+	}
+	for i, t := range ts {
+		pkg, name := splitType(t.Type)
+		v := varName(name, i)
+		in := ""
+		if pkg != "" {
+			in = " // in package " + pkg
+		}
+		switch {
+		case t.Type == "uint8" && t.Into == "pool":
+			made("buf1k, err := pool.New(1024) // []byte buffers: a pool per size the program asks for",
+				"// b, err := buf1k.Alloc() instead of make([]byte, 1024); buf1k.Free(b) where the program drops it")
+		case t.Type == "uint8":
+			made("bufs, err := arena.New() // []byte buffers allocated and dropped together",
+				"// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Reset() when the last of a burst is done")
+		case t.Into == "arena":
+			ar := strings.TrimSuffix(v, "s") + "Arena"
+			made(fmt.Sprintf("%s, err := arena.New()%s", ar, in), "")
+			made(fmt.Sprintf("%s, err := arena.NewOf[%s](%s)", v, name, ar),
+				fmt.Sprintf("// x, err := %s.New() instead of new(%s); %s.Reset() when the last of a burst is done", v, name, ar))
+		default:
+			made(fmt.Sprintf("%s, err := pool.NewOf[%s]()%s", v, name, in),
+				fmt.Sprintf("// x, err := %s.New() instead of new(%s); %s.Free(x) where the program drops it", v, name, v))
+		}
+	}
+	return b.String()
+}
+
+// Movable reports whether a program can move the objects of a type as
+// a trace names it to carve memory: not the runtime's own (package
+// runtime, internal packages) nor the compiler's (a map's groups and
+// tables, a closure's context), which no code of the program allocates
+// by name.
+func Movable(name string) bool {
+	t := strings.TrimLeft(name, "*[]0123456789")
+	for _, p := range []string{"runtime.", "internal/", "map.", "noalg.", "struct { F uintptr"} {
+		if strings.HasPrefix(t, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// varName is the snippet's name for the pool or arena of the type named
+// name, the i-th suggested: "sessions" for session; for a type whose
+// name is no identifier ("[16]uint8", "[]main.point"), "pool1" and on.
+func varName(name string, i int) string {
+	ident := name != ""
+	for j, r := range name {
+		if !(r == '_' || unicode.IsLetter(r) || j > 0 && unicode.IsDigit(r)) {
+			ident = false
+			break
+		}
+	}
+	if !ident {
+		return fmt.Sprintf("pool%d", i+1)
+	}
+	r, n := utf8.DecodeRuneInString(name)
+	return string(unicode.ToLower(r)) + name[n:] + "s"
+}
+
+// splitType returns the package and the name of a Go type as a trace
+// names it: "goconn.session" is goconn, session; "uint8" has no package.
+func splitType(t string) (pkg, name string) {
+	if i := strings.LastIndexByte(t, '.'); i > 0 && !strings.ContainsAny(t[:i], "[]*(){} ") {
+		return t[:i], t[i+1:]
+	}
+	return "", t
+}
+
+// WriteText writes the type advice for a reader.
+func (a *TypeAdvice) WriteText(w io.Writer) error {
+	ew := &firstErrWriter{w: w}
+	ew.printf("carve advise: %s, a Go program's types moved off the Go heap (%s)\n", a.Trace, a.Base)
+	ew.printf("every replay of the whole trace is made at GOGC %s, in a child process each: %d replays; figures are medians\n", joinInts(a.GOGCs), a.Replays)
+	if a.Baseline.Error != "" {
+		ew.printf("\nthe Go heap failed on the trace: %s\n", a.Baseline.Error)
+		return ew.err
+	}
+	ew.printf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)\n\n", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
+		size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakRSS, a.Baseline.PeakLive))
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tthe GOGC rule predicts\t\n")
+	for _, t := range a.Tried {
+		if t.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)\t%s to %s\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
+			size.Format(t.Saving), t.SavingPercent, size.Format(t.SavingLow), size.Format(t.SavingHigh), size.Format(t.Rule))
+	}
+	tw.Flush()
+	if len(a.Refused) > 0 {
+		ew.printf("\ntypes that hold pointers stay on the Go heap:\n")
+		for _, r := range a.Refused {
+			ew.printf("  %s (%s at the peak): %s\n", r.Type, size.Format(int64(r.Bytes)), r.Why)
+		}
+	}
+	ew.printf("\nthe figures assume:\n")
+	for _, s := range a.Assumes {
+		ew.printf("  - %s\n", s)
+	}
+	if len(a.Suggested) == 0 {
+		ew.printf("\nno type suggested: none saved peak RSS at every GOGC, by %s or more in the median\n", size.Format(MinTypeSaving))
+		return ew.err
+	}
+	ew.printf("\nsuggested (a saving at every GOGC, %s or more in the median):\n", size.Format(MinTypeSaving))
+	for _, t := range a.Suggested {
+		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%); the GOGC rule predicted %s\n", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent, size.Format(t.Rule))
+	}
+	ew.printf("\n")
+	for line := range strings.Lines(a.Go) {
+		ew.printf("\t%s", line)
+	}
+	return ew.err
+}
+
+// article is "a pool" or "an arena".
+func article(into string) string {
+	if into == "arena" {
+		return "an arena"
+	}
+	return "a " + into
+}
+
+// Labelled reports whether the trace's objects carry labels (a Go
+// program's types), from its first events: the trace AdviseTypes is for.
+func Labelled(t traces.Trace) bool {
+	src, closer, err := t.Open()
+	if err != nil {
+		return false
+	}
+	defer closer.Close()
+	buf := make([]trace.Event, 4096)
+	for range 16 {
+		n, err := src.Read(buf)
+		for _, e := range buf[:n] {
+			if e.Label != 0 {
+				return true
+			}
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,179 @@
+package advise
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/carvelab/carve/lab/rows"
+	"github.com/carvelab/carve/lab/traces"
+)
+
+// TestMain lets the test binary serve as a row's child (the go row
+// replays in one), as the carve command does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == rows.ChildCommand {
+		if err := rows.ServeChild(os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// churnTrace writes a labelled trace: 4,000 main.buf objects of 4 KiB
+// (pointer-free) kept live and replaced one at a time, 40,000 times, in
+// random order; beside them main.node objects (with pointers) and a few
+// small main.tag ones (pointer-free). On the Go heap at GOGC 100 the dead
+// buffers pile up to about the live ones' bytes before each collection;
+// in a pool a freed buffer is the next one allocated.
+func churnTrace(t *testing.T) traces.Trace {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "churn.trace")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "# carve trace v2")
+	fmt.Fprintln(w, "l 1 main.buf size=4096 ptrbytes=0")
+	fmt.Fprintln(w, "l 2 main.node size=32 ptrbytes=16")
+	fmt.Fprintln(w, "l 3 main.tag size=16 ptrbytes=0")
+	rng := rand.New(rand.NewPCG(1, 2))
+	id := uint64(0)
+	live := make([]uint64, 4000)
+	for i := range live {
+		id++
+		live[i] = id
+		fmt.Fprintf(w, "a %d 4096 @1\n", id)
+		id++
+		fmt.Fprintf(w, "a %d 32 @2\n", id)
+	}
+	for i := range 40000 {
+		j := rng.IntN(len(live))
+		fmt.Fprintf(w, "f %d\n", live[j])
+		id++
+		live[j] = id
+		fmt.Fprintf(w, "a %d 4096 @1\n", id)
+		if i%100 == 0 {
+			id++
+			fmt.Fprintf(w, "a %d 16 @3\n", id)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := traces.Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestAdviseTypes measures a trace whose churning buffers a pool holds at
+// their live bytes where the Go heap holds about twice them: the
+// buffers' type must be suggested, its saving near what the GOGC rule
+// predicts, the type with pointers refused, and the code name the type.
+func TestAdviseTypes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays the Go heap in child processes")
+	}
+	tr := churnTrace(t)
+	if !Labelled(tr) {
+		t.Fatal("Labelled: false for a trace of labelled objects")
+	}
+	adv, err := AdviseTypes(TypeConfig{Trace: tr, Repeats: 3, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adv.Baseline.Error != "" {
+		t.Fatalf("the Go heap failed: %s", adv.Baseline.Error)
+	}
+	var buf *TypeTrial
+	for i := range adv.Suggested {
+		if adv.Suggested[i].Type == "main.buf" {
+			buf = &adv.Suggested[i]
+		}
+	}
+	if buf == nil {
+		t.Fatalf("main.buf not suggested; tried %+v, baseline %+v", adv.Tried, adv.Baseline)
+	}
+	// The rule predicts the buffers' bytes at the peak (16 MiB) saved;
+	// the measure must be of that order: at least half of it, and no more
+	// than the Go heap held above live.
+	if buf.Saving < buf.Rule/2 || buf.Saving > adv.Baseline.PeakRSS-adv.Baseline.PeakLive {
+		t.Errorf("main.buf saves %d bytes; the rule predicts %d, the Go heap held %d above live", buf.Saving, buf.Rule, adv.Baseline.PeakRSS-adv.Baseline.PeakLive)
+	}
+	if buf.Into != "pool" {
+		t.Errorf("main.buf into %s; objects dying one at a time belong in a pool", buf.Into)
+	}
+	if len(adv.Refused) != 1 || adv.Refused[0].Type != "main.node" {
+		t.Errorf("refused %+v, want main.node alone", adv.Refused)
+	}
+	if !strings.Contains(adv.Go, "bufs, err := pool.NewOf[buf]()") {
+		t.Errorf("the code does not make main.buf's pool:\n%s", adv.Go)
+	}
+
+	var text bytes.Buffer
+	if err := adv.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(text.String())
+	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, text.String())
+		}
+	}
+	js, err := json.Marshal(adv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back TypeAdvice
+	if err := json.Unmarshal(js, &back); err != nil || back.Schema != TypesSchema || len(back.Suggested) != len(adv.Suggested) {
+		t.Errorf("JSON round trip: %v, schema %q, %d suggested", err, back.Schema, len(back.Suggested))
+	}
+}
+
+// TestAdviseTypesNoLabels: a trace without types is ErrNoTypes.
+func TestAdviseTypesNoLabels(t *testing.T) {
+	tr, err := traces.Resolve("gen:connection:n=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Labelled(tr) {
+		t.Error("Labelled: true for a trace without labels")
+	}
+	if _, err := AdviseTypes(TypeConfig{Trace: tr}); !errors.Is(err, ErrNoTypes) {
+		t.Errorf("AdviseTypes: %v, want ErrNoTypes", err)
+	}
+}
+
+func TestVarName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		i    int
+		want string
+	}{
+		{"session", 0, "sessions"},
+		{"Header", 0, "headers"},
+		{"[16]uint8", 2, "pool3"},
+		{"[]main.point", 0, "pool1"},
+		{"struct { X int }", 0, "pool1"},
+		{"Ünïcode", 0, "ünïcodes"},
+	} {
+		if got := varName(tc.name, tc.i); got != tc.want {
+			t.Errorf("varName(%q, %d) = %q, want %q", tc.name, tc.i, got, tc.want)
+		}
+	}
+}

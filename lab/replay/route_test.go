@@ -1,0 +1,137 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// labelledTrace is a native v2 trace of three types: main.buf
+// (pointer-free, 48 and 80 bytes), main.burst (pointer-free, 32 bytes,
+// allocated and freed in two bursts) and main.node (with pointers), plus
+// unlabelled objects; a realloc of a main.buf object, and frees of every
+// main.buf and main.burst object (main.node and the unlabelled ones stay
+// live).
+func labelledTrace() string {
+	var b strings.Builder
+	b.WriteString("# carve trace v2\n")
+	b.WriteString("l 1 main.buf size=48 ptrbytes=0\n")
+	b.WriteString("l 2 main.burst size=32 ptrbytes=0\n")
+	b.WriteString("l 3 main.node size=16 ptrbytes=8\n")
+	id := 1
+	next := func() int { id++; return id - 1 }
+	var live []int
+	for i := range 100 {
+		n := next()
+		fmt.Fprintf(&b, "a %d %d @1\n", n, []int{48, 80}[i%2])
+		live = append(live, n)
+		fmt.Fprintf(&b, "a %d 16 @3\n", next())
+		fmt.Fprintf(&b, "a %d 24\n", next())
+	}
+	for range 2 { // two bursts of main.burst, each freed whole
+		var burst []int
+		for range 50 {
+			n := next()
+			fmt.Fprintf(&b, "a %d 32 @2\n", n)
+			burst = append(burst, n)
+		}
+		for _, n := range burst {
+			fmt.Fprintf(&b, "f %d\n", n)
+		}
+	}
+	fmt.Fprintf(&b, "r %d 4000\n", live[0]) // a routed object grows out of its pool
+	for _, n := range live {
+		fmt.Fprintf(&b, "f %d\n", n)
+	}
+	return b.String()
+}
+
+func replayLabelled(t *testing.T, a Allocator) Result {
+	t.Helper()
+	src, err := trace.NewReader(strings.NewReader(labelledTrace()), "labelled.trace", trace.Native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(src, a, Options{Touch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TraceErrors != 0 {
+		t.Fatalf("%d trace errors: %v", res.TraceErrors, res.FirstTraceError)
+	}
+	return res
+}
+
+// TestRoutes replays a labelled trace with its types routed to pools and
+// an arena, and checks where the objects went: every routed object in
+// its lane, every other on the heap behind, the figures the same as the
+// plain heap's where they must be, and the unused route named.
+func TestRoutes(t *testing.T) {
+	plain := newAlloc(t, "first-fit")
+	want := replayLabelled(t, plain)
+
+	base, err := New("first-fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.burst", Arena: true}, {Label: "main.missing"}}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	got := replayLabelled(t, a)
+	if got.PeakLive != want.PeakLive || got.Ops != want.Ops {
+		t.Errorf("routed replay: peak live %d, %d ops; plain: %d, %d", got.PeakLive, got.Ops, want.PeakLive, want.Ops)
+	}
+
+	w := a.(*routed)
+	bufs, bursts := w.lanes[0], w.lanes[1]
+	if len(bufs.pools) != 2 || bufs.pools[48] == nil || bufs.pools[80] == nil {
+		t.Errorf("main.buf went to pools of sizes %v, want 48 and 80", bufs.order)
+	}
+	for size, p := range bufs.pools {
+		st := p.Stats()
+		if st.Carved != 50 || st.InUse != 0 {
+			t.Errorf("pool %d: %d chunks carved, %d in use; want 50 and 0 (every object freed)", size, st.Carved, st.InUse)
+		}
+	}
+	if bursts.arena == nil || bursts.inArena != 0 {
+		t.Errorf("main.burst: arena %v, %d objects left in it; want an arena, emptied", bursts.arena, bursts.inArena)
+	}
+	if st := bursts.arena.Stats(); st.Live != 0 {
+		t.Errorf("main.burst's arena: %d bytes live after the last burst's frees, want 0 (reset)", st.Live)
+	}
+	// The heap behind holds what was not routed: at the end, the
+	// main.node and unlabelled objects the trace never frees.
+	const unrouted = 100 * (16 + 24)
+	if s := base.Stats(); s.Live != unrouted {
+		t.Errorf("heap behind: %d bytes live at the end, want %d", s.Live, unrouted)
+	}
+	if un := Unrouted(a); len(un) != 1 || un[0].Label != "main.missing" {
+		t.Errorf("Unrouted = %v, want main.missing alone", un)
+	}
+	if st := a.Stats(); st.Live != unrouted {
+		t.Errorf("routed heap: %d bytes live at the end, want %d", st.Live, unrouted)
+	}
+}
+
+// TestRoutesRefuseForeign: a free of a block no lane and not the heap
+// holds is the heap's error, not a routed allocator's corruption.
+func TestRoutesRefuseForeign(t *testing.T) {
+	a, err := WithRoutes([]Route{{Label: "main.buf"}}, newAlloc(t, "first-fit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.(LabeledAllocator).UseLabels(&trace.Labels{})
+	if err := a.Free(make([]byte, 16)); err == nil {
+		t.Error("Free of a Go slice: no error")
+	}
+	if _, err := WithRoutes([]Route{{}}, a); err == nil {
+		t.Error("WithRoutes with an empty label: no error")
+	}
+	if _, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.buf", Arena: true}}, a); err == nil {
+		t.Error("WithRoutes with a label routed twice: no error")
+	}
+}
