@@ -37,8 +37,8 @@ func WritePNG(w io.Writer, svg string, scale float64) error {
 }
 
 // Charts returns the SVG of every chart of a trace, in the report's
-// order, each with a short name for a file of its own: footprint,
-// resident, fragmentation, sizes, lifetimes.
+// order, each with a short name for a file of its own: fragmentation,
+// rss-ratio, resident, footprint, sizes, lifetimes.
 func Charts(t Trace) (names []string, svgs []string) {
 	for _, c := range charts(t) {
 		names, svgs = append(names, c.name), append(svgs, string(c.SVG))
@@ -250,7 +250,9 @@ func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale f
 }
 
 // strokeScaled fills a band of width w around each segment of pts (in
-// pixels), with round-enough joins from the overlap of the bands.
+// pixels), with round-enough joins from the overlap of the bands: each
+// band reaches a little past the joints, and not past the ends (a dash
+// keeps its length).
 func strokeScaled(img *image.RGBA, pts [][2]float64, c color.RGBA, w float64) {
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
@@ -260,10 +262,17 @@ func strokeScaled(img *image.RGBA, pts [][2]float64, c color.RGBA, w float64) {
 			continue
 		}
 		nx, ny := -dy/l*w/2, dx/l*w/2
-		ex, ey := dx/l*w/4, dy/l*w/4 // extend a little: joins without gaps
+		ex, ey := dx/l*w/4, dy/l*w/4 // past a joint: joins without gaps
+		sx, sy, fx, fy := ex, ey, ex, ey
+		if i == 1 {
+			sx, sy = 0, 0
+		}
+		if i == len(pts)-1 {
+			fx, fy = 0, 0
+		}
 		fillPoly(img, [][2]float64{
-			{a[0] + nx - ex, a[1] + ny - ey}, {b[0] + nx + ex, b[1] + ny + ey},
-			{b[0] - nx + ex, b[1] - ny + ey}, {a[0] - nx - ex, a[1] - ny - ey},
+			{a[0] + nx - sx, a[1] + ny - sy}, {b[0] + nx + fx, b[1] + ny + fy},
+			{b[0] - nx + fx, b[1] - ny + fy}, {a[0] - nx - sx, a[1] - ny - sy},
 		}, c)
 	}
 }

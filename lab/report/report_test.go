@@ -99,6 +99,15 @@ func TestWrite(t *testing.T) {
 	if strings.Contains(out, "Bump Allocator") {
 		t.Error("the bump post is cited in a report with no bump trace")
 	}
+	bump := fakeReport()
+	bump.Traces[0].Name = "gen:bump:n=100"
+	b.Reset()
+	if err := Write(&b, bump); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `The post "Bump Allocator" (30 Sep 2026)`) {
+		t.Error("a report of the bump scenario does not cite the post")
+	}
 	for _, bad := range []string{"http://", "https://", "<script", "src="} {
 		if strings.Contains(strings.ReplaceAll(out, `xmlns="http://www.w3.org/2000/svg"`, ""), bad) {
 			t.Errorf("report contains %q: it must be self-contained", bad)
@@ -121,7 +130,12 @@ func TestNiceTicks(t *testing.T) {
 // TestPNG rasterizes every chart of a report: the PNG decodes, has the
 // chart's size times the scale, and is not blank.
 func TestPNG(t *testing.T) {
-	names, svgs := Charts(fakeReport().Traces[0])
+	tr := fakeReport().Traces[0]
+	tr.Phases = []Phase{{"setup", 300}, {"the rest", 1000}}
+	for i := range int64(50) {
+		tr.GoHeap = append(tr.GoHeap, trace.GoHeapSample{Events: i * 20, Objects: uint64(i) * 900, Goal: 60000})
+	}
+	names, svgs := Charts(tr)
 	if want := []string{"fragmentation", "rss-ratio", "resident", "footprint", "sizes", "lifetimes"}; !slices.Equal(names, want) {
 		t.Fatalf("Charts = %v, want %v", names, want)
 	}
@@ -149,5 +163,41 @@ func TestPNG(t *testing.T) {
 	}
 	if err := WritePNG(io.Discard, "<g/>", 1); err == nil {
 		t.Error("WritePNG of no <svg> succeeded")
+	}
+}
+
+// TestPNGPaths: a path of several subpaths is drawn as that many lines,
+// not joined, and a dash pattern of any length draws less than a solid
+// line and more than nothing.
+func TestPNGPaths(t *testing.T) {
+	if got := parsePath("M0 0L10 10L20 0M30 30L40 40"); len(got) != 2 || len(got[0]) != 3 || len(got[1]) != 2 {
+		t.Errorf("parsePath = %v, want two polylines of 3 and 2 points", got)
+	}
+	inked := func(path, dash string) int {
+		svg := `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><path d="` + path + `" stroke="#000" stroke-width="2"` + dashAttr(dash) + `/></svg>`
+		img, err := rasterize(svg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for y := range 100 {
+			for x := range 200 {
+				if img.RGBAAt(x, y).R < 128 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	solid := inked("M10 50L190 50", "")
+	for _, dash := range []string{"7 3", "2 2", "9 3 2 3", "5"} {
+		if n := inked("M10 50L190 50", dash); n <= 0 || n >= solid*9/10 {
+			t.Errorf("dash %q inks %d pixels, a solid line %d", dash, n, solid)
+		}
+	}
+	// The gap between two subpaths stays white.
+	img, _ := rasterize(`<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><path d="M10 50L80 50M120 50L190 50" stroke="#000" stroke-width="2"/></svg>`, 1)
+	if c := img.RGBAAt(100, 50); c.R < 200 {
+		t.Errorf("the gap between two subpaths is drawn: %v", c)
 	}
 }

@@ -235,9 +235,28 @@ func lineChart(c lineSpec) string {
 
 // polyline returns the path of the points (xs, ys), broken at NaNs and
 // clipped to lo <= y <= hi: a segment that leaves the band is drawn to
-// its edge, and the line starts again where it comes back.
+// its edge, and the line starts again where it comes back. A point in the
+// middle of a level run (the same height, to a tenth of a pixel, as the
+// points either side of it) is left out: the path draws the same line.
 func polyline(xs, ys []float64, lo, hi float64, px, py func(float64) float64) string {
 	var d strings.Builder
+	var run [][2]string // the subpath being written, as formatted
+	flush := func() {
+		for i, p := range run {
+			if i > 0 && i < len(run)-1 && run[i-1][1] == p[1] && run[i+1][1] == p[1] {
+				continue
+			}
+			cmd := "L"
+			if i == 0 {
+				cmd = "M"
+			}
+			d.WriteString(cmd + p[0] + " " + p[1])
+		}
+		run = run[:0]
+	}
+	point := func(x, y float64) [2]string {
+		return [2]string{strconv.FormatFloat(px(x), 'f', 1, 64), strconv.FormatFloat(py(y), 'f', 1, 64)}
+	}
 	pen := false // the last point drawn is the previous one
 	for j := 1; j < len(xs); j++ {
 		x0, y0, x1, y1 := xs[j-1], ys[j-1], xs[j], ys[j]
@@ -257,11 +276,13 @@ func polyline(xs, ys []float64, lo, hi float64, px, py func(float64) float64) st
 			continue
 		}
 		if !pen || t0 > 0 {
-			fmt.Fprintf(&d, "M%.1f %.1f", px(x0+(x1-x0)*t0), py(y0+(y1-y0)*t0))
+			flush()
+			run = append(run, point(x0+(x1-x0)*t0, y0+(y1-y0)*t0))
 		}
-		fmt.Fprintf(&d, "L%.1f %.1f", px(x0+(x1-x0)*t1), py(y0+(y1-y0)*t1))
+		run = append(run, point(x0+(x1-x0)*t1, y0+(y1-y0)*t1))
 		pen = t1 == 1
 	}
+	flush()
 	if len(xs) == 1 && !math.IsNaN(ys[0]) && ys[0] >= lo && ys[0] <= hi {
 		fmt.Fprintf(&d, "M%.1f %.1fL%.1f %.1f", px(xs[0]), py(ys[0]), px(xs[0])+1, py(ys[0]))
 	}
