@@ -147,7 +147,7 @@ func TestRatioChart(t *testing.T) {
 	}
 	// The line ends at the headline: the last point's height is the
 	// headline's on the axis (read from two of its ticks).
-	ticks := regexp.MustCompile(`<text x="86" y="([\d.]+)" text-anchor="end" dominant-baseline="middle">([\d.]+)</text>`).FindAllStringSubmatch(svg, -1)
+	ticks := regexp.MustCompile(fmt.Sprintf(`<text x="%d" y="([\d.]+)" text-anchor="end" dominant-baseline="middle">([\d.]+)</text>`, marginL-6)).FindAllStringSubmatch(svg, -1)
 	if len(ticks) < 2 {
 		t.Fatalf("axis ticks: %v", ticks)
 	}
