@@ -46,56 +46,107 @@ func runChromium(t *testing.T, browser, page string, args ...string) (string, st
 var (
 	figureRE  = regexp.MustCompile(`(?s)<figure>.*?</figure>`)
 	consoleRE = regexp.MustCompile(`(?m)^.*:CONSOLE[:(].*$`)
+	labelsRE  = regexp.MustCompile(`(?s)<table class="labels">.*?</table>`)
 )
 
-// TestReportInChromium renders the report of the shipped trace, opens it
-// in headless Chromium, and checks that the page logs nothing to the
-// console (an SVG attribute Chromium cannot parse is logged there), that
-// every figure holds a chart that draws something, and saves a
-// screenshot (its path is logged; CARVE_SCREENSHOT names another).
+// TestReportInChromium renders reports, opens each in headless Chromium,
+// and checks that the page logs nothing to the console (an SVG attribute
+// Chromium cannot parse is logged there), that every figure holds a chart
+// that draws something, that the verdicts and the sources close the
+// report, and what each report must show: the shipped trace's (the one
+// docs/report.png shows: the headline's zoomed chart), a Go trace's (the
+// table of its types, the program's own heap beside the replays), a
+// scenario's (its phases marked). It saves a screenshot of each (their
+// paths are logged; CARVE_SCREENSHOT names the first's).
 func TestReportInChromium(t *testing.T) {
 	browser := chromium()
 	if browser == "" {
 		needReal(t, "chromium", "not installed (apt-get install chromium)")
 	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	var stdout, stderr bytes.Buffer
-	args := []string{"report", "-o", page, "--alloc", "first-fit,best-fit,buddy,sizeclass,go,glibc,jemalloc", "aosp-systemui", "gen:carving:n=2000"}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("carve %q = %d: %s", args, code, stderr.String())
-	}
-	fi, err := os.Stat(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() > 5<<20 {
-		t.Errorf("report is %d bytes, want under 5 MB", fi.Size())
-	}
+	for i, tc := range []struct {
+		name    string
+		args    []string
+		figures int      // at least
+		want    []string // in the rendered page
+	}{
+		{
+			name: "shipped",
+			args: []string{"--alloc", "first-fit,best-fit,buddy,sizeclass,go,glibc,jemalloc", "aosp-systemui", "gen:carving:n=2000"},
+			// per trace: fragmentation, ratio, resident, footprint,
+			// sizes, lifetimes; the maps
+			figures: 12,
+			want:    []string{"Peak RSS / peak live so far, zoomed: aosp-systemui", "peak RSS / live (headline)"},
+		},
+		{
+			name:    "go",
+			args:    []string{"--alloc", "first-fit,go,glibc", filepath.Join("..", "..", "lab", "trace", "testdata", "labelled", "go.trace")},
+			figures: 6,
+			want:    []string{"Types (labels) by bytes live at the peak", "<title>program's heap</title>", "<title>its heap goal</title>"},
+		},
+		{
+			name:    "scenario",
+			args:    []string{"--alloc", "first-fit,best-fit,glibc", "--pool", "1024", "gen:connection:n=2000,next=4096"},
+			figures: 6,
+			want:    []string{">setup</text>", ">scratch freed</text>", ">next buffers</text>", "first-fit+pool(1024)", "the last phase (next buffers)"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			page := filepath.Join(dir, "report.html")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"report", "-o", page}, tc.args...)
+			if code := run(args, &stdout, &stderr); code != 0 {
+				t.Fatalf("carve %q = %d: %s", args, code, stderr.String())
+			}
+			fi, err := os.Stat(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() > 5<<20 {
+				t.Errorf("report is %d bytes, want under 5 MB", fi.Size())
+			}
 
-	dom, log := runChromium(t, browser, page, "--dump-dom")
-	if lines := consoleRE.FindAllString(log, -1); len(lines) > 0 {
-		t.Errorf("the page logged to the console:\n%s", strings.Join(lines, "\n"))
-	}
-	figs := figureRE.FindAllString(dom, -1)
-	if len(figs) < 8 { // per trace: footprint, resident, bars, sizes, lifetimes (the carving trace has no real-malloc gap)
-		t.Errorf("%d figures in the rendered page, want at least 8", len(figs))
-	}
-	for i, f := range figs {
-		if !strings.Contains(f, "<svg") || !strings.Contains(f, "<path") && !strings.Contains(f, "<rect x=") {
-			t.Errorf("figure %d has no chart that draws:\n%.300s", i, f)
-		}
-	}
+			dom, log := runChromium(t, browser, page, "--dump-dom")
+			if lines := consoleRE.FindAllString(log, -1); len(lines) > 0 {
+				t.Errorf("the page logged to the console:\n%s", strings.Join(lines, "\n"))
+			}
+			figs := figureRE.FindAllString(dom, -1)
+			if len(figs) < tc.figures {
+				t.Errorf("%d figures in the rendered page, want at least %d", len(figs), tc.figures)
+			}
+			for i, f := range figs {
+				if !strings.Contains(f, "<svg") || !strings.Contains(f, "<path") && !strings.Contains(f, "<rect x=") {
+					t.Errorf("figure %d has no chart that draws:\n%.300s", i, f)
+				}
+			}
+			for _, want := range append(tc.want, "Verdict", "lowest peak RSS / peak live", `<h2 id="summary">Summary</h2>`,
+				`"Are Mallocs Free of Fragmentation?"`, `"The Memory Fragmentation Problem: Solved?"`, `"Block Allocators and Memory Fragmentation"`) {
+				if !strings.Contains(dom, want) {
+					t.Errorf("the rendered page lacks %q", want)
+				}
+			}
+			if tc.name == "go" {
+				types := labelsRE.FindString(dom)
+				for _, want := range []string{"main.session", "main.conn", "(no label)", "more labels)"} {
+					if !strings.Contains(types, want) {
+						t.Errorf("the table of types lacks %q:\n%.500s", want, types)
+					}
+				}
+			} else if labelsRE.MatchString(dom) {
+				t.Error("a table of types for a trace without labels")
+			}
 
-	shot := os.Getenv("CARVE_SCREENSHOT")
-	if shot == "" {
-		shot = filepath.Join(os.TempDir(), "carve-report-screenshot.png")
+			shot := filepath.Join(os.TempDir(), "carve-report-"+tc.name+".png")
+			if env := os.Getenv("CARVE_SCREENSHOT"); env != "" && i == 0 {
+				shot = env
+			}
+			runChromium(t, browser, page, "--window-size=1000,2400", "--screenshot="+shot)
+			if fi, err := os.Stat(shot); err != nil || fi.Size() < 10000 {
+				t.Errorf("screenshot %s: %v", shot, err)
+			}
+			t.Logf("report %d KiB, %d figures; screenshot in %s", fi.Size()>>10, len(figs), shot)
+		})
 	}
-	runChromium(t, browser, page, "--window-size=1000,2400", "--screenshot="+shot)
-	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10000 {
-		t.Errorf("screenshot %s: %v", shot, err)
-	}
-	t.Logf("report %d KB, %d figures; screenshot in %s", fi.Size()>>10, len(figs), shot)
 }
 
 // BenchmarkReport makes the report of a 2.5-million-event trace (Zipf

@@ -11,7 +11,6 @@ import (
 
 	"github.com/carvelab/carve/lab/report"
 	"github.com/carvelab/carve/lab/rows"
-	"github.com/carvelab/carve/lab/trace"
 )
 
 var reportCommand = &command{
@@ -84,7 +83,7 @@ func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) erro
 		}
 	}
 	cfg.opt.Series = report.Series
-	var sums []*trace.Summary
+	var sums []*report.Summary
 	var wg sync.WaitGroup
 	wg.Go(func() { sums = report.Summarize(cfg.traces) })
 	tables := f.replay(c, cfg)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -22,17 +23,29 @@ import (
 // rows.Options.Series to it.
 const Series = 400
 
-// Summarize describes each trace (sizes, lifetimes, peak live), or nil
-// for one that cannot be read (its replays say why).
-func Summarize(ts []traces.Trace) []*trace.Summary {
-	out := make([]*trace.Summary, len(ts))
+// Summary is what Summarize learns of a trace: its summary, and, for a
+// trace that carries them (a Go execution trace, a native trace of
+// version 2), the samples of the Go heap's own metrics.
+type Summary struct {
+	trace.Summary
+	GoHeap []trace.GoHeapSample
+}
+
+// Summarize describes each trace (sizes, lifetimes, peak live, labels, the
+// Go heap's metrics), or nil for one that cannot be read (its replays say
+// why).
+func Summarize(ts []traces.Trace) []*Summary {
+	out := make([]*Summary, len(ts))
 	for i, t := range ts {
 		src, closer, err := t.Open()
 		if err != nil {
 			continue
 		}
 		if sum, err := trace.SummarizeFrom(src); err == nil {
-			out[i] = &sum
+			out[i] = &Summary{Summary: sum}
+			if r, ok := src.(*trace.Reader); ok {
+				out[i].GoHeap = r.GoHeap()
+			}
 		}
 		closer.Close()
 	}
@@ -55,7 +68,7 @@ type MapOptions struct {
 // describes tables[i]'s trace, or is nil) and, with maps.Draw, the maps of
 // carve's heaps: each such heap is replayed again, up to the chosen event,
 // and mapped there.
-func Build(tables []rows.Table, sums []*trace.Summary, specs []rows.Spec, maps MapOptions) []Trace {
+func Build(tables []rows.Table, sums []*Summary, specs []rows.Spec, maps MapOptions) []Trace {
 	var out []Trace
 	for i, t := range tables {
 		out = append(out, fromTable(t, sums[i]))
@@ -67,20 +80,30 @@ func Build(tables []rows.Table, sums []*trace.Summary, specs []rows.Spec, maps M
 }
 
 // fromTable turns a table into the report's trace.
-func fromTable(t rows.Table, sum *trace.Summary) Trace {
-	rt := Trace{Name: t.Trace.Label, Summary: sum}
-	for _, r := range t.Rows {
+func fromTable(t rows.Table, sum *Summary) Trace {
+	rt := Trace{Name: t.Trace.Label, About: t.Trace.About, Findings: t.Findings()}
+	if sum != nil {
+		rt.Summary, rt.GoHeap = &sum.Summary, sum.GoHeap
+	}
+	rs := slices.Clone(t.Rows)
+	rows.MarkBest(rs)
+	for _, r := range rs {
 		rr := Row{
 			Allocator: r.Allocator, Measured: r.Measured, Error: r.Error,
-			Events: r.Events, PeakLive: r.PeakLive, PeakFootprint: r.PeakFootprint, PeakResident: r.PeakResident,
-			AvgRatio: r.AvgRatio, PeakRatio: r.PeakRatio, Fragmentation: math.NaN(), NsPerOp: r.NsPerOp,
-			TraceErrors: r.TraceErrors, Series: r.Series,
+			Events: r.Events, PeakLive: r.PeakLive, PeakRSS: r.PeakRSS, RSSRatio: orNaN(r.RSSRatio), Best: r.Best,
+			PeakFootprint: r.PeakFootprint, AvgRatio: r.AvgRatio, PeakRatio: r.PeakRatio, Fragmentation: math.NaN(),
+			NsPerOp: r.NsPerOp, TraceErrors: r.TraceErrors, Series: r.Series,
 		}
 		if r.Fragmentation != nil {
 			rr.Fragmentation = *r.Fragmentation
 		}
 		if name, grew, ok := r.Growth(); ok {
 			rr.GrowthPhase, rr.Growth = name, grew
+		}
+		if rt.Phases == nil && r.Error == "" {
+			for _, p := range r.Phases {
+				rt.Phases = append(rt.Phases, Phase{Name: p.Name, End: p.EndEvent})
+			}
 		}
 		rt.Rows = append(rt.Rows, rr)
 	}

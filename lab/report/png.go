@@ -37,8 +37,8 @@ func WritePNG(w io.Writer, svg string, scale float64) error {
 }
 
 // Charts returns the SVG of every chart of a trace, in the report's
-// order, each with a short name for a file of its own: footprint,
-// resident, fragmentation, sizes, lifetimes.
+// order, each with a short name for a file of its own: fragmentation,
+// rss-ratio, resident, footprint, sizes, lifetimes.
 func Charts(t Trace) (names []string, svgs []string) {
 	for _, c := range charts(t) {
 		names, svgs = append(names, c.name), append(svgs, string(c.SVG))
@@ -51,6 +51,7 @@ type style struct {
 	fill, stroke color.RGBA
 	hasFill      bool
 	width        float64
+	fontSize     float64
 }
 
 // rasterize draws svg into an image.
@@ -58,7 +59,7 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 	d := xml.NewDecoder(strings.NewReader(svg))
 	var img *image.RGBA
 	var stack []style
-	cur := style{fill: color.RGBA{0, 0, 0, 255}, hasFill: true, width: 1}
+	cur := style{fill: color.RGBA{0, 0, 0, 255}, hasFill: true, width: 1, fontSize: 13}
 	inTitle := false
 	var text *xml.StartElement
 	for {
@@ -96,7 +97,9 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 				}
 			case "path":
 				if img != nil {
-					strokePath(img, parsePath(a["d"]), cur, a["stroke-dasharray"], scale)
+					for _, pts := range parsePath(a["d"]) {
+						strokePath(img, pts, cur, a["stroke-dasharray"], scale)
+					}
 				}
 			case "text":
 				t := t
@@ -147,6 +150,9 @@ func inherit(s style, a map[string]string) style {
 	if v, ok := a["stroke-width"]; ok {
 		s.width = num(v)
 	}
+	if v, ok := a["font-size"]; ok {
+		s.fontSize = num(v)
+	}
 	return s
 }
 
@@ -183,17 +189,24 @@ func drawRect(img *image.RGBA, a map[string]string, s style, scale float64) {
 	}
 }
 
-// parsePath reads a path of M and L commands.
-func parsePath(d string) [][2]float64 {
-	var pts [][2]float64
-	f := strings.FieldsFunc(d, func(r rune) bool { return r == ' ' || r == ',' || r == 'M' || r == 'L' })
-	for i := 0; i+1 < len(f); i += 2 {
-		pts = append(pts, [2]float64{num(f[i]), num(f[i+1])})
+// parsePath reads a path of M and L commands: a polyline for each M.
+func parsePath(d string) [][][2]float64 {
+	var lines [][][2]float64
+	for _, sub := range strings.Split(d, "M") {
+		f := strings.FieldsFunc(sub, func(r rune) bool { return r == ' ' || r == ',' || r == 'L' })
+		var pts [][2]float64
+		for i := 0; i+1 < len(f); i += 2 {
+			pts = append(pts, [2]float64{num(f[i]), num(f[i+1])})
+		}
+		if len(pts) > 0 {
+			lines = append(lines, pts)
+		}
 	}
-	return pts
+	return lines
 }
 
-// strokePath strokes a polyline given in SVG units, dashed if asked.
+// strokePath strokes a polyline given in SVG units, dashed if asked (a
+// stroke-dasharray of any even or odd length, as SVG reads it).
 func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale float64) {
 	if s.stroke.A == 0 || len(pts) < 2 {
 		return
@@ -203,15 +216,20 @@ func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale f
 		pts[i][1] *= scale
 	}
 	w := max(s.width*scale, 1)
-	if dash == "" {
+	var pattern []float64
+	for _, f := range strings.FieldsFunc(dash, func(r rune) bool { return r == ' ' || r == ',' }) {
+		pattern = append(pattern, max(num(f)*scale, 1))
+	}
+	if len(pattern)%2 == 1 {
+		pattern = append(pattern, pattern...) // SVG repeats an odd list
+	}
+	if len(pattern) == 0 {
 		strokeScaled(img, pts, s.stroke, w)
 		return
 	}
-	var on, off float64
-	fmt.Sscanf(dash, "%g %g", &on, &off)
-	on, off = max(on*scale, 1), max(off*scale, 1)
-	// Walk the polyline, drawing on-lengths and skipping off-lengths.
-	drawing, left := true, on
+	// Walk the polyline, drawing the on-lengths (even places of the
+	// pattern) and skipping the off-lengths.
+	k, left := 0, pattern[0]
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
 		seg := math.Hypot(b[0]-a[0], b[1]-a[1])
@@ -219,23 +237,22 @@ func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale f
 			step := min(seg, left)
 			t := step / seg
 			m := [2]float64{a[0] + (b[0]-a[0])*t, a[1] + (b[1]-a[1])*t}
-			if drawing {
+			if k%2 == 0 {
 				strokeScaled(img, [][2]float64{a, m}, s.stroke, w)
 			}
 			a, seg, left = m, seg-step, left-step
 			if left <= 0 {
-				drawing = !drawing
-				left = on
-				if !drawing {
-					left = off
-				}
+				k = (k + 1) % len(pattern)
+				left = pattern[k]
 			}
 		}
 	}
 }
 
 // strokeScaled fills a band of width w around each segment of pts (in
-// pixels), with round-enough joins from the overlap of the bands.
+// pixels), with round-enough joins from the overlap of the bands: each
+// band reaches a little past the joints, and not past the ends (a dash
+// keeps its length).
 func strokeScaled(img *image.RGBA, pts [][2]float64, c color.RGBA, w float64) {
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
@@ -245,10 +262,17 @@ func strokeScaled(img *image.RGBA, pts [][2]float64, c color.RGBA, w float64) {
 			continue
 		}
 		nx, ny := -dy/l*w/2, dx/l*w/2
-		ex, ey := dx/l*w/4, dy/l*w/4 // extend a little: joins without gaps
+		ex, ey := dx/l*w/4, dy/l*w/4 // past a joint: joins without gaps
+		sx, sy, fx, fy := ex, ey, ex, ey
+		if i == 1 {
+			sx, sy = 0, 0
+		}
+		if i == len(pts)-1 {
+			fx, fy = 0, 0
+		}
 		fillPoly(img, [][2]float64{
-			{a[0] + nx - ex, a[1] + ny - ey}, {b[0] + nx + ex, b[1] + ny + ey},
-			{b[0] - nx + ex, b[1] - ny + ey}, {a[0] - nx - ex, a[1] - ny - ey},
+			{a[0] + nx - sx, a[1] + ny - sy}, {b[0] + nx + fx, b[1] + ny + fy},
+			{b[0] - nx + fx, b[1] - ny + fy}, {a[0] - nx - sx, a[1] - ny - sy},
 		}, c)
 	}
 }
@@ -274,12 +298,13 @@ func fillPoly(img *image.RGBA, pts [][2]float64, c color.RGBA) {
 	r.Draw(img, box, image.NewUniform(c), image.Point{})
 }
 
-// drawText draws a text element with the fixed 7×13 face (each of its
-// pixels a square of the scale's side), honouring text-anchor, a middle
+// drawText draws a text element with the fixed 7×13 face, each of its
+// pixels a square of the side that brings it nearest the font size at
+// the scale (at least one pixel), honouring text-anchor, a middle
 // baseline, and a quarter turn.
 func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) {
 	face := basicfont.Face7x13
-	k := max(int(math.Round(scale)), 1)
+	k := max(int(math.Round(scale*s.fontSize/13)), 1)
 	width := font.MeasureString(face, str).Ceil()
 	x, y := num(a["x"])*scale, num(a["y"])*scale
 	rotate := false

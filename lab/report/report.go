@@ -1,13 +1,23 @@
 // Package report writes carve's fragmentation report: one self-contained
-// HTML file (no network, no script, no font file) that shows, for each
-// trace replayed through each allocator, what the FREENIX paper's Figures 7 and 8
-// show (footprint over time against the live-memory line), resident
-// memory over time, the fragmentation of each allocator by the headline
-// measures (peak footprint / peak live, which is Johnstone and Wilson's
-// measure #4, and peak RSS / peak live) and by the FREENIX paper's formula, the
-// size histogram and lifetime distribution of the trace (the FREENIX paper's
-// Figure 1), the comparison table, and, when given, a map of a heap at
-// its peak.
+// HTML file (no network, no script, no font file) that tells, for each
+// trace replayed through each allocator, how far each heap grew beyond the
+// memory the trace held, and why.
+//
+// For each trace: what it is; the comparison table, the headline first
+// (peak RSS / peak live, the same measure for every row, the one rows are
+// ranked by), then each allocator's own footprint and the ratios made of
+// it (Johnstone and Wilson's measures, the FREENIX paper's fragmentation
+// at the end), which rank nothing across allocators; the verdict
+// (rows.Table.Findings); the fragmentation bars, headline first; peak RSS
+// / live over time on an axis zoomed to the band where the rows lie, so
+// that rows a few percent apart can be told apart; resident memory and
+// footprint over time against the live line (the FREENIX paper's Figures
+// 7 and 8), with a generated scenario's phases marked and, for a Go
+// trace, the program's own heap from the trace's metrics; the trace's
+// size and lifetime histograms (the FREENIX paper's Figure 1); for a trace
+// of labelled objects (a Go trace: their types) the table of labels as
+// carve stats prints it; and, when given, a map of each heap at its peak.
+// The report closes with every trace's verdict and the sources, named.
 //
 // The charts are inline SVG written with the standard library. Each
 // allocator's series is one path of the points the replay kept
@@ -21,10 +31,13 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/traces"
 )
 
 // Row is one allocator's replay of a trace.
@@ -36,34 +49,53 @@ type Row struct {
 	// then unset.
 	Error string
 
-	Events                              int64
-	PeakLive, PeakFootprint             int64
-	PeakResident                        int64
-	AvgRatio, PeakRatio                 float64 // Johnstone and Wilson's #1 and #4
-	Fragmentation                       float64 // the FREENIX paper's, at the end; NaN when live is 0 there
-	NsPerOp                             float64
-	TraceErrors                         int64
-	Series                              []replay.Point
-	GrowthPhase                         string // a generated scenario's last phase, or ""
-	Growth                              int64  // the footprint's growth in it
-	FootprintAtPeakLive, LiveAtPeakFoot int64
+	Events   int64
+	PeakLive int64
+	// PeakRSS and RSSRatio (PeakRSS / PeakLive) are the headline, the
+	// same measure for every row (rows.Row's): RSSRatio is NaN when it
+	// was not measured. Best marks the row of the lowest RSSRatio.
+	PeakRSS  int64
+	RSSRatio float64
+	Best     bool
+	// PeakFootprint is the allocator's own figure, and AvgRatio and
+	// PeakRatio (Johnstone and Wilson's #1 and #4) and Fragmentation
+	// (the FREENIX paper's, at the end; NaN where it is not reported)
+	// are made of it: they compare a row with itself, not with another.
+	PeakFootprint       int64
+	AvgRatio, PeakRatio float64
+	Fragmentation       float64
+	NsPerOp             float64
+	TraceErrors         int64
+	Series              []replay.Point
+	GrowthPhase         string // a generated scenario's last phase, or ""
+	Growth              int64  // the footprint's growth in it
 }
 
-// RSSRatio returns peak resident / peak live, or NaN.
-func (r Row) RSSRatio() float64 {
-	if r.PeakLive == 0 || r.PeakResident == 0 {
-		return math.NaN()
-	}
-	return float64(r.PeakResident) / float64(r.PeakLive)
+// Phase is a phase of a generated trace: its name and its last event
+// (counting from 1).
+type Phase struct {
+	Name string
+	End  int64
 }
 
 // Trace is one trace of the report.
 type Trace struct {
 	Name string
-	// Summary describes the trace (sizes, lifetimes, peak live); nil
-	// leaves out its charts.
+	// About says what the trace is, and the figure its source gives to
+	// compare with; "" for a file.
+	About string
+	// Summary describes the trace (sizes, lifetimes, peak live, its
+	// labels); nil leaves out its charts.
 	Summary *trace.Summary
-	Rows    []Row
+	// GoHeap is the program's own heap over the trace, from a Go
+	// execution trace's metrics (or a native trace's "g" lines); nil for
+	// the other traces.
+	GoHeap []trace.GoHeapSample
+	// Phases are a generated trace's phases, in order; nil for others.
+	Phases []Phase
+	Rows   []Row
+	// Findings is what the table shows, a clause each (the verdict).
+	Findings []string
 	// Maps are pictures of heaps (SVG), with a caption each.
 	Maps []Map
 }
@@ -84,19 +116,26 @@ type Report struct {
 	Traces  []Trace
 }
 
+// maxLabels is how many labels the table of a trace's labels shows, as
+// carve stats prints it; the rest share a line.
+const maxLabels = 20
+
 // Write writes the report as HTML.
 func Write(w io.Writer, r Report) error {
 	type view struct {
 		Trace
+		ID          string
 		Table       []tableRow
 		Growth      string
 		Charts      []chart
 		MapCharts   []chart
 		SummaryLine string
+		Labels      []labelRow
 	}
 	var views []view
-	for _, t := range r.Traces {
-		v := view{Trace: t}
+	bump := false
+	for i, t := range r.Traces {
+		v := view{Trace: t, ID: fmt.Sprintf("t%d", i+1)}
 		for _, row := range t.Rows {
 			if row.GrowthPhase != "" {
 				v.Growth = row.GrowthPhase
@@ -112,8 +151,13 @@ func Write(w io.Writer, r Report) error {
 		}
 		if s := t.Summary; s != nil {
 			ff, bf := s.Robson()
-			v.SummaryLine = fmt.Sprintf("%d events; requests from %d B to %d B; peak live %s in %d objects; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s",
-				s.Events, s.Smallest, s.Largest, byteSize(int64(s.PeakLive)), s.PeakObjects, byteSize(int64(ff)), byteSize(int64(bf)))
+			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
+				plural(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
+				plural(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
+			v.Labels = labelRows(*s, maxLabels)
+		}
+		if name, _, _ := strings.Cut(strings.TrimPrefix(t.Name, traces.GenPrefix), ":"); strings.HasPrefix(t.Name, traces.GenPrefix) && name == "bump" {
+			bump = true
 		}
 		views = append(views, v)
 	}
@@ -121,155 +165,162 @@ func Write(w io.Writer, r Report) error {
 		Report
 		Views []view
 		When  string
-	}{r, views, r.Generated.UTC().Format("2006-01-02 15:04 UTC")})
+		Bump  bool
+	}{r, views, r.Generated.UTC().Format("2006-01-02 15:04 UTC"), bump})
 }
 
-// chart is one figure: its SVG and a sentence on how to read it.
-type chart struct {
-	SVG     template.HTML
-	Caption string
-	name    string // for a file of its own: footprint, resident, ...
+// plural writes n and its noun: "1 event", "20,000 events".
+func plural(n int64, noun string) string {
+	if n != 1 {
+		noun += "s"
+	}
+	return thousands(n) + " " + noun
 }
 
-// charts makes the figures of one trace.
-func charts(t Trace) []chart {
-	var out []chart
-	var fp, rss []line
-	var live line
-	var cats []string
-	var peak, peakRSS, frag []float64
-	anyFrag := false
-	for i, r := range t.Rows {
-		if r.Error != "" {
-			continue
+// thousands writes n with commas between its thousands: 770,279.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
 		}
-		col := seriesColor(i)
-		f := line{name: r.Allocator, color: col}
-		rs := line{name: r.Allocator, color: col}
-		for _, p := range r.Series {
-			f.xs, f.ys = append(f.xs, float64(p.Event)), append(f.ys, float64(p.Footprint))
-			rs.xs, rs.ys = append(rs.xs, float64(p.Event)), append(rs.ys, float64(p.Resident))
-		}
-		if len(live.xs) == 0 && len(r.Series) > 0 {
-			live = line{name: "live", color: "#000", dashed: true}
-			for _, p := range r.Series {
-				live.xs, live.ys = append(live.xs, float64(p.Event)), append(live.ys, float64(p.Live))
-			}
-		}
-		fp, rss = append(fp, f), append(rss, rs)
-		cats = append(cats, r.Allocator)
-		peak = append(peak, r.PeakRatio)
-		peakRSS = append(peakRSS, r.RSSRatio())
-		fr := math.NaN()
-		if !math.IsNaN(r.Fragmentation) {
-			fr, anyFrag = 1+r.Fragmentation/100, true
-		}
-		frag = append(frag, fr)
+		b.WriteRune(c)
 	}
-	if len(live.xs) > 0 {
-		out = append(out,
-			chart{template.HTML(lineChart("Footprint over time: "+t.Name, "events", append(fp, live))),
-				"Bytes each allocator holds from the OS after each event (the FREENIX paper's Figures 7 and 8), against the bytes the trace has live (dashed). The gap is fragmentation.", "footprint"},
-			chart{template.HTML(lineChart("Resident memory over time: "+t.Name, "events", append(rss, live))),
-				"Bytes of each allocator's memory in RAM, sampled: its own pages (mincore) in this process, or the anonymous RSS above the baseline for a child process (real mallocs, the Go heap).", "resident"})
+	if neg {
+		return "-" + b.String()
 	}
-	if len(cats) > 0 {
-		groups := []barGroup{{"peak fp / peak live", peak}, {"peak RSS / peak live", peakRSS}}
-		if anyFrag {
-			groups = append(groups, barGroup{"fp / live at the end", frag})
-		}
-		out = append(out, chart{template.HTML(barChart("Fragmentation by allocator: "+t.Name, "heap / live (1: none)", cats, groups, 1)),
-			"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. Peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end is the FREENIX paper's 1 + fragmentation / 100.", "fragmentation"})
-	}
-	if s := t.Summary; s != nil {
-		labels, sizes, lifes := histBuckets(s)
-		out = append(out,
-			chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets)", labels, sizes)),
-				"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"},
-			chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets)", labels, lifes)),
-				"How long the freed objects lived, counted in events; objects live at the end are not counted.", "lifetimes"})
-	}
-	return out
-}
-
-// histBuckets returns the used range of the summary's power-of-two
-// histograms, with labels.
-func histBuckets(s *trace.Summary) ([]string, []int64, []int64) {
-	lo, hi := -1, 0
-	for k := range s.Sizes {
-		if s.Sizes[k] > 0 || s.Lifetimes[k] > 0 {
-			if lo < 0 {
-				lo = k
-			}
-			hi = k
-		}
-	}
-	if lo < 0 {
-		return nil, nil, nil
-	}
-	var labels []string
-	for k := lo; k <= hi; k++ {
-		switch {
-		case k == 0:
-			labels = append(labels, "0")
-		case k <= 10:
-			labels = append(labels, strconv.FormatUint(1<<(k-1), 10))
-		default:
-			labels = append(labels, countLabelBytes(k))
-		}
-	}
-	return labels, s.Sizes[lo : hi+1], s.Lifetimes[lo : hi+1]
-}
-
-// countLabelBytes labels bucket k, which starts at 2^(k-1), compactly.
-func countLabelBytes(k int) string {
-	v := uint64(1) << (k - 1)
-	switch {
-	case v >= 1<<30:
-		return strconv.FormatUint(v>>30, 10) + "G"
-	case v >= 1<<20:
-		return strconv.FormatUint(v>>20, 10) + "M"
-	}
-	return strconv.FormatUint(v>>10, 10) + "k"
+	return b.String()
 }
 
 // tableRow is a row of the comparison table, formatted.
 type tableRow struct {
-	Allocator, Measured, Error                     string
-	PeakLive, PeakFootprint, PeakRatio, AvgRatio   string
-	PeakResident, RSSRatio, Fragmentation, NsPerOp string
-	Growth, TraceErrors                            string
+	Allocator, Measured, Error                  string
+	Best                                        bool
+	PeakLive, PeakRSS, RSSRatio                 string
+	PeakFootprint, PeakRatio, AvgRatio          string
+	Fragmentation, Growth, NsPerOp, TraceErrors string
 }
 
 func newTableRow(r Row, growth bool) tableRow {
-	t := tableRow{Allocator: r.Allocator, Measured: r.Measured, Error: r.Error}
+	t := tableRow{Allocator: r.Allocator, Measured: r.Measured, Error: r.Error, Best: r.Best}
 	if r.Error != "" {
 		return t
 	}
-	t.PeakLive, t.PeakFootprint, t.PeakResident = byteSize(r.PeakLive), byteSize(r.PeakFootprint), byteSize(r.PeakResident)
+	t.PeakLive, t.PeakFootprint = size.Format(r.PeakLive), size.Format(r.PeakFootprint)
+	t.PeakRSS, t.RSSRatio = "-", ratio(r.RSSRatio)
+	if t.RSSRatio != "-" {
+		t.PeakRSS = size.Format(r.PeakRSS)
+	}
 	t.PeakRatio, t.AvgRatio = ratio(r.PeakRatio), ratio(r.AvgRatio)
-	t.RSSRatio = ratio(r.RSSRatio())
 	t.Fragmentation = "-"
 	if !math.IsNaN(r.Fragmentation) {
 		t.Fragmentation = strconv.FormatFloat(r.Fragmentation, 'f', 1, 64) + "%"
 	}
-	t.NsPerOp = strconv.FormatFloat(r.NsPerOp, 'f', 1, 64)
+	t.NsPerOp = sig3(r.NsPerOp)
 	if growth {
-		t.Growth = byteSize(r.Growth)
+		t.Growth = size.Format(r.Growth)
 	}
-	t.TraceErrors = strconv.FormatInt(r.TraceErrors, 10)
+	t.TraceErrors = thousands(r.TraceErrors)
 	return t
 }
 
+// ratio writes a ratio to three decimals; "-" for none (NaN, or 0: not
+// measured).
 func ratio(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v == 0 {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
+// sig3 writes v to three significant digits, as carve's tables write
+// ns/op: 56.6, 126, 2080000.
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	d := 2 - int(math.Floor(math.Log10(math.Abs(v))))
+	if d <= 0 {
+		p := math.Pow(10, float64(-d))
+		return strconv.FormatFloat(math.Round(v/p)*p, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
 // byteSize writes a byte count in the unit that suits it.
 func byteSize(n int64) string { return bytesLabel(float64(n)) }
+
+// labelRow is a row of the table of a trace's labels, as carve stats
+// prints it (trace.Summary.WriteLabels).
+type labelRow struct {
+	Bytes, Share, Objects, PeakBytes, Allocs, MeanLife, PtrBytes, Size, Name string
+}
+
+// labelRows formats the first n of s.Labels and a row for the rest.
+func labelRows(s trace.Summary, n int) []labelRow {
+	if len(s.Labels) == 0 {
+		return nil
+	}
+	attr := func(v int64) string {
+		if v < 0 {
+			return "-"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	ls := s.Labels[:min(n, len(s.Labels))]
+	var out []labelRow
+	for _, l := range ls {
+		name := l.Name
+		if l.Label == 0 {
+			name = "(no label)"
+		}
+		life := "-"
+		if l.Freed > 0 {
+			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
+		}
+		out = append(out, labelRow{size3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
+			size3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
+	}
+	if rest := s.Labels[len(ls):]; len(rest) > 0 {
+		var objects int64
+		var bytes uint64
+		for _, l := range rest {
+			objects, bytes = objects+l.Objects, bytes+l.Bytes
+		}
+		share := 0.0
+		if s.PeakLive > 0 {
+			share = float64(bytes) / float64(s.PeakLive)
+		}
+		out = append(out, labelRow{Bytes: size3(bytes), Share: strconv.FormatFloat(100*share, 'f', 1, 64) + "%",
+			Objects: strconv.FormatInt(objects, 10), Name: fmt.Sprintf("(%d more labels)", len(rest))})
+	}
+	return out
+}
+
+// size3 writes a byte count as carve stats does: B below 1 KiB, then
+// three significant digits ("1.50 KiB", "12.3 MiB", "256 KiB").
+func size3(b uint64) string {
+	if b < 1<<10 {
+		return strconv.FormatUint(b, 10) + " B"
+	}
+	v, unit := float64(b)/(1<<10), "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if v < 1<<10 {
+			break
+		}
+		v, unit = v/(1<<10), u
+	}
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
+}
 
 var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -278,37 +329,68 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body { font-family: sans-serif; margin: 2em auto; max-width: 960px; color: #222; line-height: 1.4; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 2.5em; border-bottom: 1px solid #ccc; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 960px; color: #222; line-height: 1.4; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 2.5em; border-bottom: 1px solid #ccc; } h3 { font-size: 1.05em; margin-top: 1.5em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
 th, td { padding: 0.25em 0.5em; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
-th { white-space: normal; }
+th { white-space: normal; background: #f4f4f4; vertical-align: bottom; }
 th:first-child, td:first-child { text-align: left; }
-th { background: #f4f4f4; }
-td.err { text-align: left; color: #a00; }
+th.head, td.head { background: #eef0fa; }
+tr.best td { font-weight: bold; }
+td.err { text-align: left; color: #a00; white-space: normal; }
+table.labels td:last-child, table.labels th:last-child { text-align: left; white-space: normal; }
 figure { margin: 1.5em 0; } figcaption { font-size: 0.85em; color: #555; }
 svg.chart { max-width: 100%; height: auto; border: 1px solid #eee; }
-.meta { color: #666; font-size: 0.85em; }
+.meta, .note { color: #666; font-size: 0.85em; }
+.about { font-style: italic; }
+.verdict { background: #f6f6f0; border-left: 4px solid #999933; padding: 0.4em 0.8em; }
+.verdict ul, .summary ul { margin: 0.2em 0; padding-left: 1.4em; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p class="meta">Made by carve on {{.When}}{{if .Command}} with <code>{{.Command}}</code>{{end}}.
-Footprint: the bytes an allocator holds from the OS. Live: the bytes the trace asked for and has not freed.
-The headline measures are peak footprint / peak live (Johnstone and Wilson's #4) and peak RSS / peak live; the
-FREENIX paper's fragmentation is 100 &times; (footprint / live &minus; 1) at the end of the trace.</p>
+<p class="meta">Made by carve on {{.When}}{{if .Command}} with <code>{{.Command}}</code>{{end}}.</p>
+<p>Each trace below was replayed through each allocator. <b>Live</b> memory is the bytes the trace asked for and
+has not freed. The <b>headline</b> is <b>peak RSS / peak live</b>: the most resident memory (RAM) the allocator took,
+over the most memory the trace held at once; 1.0 is no waste. It is the same measure for every row, and the
+one the rows are ranked by. An allocator's <b>footprint</b> is its own figure of the bytes it holds from the OS
+(a real malloc's own statistic, carve's heaps' exact count): the ratios made of it
+(Johnstone and Wilson's measures; the FREENIX paper's fragmentation, 100 &times; (footprint / live &minus; 1) at the
+end) show how each allocator sees itself, and rank nothing across allocators.</p>
 {{range .Views}}
-<h2 id="{{.Name}}">{{.Name}}</h2>
+<h2 id="{{.ID}}">{{.Name}}</h2>
+{{if .About}}<p class="about">{{.About}}</p>{{end}}
 {{if .SummaryLine}}<p>{{.SummaryLine}}</p>{{end}}
-<table>
-<tr><th>allocator</th><th>peak live</th><th>peak footprint</th><th>peak fp / live</th><th>avg fp / live</th><th>frag. at end</th>{{if .Growth}}<th>grew in {{.Growth}}</th>{{end}}<th>peak RSS</th><th>peak RSS / live</th><th>ns/op</th><th>trace errors</th><th>measured</th></tr>
-{{range .Table}}{{if .Error}}<tr><td>{{.Allocator}}</td><td class="err" colspan="10">{{.Error}}</td></tr>{{else}}<tr><td>{{.Allocator}}</td><td>{{.PeakLive}}</td><td>{{.PeakFootprint}}</td><td>{{.PeakRatio}}</td><td>{{.AvgRatio}}</td><td>{{.Fragmentation}}</td>{{if .Growth}}<td>{{.Growth}}</td>{{end}}<td>{{.PeakResident}}</td><td>{{.RSSRatio}}</td><td>{{.NsPerOp}}</td><td>{{.TraceErrors}}</td><td>{{.Measured}}</td></tr>{{end}}
+<table class="rows">
+<tr><th>allocator</th><th>peak live</th><th class="head">peak RSS</th><th class="head">peak RSS / live (headline)</th><th>peak footprint (own figure)</th><th>peak fp / live</th><th>avg fp / live</th><th>frag. at end</th>{{if .Growth}}<th>footprint grew in {{.Growth}}</th>{{end}}<th>ns/op</th><th>trace errors</th><th>measured</th></tr>
+{{range .Table}}{{if .Error}}<tr><td>{{.Allocator}}</td><td class="err" colspan="11">{{.Error}}</td></tr>{{else}}<tr{{if .Best}} class="best" title="the lowest peak RSS / peak live"{{end}}><td>{{if .Best}}* {{end}}{{.Allocator}}</td><td>{{.PeakLive}}</td><td class="head">{{.PeakRSS}}</td><td class="head">{{.RSSRatio}}</td><td>{{.PeakFootprint}}</td><td>{{.PeakRatio}}</td><td>{{.AvgRatio}}</td><td>{{.Fragmentation}}</td>{{if .Growth}}<td>{{.Growth}}</td>{{end}}<td>{{.NsPerOp}}</td><td>{{.TraceErrors}}</td><td>{{.Measured}}</td></tr>{{end}}
 {{end}}</table>
+<p class="note">* marks the lowest headline. frag. at end is left out (-) where live memory at the end is under a tenth of its peak or 1 MiB. ns/op is a random sample of each row's calls, timed.</p>
+{{if .Findings}}<div class="verdict"><b>Verdict</b><ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 {{range .Charts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}
+{{if .Labels}}<h3>Types (labels) by bytes live at the peak</h3>
+<table class="labels">
+<tr><th>bytes at peak</th><th>share</th><th>objects</th><th>own peak</th><th>allocs</th><th>mean life (events)</th><th>ptr bytes</th><th>size</th><th>label</th></tr>
+{{range .Labels}}<tr><td>{{.Bytes}}</td><td>{{.Share}}</td><td>{{.Objects}}</td><td>{{.PeakBytes}}</td><td>{{.Allocs}}</td><td>{{.MeanLife}}</td><td>{{.PtrBytes}}</td><td>{{.Size}}</td><td>{{.Name}}</td></tr>
+{{end}}</table>
+<p class="note">As carve stats prints it: each label's bytes and objects live at the trace's peak, their share of it, the label's own peak, its allocations, the mean lifetime of its freed objects in events, and, for a Go type, its bytes that may hold pointers and its size.</p>
 {{end}}
 {{range .MapCharts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 {{end}}
+<h2 id="summary">Summary</h2>
+<div class="summary">
+{{range .Views}}<p><a href="#{{.ID}}"><b>{{.Name}}</b></a>{{if .Findings}}:</p><ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul>{{else}}: no row measured its headline.</p>{{end}}
+{{end}}</div>
+<h3>Sources</h3>
+<ul class="sources">
+<li>The FREENIX paper: Bohra and Gabber, "Are Mallocs Free of Fragmentation?", USENIX Annual Technical Conference, FREENIX track, 2001. Its method is the lab's: one trace through many mallocs, each a black box measured by its heap against live memory; its fragmentation, 100 &times; (heap / live &minus; 1), is the table's frag. at end; its Figures 7 and 8 are the footprint chart, its Figure 1 the size histogram.</li>
+<li>Johnstone and Wilson, "The Memory Fragmentation Problem: Solved?", ISMM 1998: the four measures of fragmentation (#1, footprint / live averaged over the trace; #4, peak footprint / peak live), and the finding that best fit and address-ordered first fit stay within about 1% of live memory on real programs.</li>
+<li>The block-allocator article, "Block Allocators and Memory Fragmentation": the connection and carving scenarios (holes left by freed buffers between live objects, and what a later request can make of them), the pool that keeps a size apart, and the holes the heap maps show.</li>
+{{if .Bump}}<li>The post "Bump Allocator" (30 Sep 2026): the bump scenario, its 5,000,000 objects allocated one after the other and freed in order.</li>
+{{end}}<li>Robson, "Worst case fragmentation of first fit and best fit storage allocation strategies", The Computer Journal, 1977: the worst cases quoted for each trace's peak live.</li>
+</ul>
 </body>
 </html>
 `))

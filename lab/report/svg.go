@@ -10,37 +10,29 @@ import (
 
 // The charts are SVG written by hand: a few hundred lines of the standard
 // library do what the report needs (lines, bars, axes with round ticks,
-// legends) with no script, no font file and no dependency, and the
-// markup stays small because every series is drawn as one path.
-
-// palette are the series colours: distinct on white, and in an order in
-// which neighbours differ most.
-var palette = []string{
-	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#e6c700",
-	"#637939", "#843c39", "#3182bd", "#31a354",
-}
-
-func seriesColor(i int) string { return palette[i%len(palette)] }
+// legends, marks) with no script, no font file and no dependency, and the
+// markup stays small because every series is drawn as one path. They use
+// the subset of SVG that png.go rasterizes: rect, line, path (M and L),
+// text, g and title, with presentation attributes only.
 
 // Chart geometry, in SVG user units (pixels at 100%).
 const (
 	chartW   = 900
-	chartH   = 360
+	chartH   = 360 // a line chart's least height: a long legend makes it taller
 	marginL  = 92
-	marginR  = 190 // the legend
+	marginR  = 215 // the legend
 	marginT  = 34
 	marginB  = 50
 	plotW    = chartW - marginL - marginR
-	plotH    = chartH - marginT - marginB
 	fontSize = 12
+	legendDY = 17 // between the legend's entries
 )
 
-// line is one series of a line chart.
+// line is one series of a line chart. A NaN y is a gap in the line.
 type line struct {
 	name   string
-	color  string
-	dashed bool
+	look   look
+	width  float64 // 0: the default
 	xs, ys []float64
 }
 
@@ -53,6 +45,14 @@ func svgOpen(b *strings.Builder, w, h int, title string) {
 }
 
 func esc(s string) string { return html.EscapeString(s) }
+
+// dashAttr is the stroke-dasharray attribute of a dash pattern, or "".
+func dashAttr(dash string) string {
+	if dash == "" {
+		return ""
+	}
+	return ` stroke-dasharray="` + dash + `"`
+}
 
 // niceTicks returns about n round tick values covering [lo, hi]: the
 // first at or below lo, the last at or above hi.
@@ -70,9 +70,12 @@ func niceTicks(lo, hi float64, n int) []float64 {
 		}
 	}
 	// From the last round value at or below lo to the first at or above
-	// hi, so that the axis covers every value.
+	// hi, so that the axis covers every value; each tick computed from
+	// its index, so that no rounding error piles up.
+	first := math.Floor(lo/step+1e-9) * step
 	var ts []float64
-	for v := math.Floor(lo/step) * step; ; v += step {
+	for i := 0; ; i++ {
+		v := first + float64(i)*step
 		ts = append(ts, v)
 		if v >= hi-step*1e-9 {
 			return ts
@@ -122,51 +125,207 @@ func countLabel(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// lineChart draws series over a shared x axis (events) with a y axis of
-// bytes from 0, and a legend on the right.
-func lineChart(title, xLabel string, lines []line) string {
+// ratioLabel writes a ratio for an axis: 1, 1.05, 1.1 (to six decimals
+// at most, so that a tick's rounding error does not show).
+func ratioLabel(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }
+
+// phaseMark is the end of a phase of a generated trace, drawn on the time
+// charts: a vertical line at the event, the name over the phase's span.
+type phaseMark struct {
+	name string
+	end  float64 // the phase's last event
+}
+
+// lineSpec is what a line chart draws.
+type lineSpec struct {
+	title, xLabel, yLabel string
+	lines                 []line
+	// ratio draws the y axis from lo to hi (ratios, a reference line at
+	// 1), the lines clipped to it; else the axis is bytes from 0 to
+	// above the highest point.
+	ratio  bool
+	lo, hi float64
+	phases []phaseMark
+}
+
+// lineChart draws series over a shared x axis (events), a legend on the
+// right, and the marks of the phases, their names above the plot.
+func lineChart(c lineSpec) string {
 	var b strings.Builder
-	svgOpen(&b, chartW, chartH, title)
-	var xmax, ymax float64
-	for _, l := range lines {
-		for i := range l.xs {
-			xmax, ymax = max(xmax, l.xs[i]), max(ymax, l.ys[i])
+	n := 0
+	for _, l := range c.lines {
+		if len(l.xs) > 0 {
+			n++
 		}
+	}
+	var xmax, ymax float64
+	for _, l := range c.lines {
+		for i := range l.xs {
+			xmax = max(xmax, l.xs[i])
+			if !math.IsNaN(l.ys[i]) {
+				ymax = max(ymax, l.ys[i])
+			}
+		}
+	}
+	for _, p := range c.phases {
+		xmax = max(xmax, p.end)
 	}
 	if xmax == 0 {
 		xmax = 1
 	}
-	yt := byteTicks(ymax*1.05, 6)
-	ytop := max(yt[len(yt)-1], 1)
-	xt := niceTicks(0, xmax, 8)
 	px := func(x float64) float64 { return marginL + x/xmax*plotW }
-	py := func(y float64) float64 { return marginT + plotH - y/ytop*plotH }
-	axes(&b, xt, yt, px, py, countLabel, bytesLabel, xLabel, "bytes")
-	for i, l := range lines {
+	labels, rows := phaseLabels(c.phases, px)
+	top := marginT + 13*rows
+	h := max(chartH+13*rows, top+8+legendDY*n+marginB-24)
+	plotH := h - top - marginB
+	svgOpen(&b, chartW, h, c.title)
+	var yt []float64
+	ylabel := bytesLabel
+	if c.ratio {
+		yt, ylabel = niceTicks(c.lo, c.hi, 6), ratioLabel
+	} else {
+		yt = byteTicks(ymax*1.05, 6)
+	}
+	ybot, ytop := yt[0], yt[len(yt)-1]
+	if ytop <= ybot {
+		ytop = ybot + 1
+	}
+	var xt []float64
+	for _, x := range niceTicks(0, xmax, 8) {
+		if x <= xmax*1.001 {
+			xt = append(xt, x) // no tick past the plot's right edge
+		}
+	}
+	py := func(y float64) float64 { return float64(top+plotH) - (y-ybot)/(ytop-ybot)*float64(plotH) }
+	axes(&b, top, h, xt, yt, px, py, countLabel, ylabel, c.xLabel, c.yLabel)
+	if c.ratio && ybot < 1 && ytop > 1 {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#000" stroke-width="1.2" stroke-dasharray="6 4"/>`, marginL, marginL+plotW, py(1), py(1))
+	}
+	if len(c.phases) > 0 {
+		b.WriteString(`<g fill="#555" font-size="11">`)
+		for i, p := range c.phases[:len(c.phases)-1] {
+			if p.end > 0 && (i == 0 || p.end > c.phases[i-1].end) {
+				fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#777" stroke-dasharray="2 3"/>`, px(p.end), px(p.end), top-13*rows, top+plotH)
+			}
+		}
+		for _, l := range labels {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, l.x, top-4-13*(rows-1-l.row), esc(l.name))
+		}
+		b.WriteString(`</g>`)
+	}
+	i := 0
+	for _, l := range c.lines {
 		if len(l.xs) == 0 {
 			continue
 		}
-		var d strings.Builder
-		for j := range l.xs {
-			cmd := "L"
-			if j == 0 {
-				cmd = "M"
-			}
-			fmt.Fprintf(&d, "%s%.1f %.1f", cmd, px(l.xs[j]), py(l.ys[j]))
+		d := polyline(l.xs, l.ys, ybot, ytop, px, py)
+		w := l.width
+		if w == 0 {
+			w = 1.8
 		}
-		dash := ""
-		if l.dashed {
-			dash = ` stroke-dasharray="6 4"`
+		if d != "" {
+			fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="%g"%s><title>%s</title></path>`, d, l.look.color, w, dashAttr(l.look.dash), esc(l.name))
 		}
-		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.6"%s><title>%s</title></path>`, d.String(), l.color, dash, esc(l.name))
-		legendItem(&b, i, l.name, l.color, l.dashed)
+		legendItem(&b, top, i, l.name, l.look)
+		i++
 	}
 	b.WriteString("</svg>")
 	return b.String()
 }
 
-// axes draws the frame, grid, ticks and axis labels.
-func axes(b *strings.Builder, xt, yt []float64, px, py func(float64) float64, xl, yl func(float64) string, xLabel, yLabel string) {
+// polyline returns the path of the points (xs, ys), broken at NaNs and
+// clipped to lo <= y <= hi: a segment that leaves the band is drawn to
+// its edge, and the line starts again where it comes back. A point in the
+// middle of a level run (the same height, to a tenth of a pixel, as the
+// points either side of it) is left out: the path draws the same line.
+func polyline(xs, ys []float64, lo, hi float64, px, py func(float64) float64) string {
+	var d strings.Builder
+	var run [][2]string // the subpath being written, as formatted
+	flush := func() {
+		for i, p := range run {
+			if i > 0 && i < len(run)-1 && run[i-1][1] == p[1] && run[i+1][1] == p[1] {
+				continue
+			}
+			cmd := "L"
+			if i == 0 {
+				cmd = "M"
+			}
+			d.WriteString(cmd + p[0] + " " + p[1])
+		}
+		run = run[:0]
+	}
+	point := func(x, y float64) [2]string {
+		return [2]string{strconv.FormatFloat(px(x), 'f', 1, 64), strconv.FormatFloat(py(y), 'f', 1, 64)}
+	}
+	pen := false // the last point drawn is the previous one
+	for j := 1; j < len(xs); j++ {
+		x0, y0, x1, y1 := xs[j-1], ys[j-1], xs[j], ys[j]
+		if math.IsNaN(y0) || math.IsNaN(y1) {
+			pen = false
+			continue
+		}
+		t0, t1 := 0.0, 1.0
+		if dy := y1 - y0; dy != 0 {
+			a, b := (lo-y0)/dy, (hi-y0)/dy
+			t0, t1 = max(t0, min(a, b)), min(t1, max(a, b))
+		} else if y0 < lo || y0 > hi {
+			t0 = 2 // outside all along
+		}
+		if t0 > t1 {
+			pen = false
+			continue
+		}
+		if !pen || t0 > 0 {
+			flush()
+			run = append(run, point(x0+(x1-x0)*t0, y0+(y1-y0)*t0))
+		}
+		run = append(run, point(x0+(x1-x0)*t1, y0+(y1-y0)*t1))
+		pen = t1 == 1
+	}
+	flush()
+	if len(xs) == 1 && !math.IsNaN(ys[0]) && ys[0] >= lo && ys[0] <= hi {
+		fmt.Fprintf(&d, "M%.1f %.1fL%.1f %.1f", px(xs[0]), py(ys[0]), px(xs[0])+1, py(ys[0]))
+	}
+	return d.String()
+}
+
+// phaseLabel is where a phase's name goes: centred over its span, on row
+// 0 or, when it would run into the name before it, row 1.
+type phaseLabel struct {
+	name string
+	x    float64
+	row  int
+}
+
+// phaseLabels places the names of the phases that are not empty, and
+// returns how many rows of names they take.
+func phaseLabels(phases []phaseMark, px func(float64) float64) ([]phaseLabel, int) {
+	var out []phaseLabel
+	rows := 0
+	start, lastEnd := 0.0, math.Inf(-1)
+	for _, p := range phases {
+		if p.end <= start {
+			continue
+		}
+		mid := (px(start) + px(p.end)) / 2
+		half := float64(len(p.name)) * 3.5 // about half the name's width
+		l := phaseLabel{name: p.name, x: mid}
+		if mid-half < lastEnd+6 {
+			l.row = 1
+		} else {
+			lastEnd = mid + half
+		}
+		rows = max(rows, l.row+1)
+		out = append(out, l)
+		start = p.end
+	}
+	return out, rows
+}
+
+// axes draws the frame, grid, ticks and axis labels of a chart h high
+// whose plot starts at top.
+func axes(b *strings.Builder, top, h int, xt, yt []float64, px, py func(float64) float64, xl, yl func(float64) string, xLabel, yLabel string) {
+	plotH := h - top - marginB
 	fmt.Fprintf(b, `<g stroke="#ddd">`)
 	for _, y := range yt {
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, marginL, marginL+plotW, py(y), py(y))
@@ -176,27 +335,25 @@ func axes(b *strings.Builder, xt, yt []float64, px, py func(float64) float64, xl
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, marginL-6, py(y), esc(yl(y)))
 	}
 	for _, x := range xt {
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(x), marginT+plotH+16, esc(xl(x)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(x), top+plotH+16, esc(xl(x)))
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, marginL+plotW/2, chartH-10, esc(xLabel))
-	fmt.Fprintf(b, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, marginT+plotH/2, esc(yLabel))
-	fmt.Fprintf(b, `</g><rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>`, marginL, marginT, plotW, plotH)
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, marginL+plotW/2, h-10, esc(xLabel))
+	fmt.Fprintf(b, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, top+plotH/2, esc(yLabel))
+	fmt.Fprintf(b, `</g><rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>`, marginL, top, plotW, plotH)
 }
 
-// legendItem draws entry i of a legend on the right of a chart.
-func legendItem(b *strings.Builder, i int, name, col string, dashed bool) {
-	x, y := chartW-marginR+14, marginT+8+i*18
-	dash := ""
-	if dashed {
-		dash = ` stroke-dasharray="6 4"`
-	}
+// legendItem draws entry i of a legend on the right of a chart whose
+// plot starts at top.
+func legendItem(b *strings.Builder, top, i int, name string, l look) {
+	x, y := chartW-marginR+14, top+8+i*legendDY
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"%s/><text x="%d" y="%d" dominant-baseline="middle">%s</text>`,
-		x, x+22, y, y, col, dash, x+28, y, esc(name))
+		x, x+26, y, y, l.color, dashAttr(l.dash), x+32, y, esc(name))
 }
 
 // barGroup is one measure of a grouped bar chart: a value per category.
 type barGroup struct {
 	name   string
+	color  string
 	values []float64 // NaN: no bar
 }
 
@@ -219,7 +376,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 	}
 	ticks := niceTicks(0, max(vmax, ref)*1.05, 6)
 	top := max(ticks[len(ticks)-1], 1e-9)
-	left := 130
+	left := 170
 	w := chartW - left - marginR
 	px := func(v float64) float64 { return float64(left) + v/top*float64(w) }
 	fmt.Fprintf(&b, `<g stroke="#ddd">`)
@@ -228,7 +385,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 	}
 	b.WriteString(`</g><g fill="#333">`)
 	for _, t := range ticks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(t), h-marginB+16, strconv.FormatFloat(t, 'f', -1, 64))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(t), h-marginB+16, ratioLabel(t))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text></g>`, left+w/2, h-12, esc(unit))
 	for c, cat := range cats {
@@ -241,15 +398,15 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 			}
 			y := y0 + g*10
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="9" fill="%s"><title>%s, %s: %s</title></rect>`,
-				left, y, max(px(v)-float64(left), 0.5), seriesColor(g), esc(cat), esc(grp.name), strconv.FormatFloat(v, 'f', 3, 64))
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="9" dominant-baseline="middle" fill="#333">%s</text>`, px(v)+3, y+5, strconv.FormatFloat(v, 'f', 2, 64))
+				left, y, max(px(v)-float64(left), 0.5), grp.color, esc(cat), esc(grp.name), strconv.FormatFloat(v, 'f', 3, 64))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="9" dominant-baseline="middle" fill="#333">%s</text>`, px(v)+3, y+5, strconv.FormatFloat(v, 'f', 3, 64))
 		}
 	}
 	if ref > 0 {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="4 3"/>`, px(ref), px(ref), marginT, h-marginB)
 	}
 	for g, grp := range groups {
-		legendItem(&b, g, grp.name, seriesColor(g), false)
+		legendItem(&b, marginT, g, grp.name, look{color: grp.color})
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/></svg>`, left, marginT, w, h-marginT-marginB)
 	return b.String()
@@ -258,6 +415,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 // histogram draws counts per bucket as vertical bars, the count axis on a
 // log scale when the largest count is above 100.
 func histogram(title, xLabel string, labels []string, counts []int64) string {
+	const plotH = chartH - marginT - marginB
 	var b strings.Builder
 	svgOpen(&b, chartW, chartH, title)
 	var cmax int64
@@ -295,7 +453,7 @@ func histogram(title, xLabel string, labels []string, counts []int64) string {
 		x := marginL + float64(i)*w
 		if c > 0 {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`,
-				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), palette[0], esc(labels[i]), c)
+				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), indigo, esc(labels[i]), c)
 		}
 		if i%2 == 0 || len(counts) <= 16 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+14, esc(labels[i]))
