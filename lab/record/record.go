@@ -49,7 +49,9 @@ type Result struct {
 	Recorder string
 	// Process is the process whose trace was written: the busiest of those
 	// the recorder logged. Others are the rest (a shell or wrapper that
-	// ran the program, children it started), busiest first.
+	// ran the program, children it started), busiest first. For a
+	// service (FromService), Process.Program is the trace's URL and
+	// Process.Pid is 0.
 	Process Process
 	Others  []Process
 	// Events is the number of events written.
@@ -105,8 +107,10 @@ func (e *ExitError) Error() string {
 // writes its allocation trace to out in carve's native format.
 //
 // A go test command is recorded from its execution trace (the go
-// recorder; see the package documentation, Go programs); a Go binary
-// built without cgo is not run (the error wraps ErrGoProgram).
+// recorder; see the package documentation, Go programs), and so is a Go
+// binary that traces itself with package selftrace (its errors wrap
+// ErrSelftrace); any other Go binary built without cgo is not run (the
+// error wraps ErrGoProgram).
 //
 // The recorder logs each process of the run on its own; Record converts
 // the busiest (most lines logged) and lists the others in the Result. A

@@ -2,8 +2,8 @@
 // it serves net/http/pprof on a loopback port the kernel chooses, prints
 // its address on standard output ("listening on 127.0.0.1:PORT"), and
 // allocates in a loop until it is killed: requests, each with a
-// pointer-free header and a body buffer, kept in a ring of 4096, the
-// oldest dropped.
+// pointer-free header and a body buffer, kept in a ring of 4096 (or of
+// the number its argument says), the oldest dropped.
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -38,7 +39,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, http.Serve(ln, nil))
 		os.Exit(1)
 	}()
-	ring := make([]*request, 4096)
+	n := 4096
+	if len(os.Args) > 1 {
+		if n, err = strconv.Atoi(os.Args[1]); err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "service: want a ring size, not %q\n", os.Args[1])
+			os.Exit(2)
+		}
+	}
+	ring := make([]*request, n)
 	for i := uint64(0); ; i++ {
 		r := &request{h: &header{id: i, arrived: i, length: 256 + i%512}}
 		r.body = make([]byte, r.h.length)
