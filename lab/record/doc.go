@@ -141,8 +141,9 @@
 // It needs no recorder tool and is chosen for the default recorder and
 // go. A binary that wrote no trace (it holds selftrace.Start but did not
 // call it), an empty one (the trace did not start) or one cut short (it
-// ended without stopping the trace: os.Exit, log.Fatal) gets nothing
-// written and an error wrapping [ErrSelftrace].
+// ended without stopping the trace: os.Exit, log.Fatal) gets an error
+// wrapping [ErrSelftrace]; of one cut short, the events before the cut
+// are written, as for any log that its importer cannot read to its end.
 //
 // Any other program is looked at first: a Go binary (known by its build
 // information, debug/buildinfo) built without cgo is not run, and Record's

@@ -149,9 +149,14 @@ func recordSelftrace(ctx context.Context, cmd []string, out io.Writer, opt Optio
 	// without them, or whose last generation is cut short (x/exp/trace
 	// says "incomplete generation"), is one that was not stopped: the
 	// runtime writes a generation's batches as it ends.
-	if errors.Is(err, trace.ErrNoGoHeap) || errors.Is(err, trace.ErrGoTrace) && strings.Contains(err.Error(), "incomplete generation") {
-		err = &described{fmt.Sprintf("record: %s did not stop its trace, which ends cut short (%v): the function selftrace.Start returned must run before the program ends; os.Exit and log.Fatal skip deferred calls, so call it before them",
-			cmd[0], err), []error{ErrSelftrace, err}}
+	const notStopped = "the function selftrace.Start returned must run before the program ends; os.Exit and log.Fatal skip deferred calls, so call it before them"
+	switch {
+	case errors.Is(err, trace.ErrNoGoHeap):
+		err = &described{fmt.Sprintf("record: %s did not stop its trace, which ends before its first generation does (%d bytes): %s",
+			cmd[0], st.Size(), notStopped), []error{ErrSelftrace, err}}
+	case errors.Is(err, trace.ErrGoTrace) && strings.Contains(err.Error(), "incomplete generation"):
+		err = &described{fmt.Sprintf("record: %s did not stop its trace, which ends cut short (%v): %s",
+			cmd[0], err, notStopped), []error{ErrSelftrace, err}}
 	}
 	return errors.Join(runErr, err)
 }

@@ -6,6 +6,8 @@
 //	(none)   calls defer selftrace.Start()() first, as a program should
 //	nostart  holds selftrace.Start but does not call it
 //	exit     calls Start and ends with os.Exit, which skips the deferred stop
+//	late     calls Start, allocates for 1.5 s (the runtime writes the
+//	         trace's first generations) and ends with os.Exit
 //	wait     calls Start, prints "ready" and allocates until a signal ends it
 package main
 
@@ -36,6 +38,12 @@ func main() {
 	switch mode {
 	case "exit":
 		fmt.Println(len(keep))
+		os.Exit(0)
+	case "late":
+		for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+			keep = append(keep[:0], work(100)...)
+			time.Sleep(time.Millisecond)
+		}
 		os.Exit(0)
 	case "wait":
 		fmt.Println("ready")
