@@ -50,6 +50,7 @@ func readGoHead(path string) (h goTraceHead, err error) {
 	}
 	syncs := 0
 	var begin xtrace.Time
+	begun := false
 	for {
 		e, err := r.ReadEvent()
 		if err == io.EOF {
@@ -67,10 +68,10 @@ func readGoHead(path string) (h goTraceHead, err error) {
 			h.allocFree = len(e.Sync().ExperimentalBatches["AllocFree"]) > 0
 		case xtrace.EventRangeBegin:
 			if e.Range().Name == startTraceSTW {
-				begin = e.Time()
+				begin, begun = e.Time(), true
 			}
 		case xtrace.EventRangeEnd:
-			if e.Range().Name == startTraceSTW && begin != 0 {
+			if e.Range().Name == startTraceSTW && begun {
 				h.startPause = e.Time().Sub(begin)
 				return h, nil
 			}
