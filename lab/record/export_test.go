@@ -1,5 +1,7 @@
 package record
 
+import "time"
+
 // Internals for the tests (package record_test).
 
 // Builds returns how many libraries this process has compiled.
@@ -21,3 +23,11 @@ func ParseGoTest(cmd []string, traceFile string) (argv []string, trace string, p
 }
 
 var Godebug = godebug
+
+// SetServiceSlack sets how much longer than its trace FromService waits
+// for a service, and returns the function that puts it back.
+func SetServiceSlack(d time.Duration) func() {
+	old := serviceSlack
+	serviceSlack = d
+	return func() { serviceSlack = old }
+}

@@ -3,7 +3,6 @@ package record
 import (
 	"bytes"
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
@@ -31,19 +30,22 @@ var ErrGoTestPackages = fmt.Errorf("%w: go test of several packages", ErrUsage)
 // howToRecordGo says how a Go program's heap is recorded.
 const howToRecordGo = "a Go program's heap is recorded from its execution trace: run its tests under carve record, " +
 	"one package at a time (carve record -o FILE -- go test -run TestX ./pkg; go test -trace takes one package); " +
-	"recording a running service (carve record --from) and a binary that traces itself are the next steps, not here yet"
+	"or record it running, as a service that imports net/http/pprof and runs with GODEBUG=traceallocfree=1 " +
+	"(carve record -o FILE --from http://127.0.0.1:6060 --seconds 5); or build it with package " + selftracePkg +
+	", calling defer selftrace.Start()() first in main, and record it as any program (carve record -o FILE -- ./program)"
 
 var goRecorder = &recorder{
 	RecorderInfo: RecorderInfo{
 		Name: "go",
-		Keeps: "the Go heap of a go test run, from its execution trace (GODEBUG=traceallocfree=1): every heap object " +
+		Keeps: "the Go heap of a go test run, a running service (--from, net/http/pprof) or a binary built with " +
+			"package selftrace, from its execution trace (GODEBUG=traceallocfree=1): every heap object " +
 			"with its type (name, size, pointer bytes), the objects alive when the trace starts, the runtime's own " +
-			"heap metrics; chosen by itself for a go test command",
+			"heap metrics; chosen by itself for a go test command and a binary that traces itself",
 		Loses: "call stacks; the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
 			"requested sizes (objects are sized by Go's size classes); the tiny objects packed into one 16-byte " +
 			"block (one object); goroutine stacks (kept on request)",
-		Processes: "the test binary of one package (go test -trace takes one)",
-		Needs:     "the Go toolchain (go on the PATH)",
+		Processes: "the test binary of one package (go test -trace takes one); the service; the binary that traces itself",
+		Needs:     "the Go toolchain (go on the PATH) for go test; nothing more for a service or a binary that traces itself",
 	},
 	format: trace.Go,
 	check: func() error {
@@ -244,7 +246,20 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // convertGo converts the Go execution trace at path to the native format
 // of version 2 (labels: the types), with the heap's own metrics.
+//
+// It first reads the trace's first generation: a trace recorded without
+// the alloc/free experiment is refused with an error wrapping
+// trace.ErrNoGoHeap before anything is written, and the pause in which
+// the trace started goes in res.StartPause.
 func convertGo(res *Result, path string, stacks bool, out io.Writer, comment string) error {
+	// An error of the first generation is left to the converter to
+	// report, with the event where it came.
+	if head, err := readGoHead(path); err == nil {
+		if head.synced && !head.allocFree {
+			return fmt.Errorf("record: %w", trace.ErrNoGoHeap)
+		}
+		res.StartPause = head.startPause
+	}
 	r, err := trace.OpenOptions(path, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
 	if err != nil {
 		return err
@@ -268,23 +283,4 @@ func convertGo(res *Result, path string, stacks bool, out io.Writer, comment str
 	}
 	res.GoHeap = r.GoHeap()
 	return w.Flush()
-}
-
-// goBinary reports whether the program cmd[0] names is a Go binary, and
-// whether it was built with cgo.
-func goBinary(cmd []string) (isGo, cgo bool) {
-	path, err := exec.LookPath(cmd[0])
-	if err != nil {
-		return false, false
-	}
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return false, false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "CGO_ENABLED" && s.Value == "1" {
-			cgo = true
-		}
-	}
-	return true, cgo
 }

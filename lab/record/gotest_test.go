@@ -231,17 +231,7 @@ func TestGoRecorderMisuse(t *testing.T) {
 
 // goCgo builds testdata/cgomalloc, a Go program that calls C's malloc.
 var goCgo = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "carve-record-cgo-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "cgomalloc")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/cgomalloc")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
+	return goBuild("cgomalloc", "./testdata/cgomalloc", []string{"CGO_ENABLED=1"})
 })
 
 // TestCgoProgram records a Go program built with cgo with carve's
@@ -256,7 +246,6 @@ func TestCgoProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build ./testdata/cgomalloc: %v", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	res, data, err := recordTo(t, "carve", []string{bin})
 	if err != nil {
 		t.Fatalf("Record = %v", err)

@@ -39,6 +39,9 @@ type Options struct {
 	// GoStacks makes the go recorder write goroutine stacks as objects
 	// too (see trace.ReaderOptions).
 	GoStacks bool
+	// MaxTraceBytes bounds the execution trace FromService downloads;
+	// 0 is DefaultMaxTraceBytes.
+	MaxTraceBytes int64
 }
 
 // Result describes a recording.
@@ -46,7 +49,9 @@ type Result struct {
 	Recorder string
 	// Process is the process whose trace was written: the busiest of those
 	// the recorder logged. Others are the rest (a shell or wrapper that
-	// ran the program, children it started), busiest first.
+	// ran the program, children it started), busiest first. For a
+	// service (FromService), Process.Program is the trace's URL and
+	// Process.Pid is 0.
 	Process Process
 	Others  []Process
 	// Events is the number of events written.
@@ -62,6 +67,13 @@ type Result struct {
 	// run, from its execution trace (see trace.GoHeapSample), also
 	// written in the trace; nil for the C recorders.
 	GoHeap []trace.GoHeapSample
+	// StartPause is the stop-the-world pause in which a Go execution
+	// trace started, as the trace records it: with
+	// GODEBUG=traceallocfree=1 the runtime writes a snapshot of the
+	// whole heap (an event for every object alive) with the world
+	// stopped. It is 0 for the C recorders and for a trace that records
+	// no such pause.
+	StartPause time.Duration
 	// CHeapOnly reports the trace of a Go program built with cgo,
 	// recorded by a C recorder: it holds the program's C allocations
 	// only, not its Go heap.
@@ -95,8 +107,10 @@ func (e *ExitError) Error() string {
 // writes its allocation trace to out in carve's native format.
 //
 // A go test command is recorded from its execution trace (the go
-// recorder; see the package documentation, Go programs); a Go binary
-// built without cgo is not run (the error wraps ErrGoProgram).
+// recorder; see the package documentation, Go programs), and so is a Go
+// binary that traces itself with package selftrace (its errors wrap
+// ErrSelftrace); any other Go binary built without cgo is not run (the
+// error wraps ErrGoProgram).
 //
 // The recorder logs each process of the run on its own; Record converts
 // the busiest (most lines logged) and lists the others in the Result. A
@@ -130,19 +144,24 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 		return res, recordGoTest(ctx, cmd, out, opt, &res)
 	}
 	res := Result{Recorder: rec.Name}
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		return res, fmt.Errorf("record: %w", err)
+	}
+	bin := goBinary(cmd)
+	if bin != nil && bin.selftrace != noSelftrace && (rec == carveRecorder || rec == goRecorder) {
+		res.Recorder = goRecorder.Name
+		return res, recordSelftrace(ctx, cmd, out, opt, &res)
+	}
 	if rec == goRecorder {
-		return res, fmt.Errorf("%w: the go recorder records go test commands; %s", ErrUsage, howToRecordGo)
+		return res, fmt.Errorf("%w: the go recorder records go test commands and binaries built with package selftrace; %s", ErrUsage, howToRecordGo)
 	}
 	if runtime.GOOS != "linux" {
 		return res, fmt.Errorf("record: recording needs Linux (LD_PRELOAD, glibc), not %s", runtime.GOOS)
 	}
-	if _, err := exec.LookPath(cmd[0]); err != nil {
-		return res, fmt.Errorf("record: %w", err)
-	}
-	isGo, cgo := goBinary(cmd)
-	if isGo && !cgo {
-		return res, fmt.Errorf("%w: %s is a Go binary built without cgo, which calls no C malloc (%w); %s",
-			ErrGoProgram, cmd[0], ErrNoEvents, howToRecordGo)
+	isGo := bin != nil
+	if isGo && !bin.cgo {
+		return res, fmt.Errorf("%w: %s is a Go binary built without cgo, which calls no C malloc (%w)%s; %s",
+			ErrGoProgram, cmd[0], ErrNoEvents, bin.whyNoSelftrace(), howToRecordGo)
 	}
 	res.CHeapOnly = isGo
 	dir, err := os.MkdirTemp("", "carve-record-")

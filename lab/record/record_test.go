@@ -35,9 +35,28 @@ func TestMain(m *testing.M) {
 		os.Setenv("GOCACHE", filepath.Join(user, "go-build"))
 	}
 	os.Setenv("XDG_CACHE_HOME", cache)
+	binDir = filepath.Join(cache, "bin")
 	code := m.Run()
 	os.RemoveAll(cache)
 	os.Exit(code)
+}
+
+// binDir is where the tests build Go programs, once for all of them;
+// TestMain removes it.
+var binDir string
+
+// goBuild builds the Go program of package pkg (a directory of testdata)
+// into binDir, with the environment entries env and the build flags, and
+// returns its path.
+func goBuild(name, pkg string, env []string, flags ...string) (string, error) {
+	bin := filepath.Join(binDir, name)
+	args := append(append([]string{"build"}, flags...), "-o", bin, pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin, nil
 }
 
 // need skips the test when a tool it needs is missing (err), or fails it
@@ -332,17 +351,7 @@ func TestReplay(t *testing.T) {
 // goStatic builds testdata/static, a Go program without cgo: statically
 // linked, it never calls the C library's malloc.
 var goStatic = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "carve-record-static-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "static")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/static")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./testdata/static: %v\n%s", err, out)
-	}
-	return bin, nil
+	return goBuild("static", "./testdata/static", []string{"CGO_ENABLED=0"})
 })
 
 // TestNoEvents records programs whose malloc calls no recorder sees, or
@@ -354,7 +363,6 @@ func TestNoEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(goStatic)) })
 	cStatic := buildC(t, "allocs", "-static") // calls malloc, but its own copy
 	nomalloc := buildC(t, "nomalloc")
 	for _, tt := range []struct {

@@ -68,10 +68,18 @@ func Available(name string) error {
 
 // AvailableFor is Available for the recorder that Record would use for
 // cmd: the go recorder for a go test command (when name is empty, the
-// default or "go"), the recorder called name otherwise.
+// default or "go"), nothing for a Go binary that traces itself (package
+// selftrace: it needs no tool), the recorder called name otherwise.
 func AvailableFor(name string, cmd []string) error {
 	if _, isTest, _ := parseGoTest(cmd, ""); isTest && (name == "" || name == Default || name == goRecorder.Name) {
 		return goRecorder.check()
+	}
+	if name == "" || name == Default || name == goRecorder.Name {
+		if len(cmd) > 0 {
+			if bin := goBinary(cmd); bin != nil && bin.selftrace != noSelftrace {
+				return nil // it writes its own trace
+			}
+		}
 	}
 	return Available(name)
 }

@@ -1,0 +1,80 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	xtrace "golang.org/x/exp/trace"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// startTraceSTW is the name golang.org/x/exp/trace gives the range of
+// the stop-the-world pause in which the execution trace starts (the
+// runtime's reason "start trace").
+const startTraceSTW = "stop-the-world (start trace)"
+
+// goTraceHead is what the first generation of a Go execution trace tells
+// before it is converted.
+type goTraceHead struct {
+	synced     bool          // it holds a generation
+	allocFree  bool          // it holds the alloc/free experiment's batches
+	startPause time.Duration // the pause that started it, 0 if none is recorded
+}
+
+// readGoHead reads the first generation of the Go execution trace at
+// path: whether it was recorded with the alloc/free experiment, and the
+// length of the stop-the-world pause in which it started.
+//
+// The runtime records that pause from the moment tracing is on, the world
+// already stopped, to the moment the world starts again: inside it, with
+// GODEBUG=traceallocfree=1, the runtime writes an event for every span,
+// object and goroutine stack of the heap. The time it took to stop the
+// world is before it, and not in the trace.
+func readGoHead(path string) (h goTraceHead, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return h, fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	defer func() {
+		if p := recover(); p != nil { // x/exp/trace on a malformed trace
+			err = fmt.Errorf("record: %s: %w: x/exp/trace failed: %v", path, trace.ErrGoTrace, p)
+		}
+	}()
+	r, err := xtrace.NewReader(f)
+	if err != nil {
+		return h, fmt.Errorf("record: %s: %w: %w", path, trace.ErrGoTrace, err)
+	}
+	syncs := 0
+	var begin xtrace.Time
+	begun := false
+	for {
+		e, err := r.ReadEvent()
+		if err == io.EOF {
+			return h, nil
+		}
+		if err != nil {
+			return h, fmt.Errorf("record: %s: %w: %w", path, trace.ErrGoTrace, err)
+		}
+		switch e.Kind() {
+		case xtrace.EventSync:
+			if syncs++; syncs > 1 {
+				return h, nil // the second generation: the pause would have ended in the first
+			}
+			h.synced = true
+			h.allocFree = len(e.Sync().ExperimentalBatches["AllocFree"]) > 0
+		case xtrace.EventRangeBegin:
+			if e.Range().Name == startTraceSTW {
+				begin, begun = e.Time(), true
+			}
+		case xtrace.EventRangeEnd:
+			if e.Range().Name == startTraceSTW && begun {
+				h.startPause = e.Time().Sub(begin)
+				return h, nil
+			}
+		}
+	}
+}

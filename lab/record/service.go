@@ -1,0 +1,216 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// ErrService is wrapped by FromService's errors for a service that cannot
+// be recorded as asked: nothing listens at its address, it does not serve
+// net/http/pprof there, or its trace has no heap events (it was not
+// started with GODEBUG=traceallocfree=1). It wraps ErrUsage.
+var ErrService = fmt.Errorf("%w: a service that cannot be traced as asked", ErrUsage)
+
+// DefaultMaxTraceBytes is the most bytes of an execution trace that
+// FromService downloads unless Options.MaxTraceBytes says otherwise.
+const DefaultMaxTraceBytes = 1 << 30
+
+// serviceSlack is how much longer than the trace's duration FromService
+// waits for the service's answer, whole: the time to connect, and to
+// write the rest of the trace once it stops.
+var serviceSlack = 10 * time.Second
+
+// FromService records a running Go service: it reads the execution trace
+// of d (at least a millisecond) from the service's /debug/pprof/trace
+// (net/http/pprof) at base, and writes its heap's events to out in
+// carve's native format of version 2, with the objects' types as labels
+// and the runtime's heap metrics, as Record does for go test (see the
+// package documentation, Go programs).
+//
+// base is the service's address, "http://127.0.0.1:6060" (or
+// "127.0.0.1:6060"), or the URL of
+// its trace handler (a path ending in /trace); FromService sets the
+// query's seconds to d. The service must run with
+// GODEBUG=traceallocfree=1, which it reads as each trace starts: without
+// it the trace has no heap events, and the error wraps ErrService and
+// trace.ErrNoGoHeap. So does the error of a refused connection and of a
+// service without net/http/pprof at that address (HTTP 404); another
+// answer than 200 OK is an error with the service's message.
+//
+// Starting the trace stops the world while the service writes a snapshot
+// of its whole heap, and while the trace runs every allocation and sweep
+// is an event: Result.StartPause is the pause the trace records. The
+// download is bounded by Options.MaxTraceBytes and by a timeout 10
+// seconds longer than d; it goes to a temporary file, removed at the end,
+// and is converted once whole. When ctx is done first, the service stops
+// its trace, nothing is written and the error wraps ctx.Err().
+func FromService(ctx context.Context, base string, d time.Duration, out io.Writer, opt Options) (Result, error) {
+	res := Result{Recorder: goRecorder.Name}
+	u, err := traceURL(base, d)
+	if err != nil {
+		return res, err
+	}
+	res.Process.Program = u
+	limit := opt.MaxTraceBytes
+	if limit <= 0 {
+		limit = DefaultMaxTraceBytes
+	}
+	dir, err := os.MkdirTemp("", "carve-record-")
+	if err != nil {
+		return res, fmt.Errorf("record: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "service.trace")
+	if err := download(ctx, u, d, limit, path); err != nil {
+		return res, err
+	}
+	comment := fmt.Sprintf("recorded by carve record --from %s --seconds %s\nfrom the execution trace of the service (net/http/pprof, GODEBUG=traceallocfree=1)",
+		base, seconds(d))
+	err = convertGo(&res, path, opt.GoStacks, out, comment)
+	if errors.Is(err, trace.ErrNoGoHeap) {
+		return res, &described{"record: the service's execution trace has no heap events: start the service with GODEBUG=traceallocfree=1",
+			[]error{ErrService, err}}
+	}
+	return res, err
+}
+
+// traceURL returns the URL of the trace of d at base: base's own path if
+// it ends in /trace, else base's path joined with /debug/pprof/trace.
+func traceURL(base string, d time.Duration) (string, error) {
+	if d < time.Millisecond {
+		return "", &described{fmt.Sprintf("record: a service's trace of %v: want at least a millisecond", d), []error{ErrUsage}}
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base // HOST:PORT
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", &described{fmt.Sprintf("record: --from %s: %v", base, err), []error{ErrUsage, err}}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", &described{fmt.Sprintf("record: --from %s: want the service's address as a URL, http://HOST:PORT", base), []error{ErrUsage}}
+	}
+	if !strings.HasSuffix(u.Path, "/trace") {
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		if !strings.HasSuffix(u.Path, "/debug/pprof") {
+			u.Path += "/debug/pprof"
+		}
+		u.Path += "/trace"
+	}
+	q := u.Query()
+	q.Set("seconds", seconds(d))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// seconds writes d in seconds, as net/http/pprof reads it.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// download reads the trace of d at u into the file at path, at most
+// limit bytes of it.
+func download(ctx context.Context, u string, d time.Duration, limit int64, path string) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, d+serviceSlack,
+		fmt.Errorf("the service had not sent its trace of %v after %v", d, d+serviceSlack))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return serviceError(ctx, u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		err := fmt.Errorf("record: GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
+		if resp.StatusCode == http.StatusNotFound {
+			err = &described{fmt.Sprintf("record: GET %s: %s: the service must import net/http/pprof, which serves /debug/pprof/trace on http.DefaultServeMux", u, resp.Status),
+				[]error{ErrService}}
+		}
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(resp.Body, limit+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return serviceError(ctx, u, err)
+	case n > limit:
+		return fmt.Errorf("record: GET %s: the trace passed %s before its end: record fewer seconds, or allow a larger trace", u, bytesText(limit))
+	}
+	return checkGoHeader(path, u)
+}
+
+// bytesText writes n in MiB when it is a whole number of them, else in
+// bytes.
+func bytesText(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// serviceError describes a failure to read the service's answer.
+func serviceError(ctx context.Context, u string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		host := u
+		if p, perr := url.Parse(u); perr == nil {
+			host = p.Host
+		}
+		return &described{fmt.Sprintf("record: nothing listens at %s (connection refused): the service must import net/http/pprof and serve HTTP there, as go http.ListenAndServe(%q, nil) does",
+			host, host), []error{ErrService, err}}
+	case ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
+		return fmt.Errorf("record: GET %s: %w", u, context.Cause(ctx)) // the timeout
+	case ctx.Err() != nil:
+		return fmt.Errorf("record: stopped: %w", ctx.Err())
+	}
+	return fmt.Errorf("record: %w", err)
+}
+
+// checkGoHeader reports whether the file at path, downloaded from u,
+// starts as a Go execution trace does.
+func checkGoHeader(path, u string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	if !strings.HasPrefix(string(head[:n]), "go 1.") {
+		return &described{fmt.Sprintf("record: GET %s: the answer (%d bytes, starting %q) is not a Go execution trace", u, n, head[:n]),
+			[]error{ErrService}}
+	}
+	return nil
+}
+
+// described is an error with a message of its own that wraps others
+// without repeating theirs.
+type described struct {
+	msg   string
+	wraps []error
+}
+
+func (e *described) Error() string   { return e.msg }
+func (e *described) Unwrap() []error { return e.wraps }
