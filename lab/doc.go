@@ -29,11 +29,17 @@
 //	         driven a batch of ops at a time, in this process (cgo) or
 //	         in a plain C process of their own (the real mallocs' rows)
 //	record   runs a program under a recorder (carve's LD_PRELOAD library,
-//	         valgrind, heaptrack, mtrace for C; go test -trace for a Go
-//	         program's own heap, with its types) and writes its trace
-//	report   the HTML report: charts over time, the fragmentation bars,
-//	         the trace's histograms, the table, and the heap maps drawn
-//	advise   which dedicated pools would lower a heap's peak, found by
+//	         valgrind, heaptrack, mtrace for C; for a Go program's own
+//	         heap, with its types, its execution trace: go test -trace,
+//	         a binary built with selftrace, or a running service's
+//	         /debug/pprof/trace) and writes its trace
+//	selftrace  the call a Go binary makes first in main so that carve
+//	         record can trace it (nothing without carve)
+//	report   the HTML report: the headline and its verdict, charts over
+//	         time, the fragmentation bars, the trace's histograms, the
+//	         table, the heap maps, a Go program's types and own heap
+//	advise   which dedicated pools would lower a heap's peak, or which
+//	         of a Go program's types to move off the Go heap, found by
 //	         replaying candidates
 //
 // The carve command (cmd/carve) is the lab's command line.

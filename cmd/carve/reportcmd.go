@@ -16,11 +16,16 @@ import (
 var reportCommand = &command{
 	name: "report", args: "[-o FILE] [flags] TRACE...", interspersed: true,
 	short: "replay and write one self-contained HTML file of charts, tables and heap maps",
-	long: `The report shows, per trace, the footprint and resident memory of every
-allocator over time against the live line, a bar chart of the fragmentation
-measures, the trace's size and lifetime histograms, the table, and a map of
-each of carve's heaps at its peak footprint (live, free, headers, padding).
-The file needs no script, font or network. The other flags are carve
+	long: `The report shows, per trace, the table with the headline (peak RSS over
+peak live) first and its verdict; peak RSS over peak live so far for every
+allocator, zoomed; the footprint and resident memory of every allocator over
+time against the live line, the trace's phases marked; a bar chart of the
+measures; the trace's size and lifetime histograms; and a map of each of
+carve's heaps at its peak footprint (live, free, headers, padding). For a Go
+program's trace it adds its types (as carve stats lists them) and the
+program's own heap and GC goal from the trace's metrics, beside the replays.
+A summary of the verdicts and the sources close it. The file needs no
+script, font or network. The other flags are carve
 replay's; the tables are printed as carve replay prints them.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags

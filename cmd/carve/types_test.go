@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -87,5 +88,29 @@ func TestAdviseGoTrace(t *testing.T) {
 	stdout.Reset()
 	if code := run([]string{"advise", "--base", "first-fit", "--format", "json", goTrace}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "advise-types") {
 		t.Errorf("advise --base first-fit on a Go trace: exit %d, %.200s", code, stdout.String())
+	}
+}
+
+// TestRecordFromErrors: carve record --from with a COMMAND, without a
+// duration, or at an address where nothing listens is an input error
+// (exit 2) that says what to do, and writes no file.
+func TestRecordFromErrors(t *testing.T) {
+	out := t.TempDir() + "/service.trace"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "-o", out, "--from", "127.0.0.1:1", "--", "true"}, "no COMMAND"},
+		{[]string{"record", "-o", out, "--from", "127.0.0.1:1", "--seconds", "0"}, "--seconds 0"},
+		{[]string{"record", "-o", out, "--from", "127.0.0.1:1", "--seconds", "0.1"}, "nothing listens at 127.0.0.1:1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written by a failed recording", out)
 	}
 }
