@@ -21,7 +21,7 @@ import (
 //	a page is free exactly when it is no slab; a slab's nfree is the count
 //	of its bitmap's set bits, 0 <= nfree < slots (an empty slab is freed);
 //	a slab is in its class's partial set exactly when nfree > 0, and the
-//	class's cur is the set's first member; every bitmap is one slab's or
+//	class's next is 1 + the set's first member; every bitmap is one slab's or
 //	spare, once; inUse = sum of (slots - nfree); used = sum of inUse*size.
 //
 // For the best-fit zone, fit's invariants (see fit's check): the blocks
@@ -121,20 +121,15 @@ func (z *zonePages) checkPages() (int, error) {
 	if clean != z.nClean {
 		return 0, fmt.Errorf("%d pages clean, the zone counts %d", clean, z.nClean)
 	}
-	if canPurge() {
-		for i := 0; i < n; {
-			a := z.clean.next(i, n)
-			if a < 0 {
-				break
+	if canPurge() && n > 0 {
+		vec, err := z.vm.residentPages(0, z.committed)
+		if err != nil {
+			return 0, fmt.Errorf("mincore: %w", err)
+		}
+		for i, v := range vec {
+			if v&1 != 0 && z.clean.has(i) {
+				return 0, fmt.Errorf("page %d is clean, but resident", i)
 			}
-			b := a
-			for b < n && z.clean.has(b) {
-				b++
-			}
-			if r, err := z.vm.resident(int64(a)<<pageShift, int64(b)<<pageShift); err == nil && r != 0 {
-				return 0, fmt.Errorf("pages [%d, %d) are clean, but %d bytes of them are resident", a, b, r)
-			}
-			i = b
 		}
 	}
 	return dirty, nil
@@ -260,8 +255,8 @@ func (z *smallZone) check() error {
 			return fmt.Errorf("the %d-byte class: %d slots in %d slabs, it counts %d in %d", cl.size, inUse[c], slabs[c], cl.inUse, cl.slabs)
 		case cl.partial.n != partial[c]:
 			return fmt.Errorf("the %d-byte class: %d partial slabs, its set holds %d", cl.size, partial[c], cl.partial.n)
-		case cl.cur != cl.partial.first():
-			return fmt.Errorf("the %d-byte class: cur %d, its lowest partial slab %d", cl.size, cl.cur, cl.partial.first())
+		case cl.next != cl.partial.first()+1:
+			return fmt.Errorf("the %d-byte class: next %d, its lowest partial slab %d", cl.size, cl.next, cl.partial.first())
 		case len(cl.bits)%max(cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/cl.words != slabs[c]+len(cl.spare)):
 			return fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], len(cl.spare))
 		}

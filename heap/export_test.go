@@ -1,6 +1,9 @@
 package heap
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Check exposes the invariant checker to the external tests.
 func (h *Heap) Check() error { return h.check() }
@@ -35,4 +38,23 @@ func (h *Heap) Debug() string {
 		s += fmt.Sprintf("[%d %d %v] ", p, m.hdr(p).size(), m.hdr(p).inUse())
 	}
 	return fmt.Sprintf("top %d committed %d free %x clean %x blocks %s", m.top, m.committed, m.free.words, m.clean, s)
+}
+
+// TopOffset returns the offset of the best-fit zone's top from its base:
+// the last block ends 8 bytes before it.
+func (h *Heap) TopOffset() int { return int(h.mid.top) }
+
+// SmallCommitted returns the bytes the small zone has committed.
+func (h *Heap) SmallCommitted() int64 { return h.small.committed }
+
+// At returns n bytes at address a, which lies in one of the heap's zones,
+// for the tests to hand to Free what it must refuse. The memory is never
+// touched.
+func (h *Heap) At(a uintptr, n int) []byte {
+	for _, z := range []*zonePages{&h.small.zonePages, &h.mid.zonePages} {
+		if b := uintptr(z.base); a >= b && a < b+uintptr(z.reserved) {
+			return unsafe.Slice((*byte)(unsafe.Add(z.base, a-b)), n)
+		}
+	}
+	panic(fmt.Sprintf("At(%#x): not in the heap's zones", a))
 }

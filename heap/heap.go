@@ -179,8 +179,8 @@ func (h *Heap) Close() error {
 func (h *Heap) Alloc(size, align int) ([]byte, error) {
 	if uint(size) <= MaxSmall && uint(align-1) < 8 && align&(align-1) == 0 {
 		c := sizeToClass[(size+7)>>3]
-		if cl := &h.small.classes[c]; cl.cur != noPage {
-			p := h.small.take(cl, cl.cur)
+		if cl := &h.small.classes[c]; cl.next != 0 {
+			p := h.small.take(cl, cl.next-1)
 			h.live += int64(size)
 			return h.small.bytes(p, size), nil
 		}
@@ -192,8 +192,8 @@ func (h *Heap) Alloc(size, align int) ([]byte, error) {
 // with no partial slab, alignments above 8, and best-fit blocks.
 func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 	switch {
-	case h.closed:
-		return nil, ErrClosed
+	case h.small.base == nil:
+		return nil, h.unusable()
 	case size < 0:
 		return nil, fmt.Errorf("%w: Alloc(%d, %d): size is negative (want >= 0)", ErrSize, size, align)
 	case align < 1 || align > MaxAlign || align&(align-1) != 0:
@@ -247,14 +247,22 @@ func (h *Heap) Free(b []byte) error {
 // what the best-fit zone found.
 func (h *Heap) notOwned(b []byte, err error) error {
 	switch {
-	case h.closed:
-		return ErrClosed
+	case h.small.base == nil:
+		return h.unusable()
 	case addr(b) == 0:
 		return fmt.Errorf("%w: nil", ErrForeign)
 	case h.small.vm.contains(b[:0]):
 		return fmt.Errorf("%w: %#x lies in the small zone past its last page", ErrForeign, addr(b))
 	}
 	return err
+}
+
+// unusable returns the error for a heap closed, or not made by New.
+func (h *Heap) unusable() error {
+	if h.closed {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: a Heap not made by New", ErrClosed)
 }
 
 // Realloc changes the size of the block b starts at to size bytes and

@@ -65,7 +65,7 @@ func (h *Heap) Map() heapmap.Map {
 		return m
 	}
 	start := m.Size
-	m.Append(heapmap.Padding, 0, int64(firstBlock-headerSize))
+	mz.appendFree(&m, heapmap.Padding, 0, firstBlock-headerSize)
 	for p := firstBlock; p < mz.top; {
 		hd := *mz.hdr(p)
 		s := offset(hd.size())

@@ -292,7 +292,7 @@ func (m *midZone) owned(a uintptr) (offset, error) {
 // headers.
 func (m *midZone) notOwned(p offset, a uintptr) error {
 	switch {
-	case int64(p) >= m.reserved:
+	case uint64(p) >= uint64(m.reserved):
 		return fmt.Errorf("%w: %#x lies outside the heap's memory", ErrForeign, a)
 	case p%granule != 0 || p < firstBlock:
 		return fmt.Errorf("%w: %#x (offset %d of the best-fit zone): no block starts there (blocks start at offsets that are multiples of %d, from %d)",

@@ -21,9 +21,6 @@ import (
 // slab whose last slot is freed gives its page back to the zone at once:
 // the page is free, dirty until the purge ring gives it back to the OS.
 
-// noPage is a class's cur when it has no partial slab.
-const noPage = -1
-
 // slab is what the heap keeps of one page of the small zone.
 type slab struct {
 	class uint8  // 0: the page is not a slab
@@ -35,9 +32,9 @@ type slab struct {
 //
 //	inUse = sum over the class's slabs of (slots - nfree)
 //	a slab is in partial exactly when 0 < nfree < slots (an empty slab is freed)
-//	cur = partial's first member, or noPage
+//	next = 1 + partial's first member, or 0 if partial is empty
 type class struct {
-	cur     int       // the page of the lowest slab with a free slot, or noPage
+	next    int       // 1 + the page of the lowest slab with a free slot; 0: none (so a zero class has none)
 	size    uintptr   // slot size
 	magic   uint64    // ceil(2^32 / size): a slot's index is (offset in page * magic) >> 32
 	slots   int       // slots per slab
@@ -62,7 +59,6 @@ func (z *smallZone) init(n int64) error {
 		return err
 	}
 	for c := range z.classes {
-		z.classes[c] = class{cur: noPage}
 		if c == 0 {
 			continue
 		}
@@ -116,7 +112,7 @@ func (z *smallZone) take(cl *class, pg int) offset {
 	}
 	if s.nfree--; s.nfree == 0 {
 		cl.partial.remove(pg)
-		cl.cur = cl.partial.first()
+		cl.next = cl.partial.first() + 1
 	}
 	cl.inUse++
 	z.used += int64(cl.size)
@@ -132,12 +128,12 @@ func (z *smallZone) take(cl *class, pg int) offset {
 func (h *Heap) allocSmall(c uint8, size int) ([]byte, error) {
 	z := &h.small
 	cl := &z.classes[c]
-	if cl.cur == noPage {
+	if cl.next == 0 {
 		if err := h.newSlab(c); err != nil {
 			return nil, err
 		}
 	}
-	p := z.take(cl, cl.cur)
+	p := z.take(cl, cl.next-1)
 	h.live += int64(size)
 	return z.bytes(p, size), nil
 }
@@ -178,7 +174,7 @@ func (h *Heap) newSlab(c uint8) error {
 	}
 	cl.partial.grow(pg + 1)
 	cl.partial.add(pg)
-	cl.cur = cl.partial.first()
+	cl.next = cl.partial.first() + 1
 	cl.slabs++
 	z.nSlabs++
 	return nil
@@ -239,8 +235,8 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	h.live -= int64(min(uintptr(len(b)), cl.size))
 	if s.nfree++; s.nfree == 1 {
 		cl.partial.add(pg)
-		if cl.cur == noPage || pg < cl.cur {
-			cl.cur = pg
+		if cl.next == 0 || pg < cl.next-1 {
+			cl.next = pg + 1
 		}
 	}
 	if int(s.nfree) == cl.slots {
@@ -253,8 +249,8 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 func (h *Heap) freeSlab(cl *class, pg int) {
 	z := &h.small
 	cl.partial.remove(pg)
-	if cl.cur == pg {
-		cl.cur = cl.partial.first()
+	if cl.next == pg+1 {
+		cl.next = cl.partial.first() + 1
 	}
 	cl.spare = append(cl.spare, z.slabs[pg].bits)
 	z.slabs[pg] = slab{}

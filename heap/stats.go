@@ -123,8 +123,8 @@ func (h *Heap) Metadata() int64 {
 // returns how many bytes it gave back: Footprint drops by as much. Blocks
 // and slabs in use stay where they are.
 func (h *Heap) Trim() (int64, error) {
-	if h.closed {
-		return 0, ErrClosed
+	if h.small.base == nil {
+		return 0, h.unusable()
 	}
 	n := h.purgeAll()
 	h.checkSlow()

@@ -60,6 +60,22 @@ func (v vm) resident(lo, hi int64) (int64, error) {
 	return int64(n), err
 }
 
+// residentPages returns, for each page of [lo, hi), whether it is in
+// physical memory (mincore's vector: bit 0 of each byte).
+func (v vm) residentPages(lo, hi int64) ([]byte, error) {
+	vec := make([]byte, (hi-lo)/pageSize)
+	if len(vec) == 0 {
+		return vec, nil
+	}
+	// The range starts on a page, so it can be handed to mincore as it is;
+	// the conversions stay inside the call so the slices are kept alive.
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&v.raw[lo])), uintptr(hi-lo), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return nil, errno
+	}
+	return vec, nil
+}
+
 // contains reports whether the bytes of b, up to its capacity, lie wholly
 // inside the reservation.
 func (v vm) contains(b []byte) bool {
