@@ -12,7 +12,8 @@ import "unsafe"
 type offset uintptr
 
 // link is a block's offset in granules, in the 32 bits a free block has
-// room for (MaxLimit keeps every offset below 2^36). The zero link is none.
+// room for (the best-fit zone reserves at most 64 GiB, 2^32 granules).
+// The zero link is none.
 type link uint32
 
 func (o offset) link() link   { return link(o >> granShift) }

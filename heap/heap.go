@@ -38,8 +38,7 @@ const (
 	// MaxAlign is the largest alignment Alloc accepts (4 KiB).
 	MaxAlign = 4096
 	// MaxLimit is the largest Limit (32 GiB): the best-fit zone's links
-	// are 32-bit numbers of 16-byte granules, and each zone reserves
-	// twice the Limit.
+	// are 32-bit numbers of 16-byte granules, which address 64 GiB.
 	MaxLimit = 32 << 30
 	// DefaultRetain is how many bytes of free pages the heap keeps in
 	// physical memory, for reuse without a page fault, when no Retain
@@ -67,7 +66,10 @@ type Heap struct {
 	retain int   // free resident pages kept before purging: Retain in pages
 	dirty  int   // free pages of both zones that are not clean
 	ring   purgeRing
+	purges int64 // Stats.Purges
 	closed bool
+
+	meta, metaGen int64 // Metadata's last figure, and the count of changes it saw
 
 	slowCalls uint64 // slow-path calls, for checked builds' checkSlow
 }
@@ -79,13 +81,15 @@ type Option struct {
 
 type config struct {
 	limit, retain int64
+	retainSet     bool
 }
 
 // Limit caps the heap's Footprint, the bytes of memory it holds, at n
 // (rounded up to whole pages; by default the machine's physical memory,
 // at most MaxLimit: see DefaultLimit). Each of the heap's two zones
-// reserves twice the limit in address space on Linux, which costs no
-// memory. n must be from 8 KiB to MaxLimit.
+// reserves four times the limit in address space on Linux (the best-fit
+// zone at most 64 GiB), which costs no memory: a zone whose free pages
+// went back to the OS can still grow. n must be from 8 KiB to MaxLimit.
 func Limit(n int64) Option {
 	return Option{func(c *config) error {
 		if n < minLimit || n > MaxLimit {
@@ -98,7 +102,8 @@ func Limit(n int64) Option {
 
 // Retain sets how many bytes of free pages the heap keeps in physical
 // memory before it gives the oldest back to the OS (default
-// DefaultRetain, rounded up to whole pages). Retained pages are reused
+// DefaultRetain, or the Limit if that is smaller; rounded up to whole
+// pages). Retained pages are reused
 // without a page fault; Retain(0) gives every free page back at once,
 // the least RSS for the most system calls. n must be from 0 to the Limit.
 func Retain(n int64) Option {
@@ -106,7 +111,7 @@ func Retain(n int64) Option {
 		if n < 0 || n > MaxLimit {
 			return fmt.Errorf("%w: Retain(%d): want 0 to %d bytes", ErrOption, n, int64(MaxLimit))
 		}
-		c.retain = n
+		c.retain, c.retainSet = n, true
 		return nil
 	}}
 }
@@ -131,8 +136,11 @@ func New(opts ...Option) (*Heap, error) {
 			return nil, err
 		}
 	}
-	if c.retain > c.limit {
+	switch {
+	case c.retainSet && c.retain > c.limit:
 		return nil, fmt.Errorf("%w: Retain(%d) above the Limit %d", ErrOption, c.retain, c.limit)
+	case !c.retainSet:
+		c.retain = min(c.retain, c.limit)
 	}
 	limit := roundUp(c.limit, pageSize)
 	h := &Heap{limit: limit, retain: int(roundUp(c.retain, pageSize) / pageSize)}

@@ -44,6 +44,7 @@ type zonePages struct {
 	free      searchSet      // page i is free
 	clean     bitset         // page i is free and clean
 	nClean    int            // pages clean
+	commits   int64          // calls that committed more
 }
 
 func (z *zonePages) init(n int64) error {
@@ -95,6 +96,7 @@ func (z *zonePages) commit(end int64) error {
 	}
 	z.nClean += hi - lo
 	z.committed = to
+	z.commits++
 	return nil
 }
 
@@ -281,6 +283,7 @@ func (h *Heap) purgeRun(run pageRun) {
 			}
 			z.nClean += b - a
 			h.dirty -= b - a
+			h.purges++
 		}
 		i = b
 	}

@@ -52,6 +52,8 @@ type smallZone struct {
 	classes [numClasses]class
 	used    int64 // bytes of slots in use: Used's part
 	nSlabs  int
+
+	slabEvents int64 // slabs made and freed, for Metadata
 }
 
 func (z *smallZone) init(n int64) error {
@@ -177,6 +179,7 @@ func (h *Heap) newSlab(c uint8) error {
 	cl.next = cl.partial.first() + 1
 	cl.slabs++
 	z.nSlabs++
+	z.slabEvents++
 	return nil
 }
 
@@ -256,6 +259,7 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	z.slabs[pg] = slab{}
 	cl.slabs--
 	z.nSlabs--
+	z.slabEvents++
 	h.released(smallID, pg, pg+1)
 }
 

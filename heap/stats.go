@@ -38,6 +38,9 @@ type Stats struct {
 	// the free pages that wait in physical memory to be reused or given
 	// back: at most the Retain, when the heap can give pages back.
 	Committed, Clean, Dirty int64
+	// Purges counts the system calls that gave free pages back to the OS
+	// (one per stretch of pages), since New.
+	Purges int64
 	// Classes describes each size class, smallest first.
 	Classes []ClassStats
 }
@@ -76,6 +79,7 @@ func (h *Heap) Stats() Stats {
 		Committed:   h.small.committed + h.mid.committed,
 		Clean:       int64(h.small.nClean+h.mid.nClean) << pageShift,
 		Dirty:       int64(h.dirty) << pageShift,
+		Purges:      h.purges,
 		Classes:     make([]ClassStats, numClasses-1),
 	}
 	for c := 1; c < numClasses; c++ {
@@ -108,6 +112,15 @@ func (h *Heap) Stats() Stats {
 // of fixed size in the Heap itself. On a heap of small objects this comes
 // to about 0.3% of the footprint, on one of larger blocks under 0.1%.
 func (h *Heap) Metadata() int64 {
+	// The figure changes only when a slice grows: when a zone commits, or
+	// a slab is made or freed. It is kept from one change to the next.
+	if gen := h.small.commits + h.mid.commits + h.small.slabEvents; gen != h.metaGen || h.meta == 0 {
+		h.meta, h.metaGen = h.metadata(), gen
+	}
+	return h.meta
+}
+
+func (h *Heap) metadata() int64 {
 	n := int64(cap(h.small.slabs))*8 + int64(cap(h.mid.first))*2
 	for _, z := range []*zonePages{&h.small.zonePages, &h.mid.zonePages} {
 		n += z.free.bytes() + int64(cap(z.clean))*8
