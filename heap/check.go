@@ -43,9 +43,10 @@ import (
 // it cannot make pages resident.
 func (h *Heap) check() error {
 	if h.closed {
-		if h.small.base != nil || h.mid.base != nil || h.live != 0 || h.small.committed != 0 || h.mid.committed != 0 {
-			return fmt.Errorf("closed heap keeps memory: small %p (%d bytes), best fit %p (%d bytes), live %d",
-				h.small.base, h.small.committed, h.mid.base, h.mid.committed, h.live)
+		for _, z := range h.zones() {
+			if z.base != nil || z.committed != 0 || h.live != 0 {
+				return fmt.Errorf("closed heap keeps memory: a zone at %p of %d bytes, live %d", z.base, z.committed, h.live)
+			}
 		}
 		return nil
 	}
@@ -56,14 +57,10 @@ func (h *Heap) check() error {
 		return fmt.Errorf("best-fit zone: %w", err)
 	}
 	dirty := 0
-	for _, z := range []*zonePages{&h.small.zonePages, &h.mid.zonePages} {
-		name := "small zone"
-		if z == &h.mid.zonePages {
-			name = "best-fit zone"
-		}
+	for id, z := range h.zones() {
 		d, err := z.checkPages()
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", []string{"small zone", "best-fit zone"}[id], err)
 		}
 		dirty += d
 	}
@@ -79,12 +76,13 @@ func (h *Heap) check() error {
 		}
 	}
 	fp := h.Footprint()
-	usable := h.small.used + h.mid.used - headerSize*h.mid.blocks
+	used := h.small.used + h.mid.used
+	usable := used - headerSize*h.mid.blocks
 	switch {
 	case fp > h.limit:
 		return fmt.Errorf("footprint %d above the limit %d", fp, h.limit)
-	case h.small.used+h.mid.used > fp:
-		return fmt.Errorf("used %d above the footprint %d", h.small.used+h.mid.used, fp)
+	case used > fp:
+		return fmt.Errorf("used %d above the footprint %d", used, fp)
 	case h.live < 0 || h.live > usable:
 		return fmt.Errorf("live %d: want 0 to the usable bytes of the blocks in use, %d", h.live, usable)
 	}

@@ -147,10 +147,11 @@ func New(opts ...Option) (*Heap, error) {
 	if err := h.small.init(reserveFactor * limit); err != nil {
 		return nil, err
 	}
-	if err := h.mid.init(reserveFactor * limit); err != nil {
+	if err := h.mid.init(h, midID, reserveFactor*limit); err != nil {
 		h.small.vm.release()
 		return nil, err
 	}
+
 	return h, nil
 }
 
@@ -216,7 +217,7 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := h.allocMid(size, align)
+	b, err := h.mid.allocMid(size, align)
 	if err != nil {
 		return nil, fmt.Errorf("Alloc(%d, %d): %w", size, align, err)
 	}
@@ -246,7 +247,7 @@ func (h *Heap) Free(b []byte) error {
 	if err != nil {
 		return h.notOwned(b, err)
 	}
-	h.freeMid(p, len(b))
+	h.mid.freeMid(p, len(b))
 	return nil
 }
 
@@ -299,7 +300,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 	default:
 		var p offset
 		if p, err = h.mid.owned(a); err == nil {
-			return h.reallocMid(b, p, size)
+			return h.mid.reallocMid(b, p, size)
 		}
 		err = h.notOwned(b, err)
 	}

@@ -60,12 +60,17 @@ func (h *Heap) Map() heapmap.Map {
 	if z.committed > 0 {
 		m.Regions = append(m.Regions, heapmap.Region{Off: 0, Len: z.committed, Label: "small classes"})
 	}
-	mz := &h.mid
+	h.mid.appendMap(&m)
+	return m
+}
+
+// appendMap appends the zone's committed memory to m, as a region.
+func (mz *midZone) appendMap(m *heapmap.Map) {
 	if mz.committed == 0 {
-		return m
+		return
 	}
 	start := m.Size
-	mz.appendFree(&m, heapmap.Padding, 0, firstBlock-headerSize)
+	mz.appendFree(m, heapmap.Padding, 0, firstBlock-headerSize)
 	for p := firstBlock; p < mz.top; {
 		hd := *mz.hdr(p)
 		s := offset(hd.size())
@@ -73,13 +78,12 @@ func (h *Heap) Map() heapmap.Map {
 			m.Append(heapmap.Header, 0, headerSize)
 			m.Append(heapmap.Live, 0, int64(s-headerSize))
 		} else {
-			mz.appendFree(&m, heapmap.Free, p-headerSize, p-headerSize+s)
+			mz.appendFree(m, heapmap.Free, p-headerSize, p-headerSize+s)
 		}
 		p += s
 	}
-	mz.appendFree(&m, heapmap.Unused, mz.top-headerSize, offset(mz.committed))
+	mz.appendFree(m, heapmap.Unused, mz.top-headerSize, offset(mz.committed))
 	m.Regions = append(m.Regions, heapmap.Region{Off: start, Len: m.Size - start, Label: "best fit"})
-	return m
 }
 
 // appendFree appends the bytes [lo, hi) of the zone, free memory, as kind

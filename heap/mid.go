@@ -20,6 +20,8 @@ import (
 
 type midZone struct {
 	zonePages
+	h     *Heap    // the heap the zone is part of: its Live, Limit and purge ring
+	id    zoneID   // the zone's name in the purge ring
 	top   offset   // payload offset of the top; the last block ends at top-8
 	first []uint16 // per committed page: the first-start table (see block.go)
 	idx   index
@@ -28,7 +30,8 @@ type midZone struct {
 	freeBlocks, freeBytes int64 // the free blocks in the index
 }
 
-func (m *midZone) init(n int64) error {
+func (m *midZone) init(h *Heap, id zoneID, n int64) error {
+	m.h, m.id = h, id
 	if n > 1<<(32+granShift) {
 		n = 1 << (32 + granShift) // links are 32-bit granule numbers
 	}
@@ -64,9 +67,10 @@ func (m *midZone) commitTo(end offset) error {
 
 // fits returns an error if taking the bytes [lo, hi) of the zone would
 // take the Footprint past the Limit: if they touch too many clean pages.
-func (h *Heap) fits(lo, hi offset) error {
+func (m *midZone) fits(lo, hi offset) error {
+	h := m.h
 	a, b := pagesOver(lo, hi)
-	n := int64(h.mid.cleanIn(a, min(b, h.mid.pages()))) << pageShift
+	n := int64(m.cleanIn(a, min(b, m.pages()))) << pageShift
 	if n > 0 && h.Footprint()+n > h.limit {
 		return fmt.Errorf("%w: the block would take the footprint %d past the limit %d", ErrExhausted, h.Footprint()+n, h.limit)
 	}
@@ -77,42 +81,44 @@ func (h *Heap) fits(lo, hi offset) error {
 // a block or a boundary tag is about to lie there. Checked builds fill
 // those that were clean with poison first: the rest of such a page may
 // belong to a free block, whose bytes must read as poison.
-func (h *Heap) midUsed(lo, hi offset) {
+func (m *midZone) midUsed(lo, hi offset) {
+	h := m.h
 	a, b := pagesOver(lo, hi)
-	b = min(b, h.mid.pages())
+	b = min(b, m.pages())
 	if invariants.Enabled {
 		for i := a; i < b; i++ {
-			if h.mid.clean.has(i) {
-				poison(h.mid.bytes(offset(i)<<pageShift, pageSize))
+			if m.clean.has(i) {
+				poison(m.bytes(offset(i)<<pageShift, pageSize))
 			}
 		}
 	}
-	h.used(&h.mid.zonePages, a, b)
+	h.used(&m.zonePages, a, b)
 }
 
 // midReleased marks the whole pages of [lo, hi) that also touch the bytes
 // [near, nearEnd) free: the pages a free block or the top gained when the
 // bytes [near, nearEnd) were freed.
-func (h *Heap) midReleased(lo, hi, near, nearEnd offset) {
+func (m *midZone) midReleased(lo, hi, near, nearEnd offset) {
+	h := m.h
 	a, b := pageRange(lo, hi)
 	c, d := pagesOver(near, nearEnd)
-	h.released(midID, max(a, c), min(b, d, h.mid.pages()))
+	h.released(m.id, max(a, c), min(b, d, m.pages()))
 }
 
 // allocMid returns a best-fit block of size bytes aligned to align.
-func (h *Heap) allocMid(size, align int) ([]byte, error) {
-	m := &h.mid
+func (m *midZone) allocMid(size, align int) ([]byte, error) {
+	h := m.h
 	s := blockSize(size)
 	var p offset
 	var err error
 	switch {
 	case align > granule:
-		p, err = h.allocAligned(s, uintptr(align))
+		p, err = m.allocAligned(s, uintptr(align))
 	default:
 		if p = m.find(s); p != 0 {
-			err = h.take(p, s)
+			err = m.take(p, s)
 		} else {
-			p, err = h.fromTop(s)
+			p, err = m.fromTop(s)
 		}
 	}
 	if err != nil {
@@ -125,21 +131,20 @@ func (h *Heap) allocMid(size, align int) ([]byte, error) {
 // take hands out s bytes of the free block at p: all of it when the rest
 // would be smaller than minBlock, else the first s bytes, the rest
 // becoming a free block.
-func (h *Heap) take(p offset, s uintptr) error {
-	m := &h.mid
+func (m *midZone) take(p offset, s uintptr) error {
 	b := m.hdr(p).size()
 	split := b-s >= minBlock
 	hi := p - headerSize + offset(b)
 	if split {
 		hi = p + offset(s) + headerSize // the rest's header and links
 	}
-	if err := h.fits(p-headerSize, hi); err != nil {
+	if err := m.fits(p-headerSize, hi); err != nil {
 		return err
 	}
 	if invariants.Enabled {
 		m.verifyPoison(p, b, p, s)
 	}
-	h.midUsed(p-headerSize, hi)
+	m.midUsed(p-headerSize, hi)
 	if split {
 		r := p + offset(s)
 		m.setFree(r, b-s) // its footer is p's
@@ -175,17 +180,17 @@ func (m *midZone) use(p offset, b, s uintptr, prevInUse bool) {
 }
 
 // fromTop carves a block of s bytes from the bottom of the top.
-func (h *Heap) fromTop(s uintptr) (offset, error) {
-	m := &h.mid
+func (m *midZone) fromTop(s uintptr) (offset, error) {
+	h := m.h
 	p := m.top
 	end := p - headerSize + offset(s)
 	if err := m.commitTo(end); err != nil {
 		return 0, err
 	}
-	if err := h.fits(p-headerSize, end); err != nil {
+	if err := m.fits(p-headerSize, end); err != nil {
 		return 0, err
 	}
-	h.midUsed(p-headerSize, end)
+	m.midUsed(p-headerSize, end)
 	*m.hdr(p) = mkHeader(s, true, true) // the block before the top is in use
 	m.addStart(p)
 	m.top = p + offset(s)
@@ -199,8 +204,8 @@ func (h *Heap) fromTop(s uintptr) (offset, error) {
 // MaxAlign). It takes a free block of s+align+16 bytes, or the top: enough
 // that an aligned address lies either at its start or at least minBlock
 // into it, the bytes before becoming a free block.
-func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
-	m := &h.mid
+func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
+	h := m.h
 	p := m.find(s + align + granule)
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
@@ -222,12 +227,12 @@ func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
 		if err := m.commitTo(end); err != nil {
 			return 0, err
 		}
-		if err := h.fits(p-headerSize, end); err != nil {
+		if err := m.fits(p-headerSize, end); err != nil {
 			return 0, err
 		}
-		h.midUsed(lo, end)
+		m.midUsed(lo, end)
 		if gap > 0 {
-			h.midUsed(p-headerSize, p+headerSize) // the gap's header and links
+			m.midUsed(p-headerSize, p+headerSize) // the gap's header and links
 			if invariants.Enabled {
 				m.poisonFree(p, p+offset(gap)-headerSize) // fresh from the top
 			}
@@ -247,13 +252,13 @@ func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
 	if b-gap-s >= minBlock {
 		hi = q + offset(s) + headerSize
 	}
-	if err := h.fits(lo, hi); err != nil {
+	if err := m.fits(lo, hi); err != nil {
 		return 0, err
 	}
 	if invariants.Enabled {
 		m.verifyPoison(p, b, q, s)
 	}
-	h.midUsed(lo, hi)
+	m.midUsed(lo, hi)
 	m.remove(p, b)
 	if gap > 0 {
 		m.setFree(p, gap)
@@ -340,8 +345,8 @@ func (m *midZone) blockAt(p offset) offset {
 
 // freeMid frees the block in use at p; n is the length of the slice the
 // caller held.
-func (h *Heap) freeMid(p offset, n int) {
-	m := &h.mid
+func (m *midZone) freeMid(p offset, n int) {
+	h := m.h
 	hd := *m.hdr(p)
 	s := hd.size()
 	h.live -= int64(min(uintptr(n), s-headerSize))
@@ -362,22 +367,21 @@ func (h *Heap) freeMid(p offset, n int) {
 		}
 		p, s = q, s+ps
 	}
-	h.releaseMid(p, s, x, xEnd)
+	m.releaseMid(p, s, x, xEnd)
 }
 
 // releaseMid makes the s bytes at p a free block, merged with the block
 // after it if that is free, or into the top. The block before it is in
 // use; [x, xEnd) are the bytes just freed, which the pages gaining their
 // freedom touch.
-func (h *Heap) releaseMid(p offset, s uintptr, x, xEnd offset) {
-	m := &h.mid
+func (m *midZone) releaseMid(p offset, s uintptr, x, xEnd offset) {
 	near, nearEnd := max(x, 2*headerSize)-2*headerSize, xEnd+2*headerSize // with the neighbours' tags
 	next := p + offset(s)
 	if next == m.top {
 		m.removeStart(p, 0)
 		m.top = p
-		h.midReleased(m.topStart(), offset(m.committed), near, nearEnd)
-		h.midReleased(m.topStart(), offset(m.committed), p-2*headerSize, p+headerSize) // p's header and links, if p was free; the first word if p is the first block
+		m.midReleased(m.topStart(), offset(m.committed), near, nearEnd)
+		m.midReleased(m.topStart(), offset(m.committed), p-2*headerSize, p+headerSize) // p's header and links, if p was free; the first word if p is the first block
 		return
 	}
 	nh := *m.hdr(next)
@@ -394,12 +398,12 @@ func (h *Heap) releaseMid(p offset, s uintptr, x, xEnd offset) {
 	}
 	m.setFree(p, s)
 	m.insert(p, s)
-	h.midReleased(p+headerSize, p+offset(s)-2*headerSize, near, nearEnd)
+	m.midReleased(p+headerSize, p+offset(s)-2*headerSize, near, nearEnd)
 }
 
 // reallocMid resizes the block in use at p, which b starts.
-func (h *Heap) reallocMid(b []byte, p offset, size int) ([]byte, error) {
-	m := &h.mid
+func (m *midZone) reallocMid(b []byte, p offset, size int) ([]byte, error) {
+	h := m.h
 	switch {
 	case size < 0:
 		return nil, fmt.Errorf("%w: Realloc(%d): size is negative (want >= 0)", ErrSize, size)
@@ -421,17 +425,17 @@ func (h *Heap) reallocMid(b []byte, p offset, size int) ([]byte, error) {
 				poison(m.bytes(t, int(s-need-headerSize)))
 			}
 			m.addStart(t)
-			h.releaseMid(t, s-need, t-headerSize, next-headerSize)
+			m.releaseMid(t, s-need, t-headerSize, next-headerSize)
 		}
 	case next == m.top:
 		end := p - headerSize + offset(need)
 		if err := m.commitTo(end); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
-		if err := h.fits(next-headerSize, end); err != nil {
+		if err := m.fits(next-headerSize, end); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
-		h.midUsed(next-headerSize, end)
+		m.midUsed(next-headerSize, end)
 		*m.hdr(p) = mkHeader(need, true, hd.prevInUse())
 		m.top = p + offset(need)
 		m.used += int64(need - s)
@@ -441,13 +445,13 @@ func (h *Heap) reallocMid(b []byte, p offset, size int) ([]byte, error) {
 		if s+ns-need >= minBlock {
 			hi = p + offset(need) + headerSize
 		}
-		if err := h.fits(next-headerSize, hi); err != nil {
+		if err := m.fits(next-headerSize, hi); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
 		if invariants.Enabled {
 			m.verifyPoison(next, ns, p, need)
 		}
-		h.midUsed(next-headerSize, hi)
+		m.midUsed(next-headerSize, hi)
 		m.remove(next, ns)
 		m.removeStart(next, next+offset(ns))
 		m.used -= int64(s)

@@ -198,6 +198,11 @@ func (h *Heap) zone(id zoneID) *zonePages {
 	return &h.mid.zonePages
 }
 
+// zones returns the pages of every zone.
+func (h *Heap) zones() []*zonePages {
+	return []*zonePages{&h.small.zonePages, &h.mid.zonePages}
+}
+
 // used marks the free pages of [lo, hi) of zone z as used: a block, slab
 // or tag now lies on them.
 func (h *Heap) used(z *zonePages, lo, hi int) {

@@ -57,7 +57,9 @@ type ClassStats struct {
 
 // Footprint returns Stats().Footprint in O(1), for callers that sample it
 // often, such as the lab's replayer.
-func (h *Heap) Footprint() int64 { return h.small.footprint() + h.mid.footprint() }
+func (h *Heap) Footprint() int64 {
+	return h.small.footprint() + h.mid.footprint()
+}
 
 // Stats returns the heap's statistics. It costs one mincore per zone over
 // its committed pages.
@@ -92,7 +94,7 @@ func (h *Heap) Stats() Stats {
 		return st
 	}
 	st.Largest = int64(h.mid.largest())
-	for _, z := range []*zonePages{&h.small.zonePages, &h.mid.zonePages} {
+	for _, z := range h.zones() {
 		if z.committed > 0 {
 			if n, err := z.vm.resident(0, z.committed); err == nil {
 				st.Resident += n
@@ -122,7 +124,7 @@ func (h *Heap) Metadata() int64 {
 
 func (h *Heap) metadata() int64 {
 	n := int64(cap(h.small.slabs))*8 + int64(cap(h.mid.first))*2
-	for _, z := range []*zonePages{&h.small.zonePages, &h.mid.zonePages} {
+	for _, z := range h.zones() {
 		n += z.free.bytes() + int64(cap(z.clean))*8
 	}
 	for c := 1; c < numClasses; c++ {
