@@ -38,37 +38,6 @@ func (s bitset) count(lo, hi int) int {
 	return n
 }
 
-// countAnd returns how many bits of [lo, hi) are set in both s and t.
-func (s bitset) countAnd(t bitset, lo, hi int) int {
-	n := 0
-	for w := lo / 64; w*64 < hi; w++ {
-		n += bits.OnesCount64(s[w] & t[w] & mask(w, lo, hi))
-	}
-	return n
-}
-
-// total returns how many bits are set.
-func (s bitset) total() int {
-	n := 0
-	for _, w := range s {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
-
-// next returns the first set bit at or after i and below end, or -1.
-func (s bitset) next(i, end int) int {
-	for w := i / 64; w*64 < end; w++ {
-		if m := s[w] & mask(w, i, end); m != 0 {
-			if j := w*64 + bits.TrailingZeros64(m); j < end {
-				return j
-			}
-			return -1
-		}
-	}
-	return -1
-}
-
 // searchSet is a bitset with a summary, one bit per word that is not
 // zero, so that its first member is found by reading a few words: one per
 // 4096 bits of the set, rather than one per 64.

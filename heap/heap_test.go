@@ -69,8 +69,8 @@ func TestAlloc(t *testing.T) {
 		{209, 1, true, 224},
 		{256, 1, true, 256},
 		{256, 256, true, 256},
-		{200, 512, false, 200 + 8 + 15&^15 - 8}, // no class is aligned to 512
-		{257, 1, false, 264},                    // 257 + 8 rounded up to 16, less the header
+		{200, 512, false, 200}, // no class is aligned to 512: a block of 208 bytes
+		{257, 1, false, 264},   // 257 + 8 rounded up to 16, less the header
 		{1000, 1, false, 1000},
 		{1001, 1, false, 1016},
 		{4096, 4096, false, 4104},

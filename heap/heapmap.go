@@ -12,7 +12,8 @@ import "github.com/carvelab/carve/heapmap"
 //	                       Padding for the tail past the last slot; a free
 //	                       page: Free while resident (a run of such pages is
 //	                       one hole), Reserved once given back
-//	best-fit zone:         Padding for the first 8 bytes; each block in use
+//	best-fit zone:         Padding for the first 8 bytes (Reserved while
+//	                       their page is clean); each block in use
 //	                       a Header and Live (its usable bytes); each free
 //	                       block Free, but its clean pages Reserved; the top
 //	                       Unused, its clean pages Reserved
