@@ -144,7 +144,10 @@ func (h *Heap) allocSmall(c uint8, size int) ([]byte, error) {
 // more of the zone if no page is free.
 func (h *Heap) newSlab(c uint8) error {
 	z := &h.small
-	pg := z.free.first()
+	pg := h.dirtySmallPage()
+	if pg < 0 {
+		pg = z.free.first()
+	}
 	if pg < 0 {
 		if err := z.commit(z.committed + pageSize); err != nil {
 			return fmt.Errorf("a slab of the %d-byte class: %w", classSize[c], err)
@@ -181,6 +184,27 @@ func (h *Heap) newSlab(c uint8) error {
 	z.nSlabs++
 	z.slabEvents++
 	return nil
+}
+
+// dirtySmallPage returns a free page of the small zone that is still
+// resident, the most recently freed the purge ring knows, or -1: a slab
+// made there costs neither a page fault nor, later, a purge.
+func (h *Heap) dirtySmallPage() int {
+	z := &h.small
+	r := &h.ring
+	for i := r.n - 1; i >= 0; i-- {
+		x := r.at(i)
+		if x.zone != smallID {
+			continue
+		}
+		lo, hi := int(x.lo), min(int(x.hi), z.pages())
+		for w := (hi - 1) / 64; w >= lo/64 && hi > lo; w-- {
+			if m := z.free.words[w] &^ z.clean[w] & mask(w, lo, hi); m != 0 {
+				return w*64 + 63 - bits.LeadingZeros64(m)
+			}
+		}
+	}
+	return -1
 }
 
 // slot finds the slot in use that starts at offset off of the zone, in
