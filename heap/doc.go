@@ -23,9 +23,10 @@
 // apart from the page's start, with no header, and one bit per slot in Go
 // memory says which are free. A class allocates the lowest free slot of
 // its lowest slab that has one, and a new slab takes the zone's lowest
-// free page, so live slots pack towards the bottom of the zone and slabs
-// higher up drain. A slab whose last slot is freed gives its page back to
-// the zone at once.
+// free page (or, first, a free page not yet given back to the OS, which
+// costs no page fault), so live slots pack towards the bottom of the zone
+// and slabs higher up drain. A slab whose last slot is freed gives its
+// page back to the zone at once.
 //
 // The best-fit zone serves the rest: fit's best fit (see package fit) over
 // one region. A block has an 8-byte boundary tag in front, sizes are
@@ -78,8 +79,9 @@
 //
 // Alloc of a small request: a table lookup, the first set bit of at most
 // 8 words, a few counters; when the class has no free slot, a new slab:
-// the zone's lowest free page (one word read per 16 MiB of the zone) and,
-// every so often, an mprotect to commit more. Free of a slot: a multiply
+// a resident free page from the purge queue (a scan of its at most 64
+// ranges) or the zone's lowest free page (one word read per 16 MiB of the
+// zone) and, every so often, an mprotect to commit more. Free of a slot: a multiply
 // and a bit; when the slab empties, its page goes to the purge queue.
 // Alloc of a best-fit block: a bin, or a treap search in O(log n) of the
 // free blocks of 1 KiB or more; Free: the walk of one page's headers,

@@ -16,8 +16,9 @@ import (
 // bitmap in Go memory (bit set: free), so a slot in use carries no header
 // and a free one holds nothing the heap reads. A class allocates from its
 // lowest slab with a free slot (its partial set's first member), and a
-// new slab takes the zone's lowest free page: both keep the live slots
-// packed towards the bottom of the zone, so that slabs high up drain. A
+// new slab takes a free page still resident if the purge ring holds one,
+// else the zone's lowest free page: both keep the live slots packed
+// towards the bottom of the zone, so that slabs high up drain. A
 // slab whose last slot is freed gives its page back to the zone at once:
 // the page is free, dirty until the purge ring gives it back to the OS.
 
@@ -140,8 +141,9 @@ func (h *Heap) allocSmall(c uint8, size int) ([]byte, error) {
 	return z.bytes(p, size), nil
 }
 
-// newSlab makes the zone's lowest free page a slab of class c, committing
-// more of the zone if no page is free.
+// newSlab makes a free page a slab of class c (one still resident if the
+// purge ring knows one, else the zone's lowest), committing more of the
+// zone if no page is free.
 func (h *Heap) newSlab(c uint8) error {
 	z := &h.small
 	pg := h.dirtySmallPage()
