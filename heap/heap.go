@@ -217,7 +217,7 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := h.mid.allocMid(size, align)
+	b, err := h.mid.alloc(size, align)
 	if err != nil {
 		return nil, fmt.Errorf("Alloc(%d, %d): %w", size, align, err)
 	}
@@ -247,7 +247,7 @@ func (h *Heap) Free(b []byte) error {
 	if err != nil {
 		return h.notOwned(b, err)
 	}
-	h.mid.freeMid(p, len(b))
+	h.mid.freeBlock(p, len(b))
 	return nil
 }
 
@@ -300,7 +300,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 	default:
 		var p offset
 		if p, err = h.mid.owned(a); err == nil {
-			return h.mid.reallocMid(b, p, size)
+			return h.mid.realloc(b, p, size)
 		}
 		err = h.notOwned(b, err)
 	}

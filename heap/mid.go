@@ -77,11 +77,11 @@ func (m *midZone) fits(lo, hi offset) error {
 	return nil
 }
 
-// midUsed marks the pages the bytes [lo, hi) of the zone touch as used:
+// markUsed marks the pages the bytes [lo, hi) of the zone touch as used:
 // a block or a boundary tag is about to lie there. Checked builds fill
 // those that were clean with poison first: the rest of such a page may
 // belong to a free block, whose bytes must read as poison.
-func (m *midZone) midUsed(lo, hi offset) {
+func (m *midZone) markUsed(lo, hi offset) {
 	h := m.h
 	a, b := pagesOver(lo, hi)
 	b = min(b, m.pages())
@@ -95,18 +95,18 @@ func (m *midZone) midUsed(lo, hi offset) {
 	h.used(&m.zonePages, a, b)
 }
 
-// midReleased marks the whole pages of [lo, hi) that also touch the bytes
+// markReleased marks the whole pages of [lo, hi) that also touch the bytes
 // [near, nearEnd) free: the pages a free block or the top gained when the
 // bytes [near, nearEnd) were freed.
-func (m *midZone) midReleased(lo, hi, near, nearEnd offset) {
+func (m *midZone) markReleased(lo, hi, near, nearEnd offset) {
 	h := m.h
 	a, b := pageRange(lo, hi)
 	c, d := pagesOver(near, nearEnd)
 	h.released(m.id, max(a, c), min(b, d, m.pages()))
 }
 
-// allocMid returns a best-fit block of size bytes aligned to align.
-func (m *midZone) allocMid(size, align int) ([]byte, error) {
+// alloc returns a best-fit block of size bytes aligned to align.
+func (m *midZone) alloc(size, align int) ([]byte, error) {
 	h := m.h
 	s := blockSize(size)
 	var p offset
@@ -144,7 +144,7 @@ func (m *midZone) take(p offset, s uintptr) error {
 	if invariants.Enabled {
 		m.verifyPoison(p, b, p, s)
 	}
-	m.midUsed(p-headerSize, hi)
+	m.markUsed(p-headerSize, hi)
 	if split {
 		r := p + offset(s)
 		m.setFree(r, b-s) // its footer is p's
@@ -190,7 +190,7 @@ func (m *midZone) fromTop(s uintptr) (offset, error) {
 	if err := m.fits(p-headerSize, end); err != nil {
 		return 0, err
 	}
-	m.midUsed(p-headerSize, end)
+	m.markUsed(p-headerSize, end)
 	*m.hdr(p) = mkHeader(s, true, true) // the block before the top is in use
 	m.addStart(p)
 	m.top = p + offset(s)
@@ -230,9 +230,9 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 		if err := m.fits(p-headerSize, end); err != nil {
 			return 0, err
 		}
-		m.midUsed(lo, end)
+		m.markUsed(lo, end)
 		if gap > 0 {
-			m.midUsed(p-headerSize, p+headerSize) // the gap's header and links
+			m.markUsed(p-headerSize, p+headerSize) // the gap's header and links
 			if invariants.Enabled {
 				m.poisonFree(p, p+offset(gap)-headerSize) // fresh from the top
 			}
@@ -258,7 +258,7 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 	if invariants.Enabled {
 		m.verifyPoison(p, b, q, s)
 	}
-	m.midUsed(lo, hi)
+	m.markUsed(lo, hi)
 	m.remove(p, b)
 	if gap > 0 {
 		m.setFree(p, gap)
@@ -343,9 +343,9 @@ func (m *midZone) blockAt(p offset) offset {
 	}
 }
 
-// freeMid frees the block in use at p; n is the length of the slice the
+// free frees the block in use at p; n is the length of the slice the
 // caller held.
-func (m *midZone) freeMid(p offset, n int) {
+func (m *midZone) freeBlock(p offset, n int) {
 	h := m.h
 	hd := *m.hdr(p)
 	s := hd.size()
@@ -367,21 +367,21 @@ func (m *midZone) freeMid(p offset, n int) {
 		}
 		p, s = q, s+ps
 	}
-	m.releaseMid(p, s, x, xEnd)
+	m.releaseBlock(p, s, x, xEnd)
 }
 
-// releaseMid makes the s bytes at p a free block, merged with the block
+// release makes the s bytes at p a free block, merged with the block
 // after it if that is free, or into the top. The block before it is in
 // use; [x, xEnd) are the bytes just freed, which the pages gaining their
 // freedom touch.
-func (m *midZone) releaseMid(p offset, s uintptr, x, xEnd offset) {
+func (m *midZone) releaseBlock(p offset, s uintptr, x, xEnd offset) {
 	near, nearEnd := max(x, 2*headerSize)-2*headerSize, xEnd+2*headerSize // with the neighbours' tags
 	next := p + offset(s)
 	if next == m.top {
 		m.removeStart(p, 0)
 		m.top = p
-		m.midReleased(m.topStart(), offset(m.committed), near, nearEnd)
-		m.midReleased(m.topStart(), offset(m.committed), p-2*headerSize, p+headerSize) // p's header and links, if p was free; the first word if p is the first block
+		m.markReleased(m.topStart(), offset(m.committed), near, nearEnd)
+		m.markReleased(m.topStart(), offset(m.committed), p-2*headerSize, p+headerSize) // p's header and links, if p was free; the first word if p is the first block
 		return
 	}
 	nh := *m.hdr(next)
@@ -398,11 +398,11 @@ func (m *midZone) releaseMid(p offset, s uintptr, x, xEnd offset) {
 	}
 	m.setFree(p, s)
 	m.insert(p, s)
-	m.midReleased(p+headerSize, p+offset(s)-2*headerSize, near, nearEnd)
+	m.markReleased(p+headerSize, p+offset(s)-2*headerSize, near, nearEnd)
 }
 
-// reallocMid resizes the block in use at p, which b starts.
-func (m *midZone) reallocMid(b []byte, p offset, size int) ([]byte, error) {
+// realloc resizes the block in use at p, which b starts.
+func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 	h := m.h
 	switch {
 	case size < 0:
@@ -425,7 +425,7 @@ func (m *midZone) reallocMid(b []byte, p offset, size int) ([]byte, error) {
 				poison(m.bytes(t, int(s-need-headerSize)))
 			}
 			m.addStart(t)
-			m.releaseMid(t, s-need, t-headerSize, next-headerSize)
+			m.releaseBlock(t, s-need, t-headerSize, next-headerSize)
 		}
 	case next == m.top:
 		end := p - headerSize + offset(need)
@@ -435,7 +435,7 @@ func (m *midZone) reallocMid(b []byte, p offset, size int) ([]byte, error) {
 		if err := m.fits(next-headerSize, end); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
-		m.midUsed(next-headerSize, end)
+		m.markUsed(next-headerSize, end)
 		*m.hdr(p) = mkHeader(need, true, hd.prevInUse())
 		m.top = p + offset(need)
 		m.used += int64(need - s)
@@ -451,7 +451,7 @@ func (m *midZone) reallocMid(b []byte, p offset, size int) ([]byte, error) {
 		if invariants.Enabled {
 			m.verifyPoison(next, ns, p, need)
 		}
-		m.midUsed(next-headerSize, hi)
+		m.markUsed(next-headerSize, hi)
 		m.remove(next, ns)
 		m.removeStart(next, next+offset(ns))
 		m.used -= int64(s)
