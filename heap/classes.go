@@ -32,18 +32,32 @@ package heap
 //    27         224          18          64      8.04%     32
 //    28         240          17          16      6.25%     16
 //    29         256          16           0      5.86%    256
+//    30         512           8           0      1.37%    512
+//    31        1024           4           0      0.68%   1024
+//    32        2048           2           0      0.34%   2048
+//    33        4096           1           0      0.17%   4096
 
 // numClasses counts the classes and the unused class 0.
-const numClasses = 30
+const numClasses = 34
 
-// MaxSmall is the largest request served from a size class.
+// MaxSmall is the largest request every size of which a class serves;
+// above it, only the exact classes' sizes (less up to 7 bytes) are.
 const MaxSmall = 256
 
+// The exact classes: classes firstExact on, of exactMin, 2*exactMin, ...
+// up to a page, each serving requests of its size less up to exactSlack-1
+// bytes.
+const (
+	firstExact = 30
+	exactMin   = 512
+	exactSlack = 8
+)
+
 // classSize is each class's slot size in bytes.
-var classSize = [numClasses]uint16{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 184, 192, 200, 208, 224, 240, 256}
+var classSize = [numClasses]uint16{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 184, 192, 200, 208, 224, 240, 256, 512, 1024, 2048, 4096}
 
 // classSlots is how many slots a class's slab holds.
-var classSlots = [numClasses]uint16{0, 512, 256, 170, 128, 102, 85, 73, 64, 56, 51, 46, 42, 39, 36, 34, 32, 30, 28, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16}
+var classSlots = [numClasses]uint16{0, 512, 256, 170, 128, 102, 85, 73, 64, 56, 51, 46, 42, 39, 36, 34, 32, 30, 28, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 8, 4, 2, 1}
 
 // sizeToClass is the class of a request of n bytes at index (n+7)/8.
 var sizeToClass = [MaxSmall/8 + 1]uint8{1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 27, 28, 28, 29, 29}

@@ -18,17 +18,21 @@
 // size classes: every multiple of 8 up to 128 bytes, and above that, for
 // each count of slots a page can hold, the largest multiple of 8 that fits
 // that many (classes.go lists them with their waste). A request loses at
-// most 7 bytes to rounding up to 128 bytes, at most 6% above. Each page of
-// the zone is free or a slab of one class: its slots sit the class's size
-// apart from the page's start, with no header, and one bit per slot in Go
-// memory says which are free. A class allocates the lowest free slot of
-// its lowest slab that has one, and a new slab takes the zone's lowest
-// free page (or, first, a free page not yet given back to the OS, which
-// costs no page fault), so live slots pack towards the bottom of the zone
-// and slabs higher up drain. A slab whose last slot is freed gives its
-// page back to the zone at once.
+// most 7 bytes to rounding up to 128 bytes, at most 6% above. Four exact
+// classes, 512, 1024, 2048 and 4096 bytes, which divide the page, serve
+// requests of their size less up to 7 bytes, for which a best-fit block
+// would take 16 bytes more and straddle pages. Each page of the zone is
+// free or a slab of one class: its slots sit the class's size apart from
+// the page's start, with no header, and one bit per slot in Go memory says
+// which are free. A class allocates the lowest free slot of its lowest
+// slab that has one, and a new slab takes the zone's lowest free page (or,
+// first, a free page not yet given back to the OS, which costs no page
+// fault), so live slots pack towards the bottom of the zone and slabs
+// higher up drain. A slab whose last slot is freed gives its page back to
+// the zone at once.
 //
-// The best-fit zone serves the rest: fit's best fit (see package fit) over
+// The best-fit zone serves the rest (and small requests aligned beyond
+// what a class is): fit's best fit (see package fit) over
 // one region. A block has an 8-byte boundary tag in front, sizes are
 // multiples of 16 bytes, at least 32; a free block merges with its free
 // neighbours at once; a request takes the smallest free block that holds

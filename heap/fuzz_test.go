@@ -241,8 +241,8 @@ func (r *runner) add(b []byte, op string) {
 	switch {
 	case err != nil:
 		t.Fatalf("%s(%d) = %#x: UsableSize = %v, want nil", op, len(b), a, err)
-	case small && (len(b) > heap.MaxSmall || usable < len(b) || usable > heap.MaxSmall || slices.Index(heap.ClassSizes(), usable) < 0):
-		t.Fatalf("%s(%d) = %#x, a slot of %d bytes: want a class size at least the request", op, len(b), a, usable)
+	case small && (usable < len(b) || slices.Index(heap.ClassSizes(), usable) < 0 || len(b) > heap.MaxSmall && usable-len(b) >= 8):
+		t.Fatalf("%s(%d) = %#x, a slot of %d bytes: want a class size at least the request (above %d, less than 8 bytes more)", op, len(b), a, usable, heap.MaxSmall)
 	case !small && (usable < blockSize(len(b))-8 || usable >= blockSize(len(b))-8+32):
 		t.Fatalf("%s(%d): UsableSize = %d, want %d to %d", op, len(b), usable, blockSize(len(b))-8, blockSize(len(b))-8+31)
 	case !r.h.Contains(at(b, 0, usable)):

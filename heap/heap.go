@@ -178,8 +178,9 @@ func (h *Heap) Close() error {
 // of a minimal block, which counts 0 bytes Live and which Free takes back.
 //
 // Requests up to MaxSmall bytes take a slot of the smallest size class
-// that holds them and is aligned enough; larger ones, and small ones no
-// class is aligned enough for, a best-fit block.
+// that holds them and is aligned enough, as do requests of 512, 1024,
+// 2048 or 4096 bytes less up to 7 (the exact classes); the others, and
+// requests no class is aligned enough for, a best-fit block.
 //
 // Alloc fails with an error wrapping ErrSize for a negative size, ErrAlign
 // for a bad alignment, ErrExhausted when the Footprint would pass the

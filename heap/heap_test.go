@@ -73,7 +73,15 @@ func TestAlloc(t *testing.T) {
 		{257, 1, false, 264},   // 257 + 8 rounded up to 16, less the header
 		{1000, 1, false, 1000},
 		{1001, 1, false, 1016},
-		{4096, 4096, false, 4104},
+		{500, 1, false, 504},
+		{505, 1, true, 512}, // the exact class of 512: a best-fit block would take 528
+		{1020, 1, true, 1024},
+		{1024, 2048, false, 1032}, // the 1024 class is not aligned to 2048
+		{2047, 1, true, 2048},
+		{4089, 1, true, 4096},
+		{4096, 4096, true, 4096},
+		{4088, 1, false, 4088},
+		{4097, 1, false, 4104},
 		{1 << 20, 1, false, 1<<20 + 8},
 	}
 	h := newHeap(t)
@@ -446,10 +454,15 @@ func TestClosed(t *testing.T) {
 // TestClassTable checks the generated table's properties the heap relies
 // on: classes grow, each a multiple of 8 whose slots fit a page, every
 // size up to MaxSmall has a class that holds it, and the waste stays as
-// documented.
+// documented; above, the exact classes are the powers of two from 512 to
+// a page.
 func TestClassTable(t *testing.T) {
-	sizes := heap.ClassSizes()
-	if len(sizes) != 29 || sizes[0] != 8 || sizes[len(sizes)-1] != heap.MaxSmall {
+	all := heap.ClassSizes()
+	if len(all) != 33 || !slices.Equal(all[29:], []int{512, 1024, 2048, 4096}) {
+		t.Fatalf("classes %v: want 29 up to %d, then 512, 1024, 2048, 4096", all, heap.MaxSmall)
+	}
+	sizes := all[:29]
+	if sizes[0] != 8 || sizes[len(sizes)-1] != heap.MaxSmall {
 		t.Fatalf("classes %v: want 29, from 8 to %d", sizes, heap.MaxSmall)
 	}
 	for i, s := range sizes {
@@ -473,6 +486,19 @@ func TestClassTable(t *testing.T) {
 		}
 		if n > 128 && float64(u-n)/float64(u) > 0.07 {
 			t.Fatalf("Alloc(%d) wastes %d of %d bytes to rounding, above 7%%", n, u-n, u)
+		}
+		h.Free(b)
+	}
+	slo, shi, _, _ := h.Zones()
+	for n := heap.MaxSmall + 1; n <= 2*heap.PageSize; n++ {
+		b, err := h.Alloc(n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := h.UsableSize(b)
+		exact := slices.Contains(all[29:], u)
+		if small := addr(b) >= slo && addr(b) < shi; small != exact || exact && u-n >= 8 {
+			t.Fatalf("Alloc(%d): a block of %d usable bytes, in the small zone %t: want an exact class for 0 to 7 bytes under a power of two from 512 to 4096, a best-fit block otherwise", n, u, small)
 		}
 		h.Free(b)
 	}

@@ -6,8 +6,7 @@ import (
 	"github.com/carvelab/carve/internal/invariants"
 )
 
-// This file holds the best-fit zone: blocks above MaxSmall bytes (and
-// small ones no class is aligned enough for), fit's best fit over one
+// This file holds the best-fit zone: the requests no size class serves, fit's best fit over one
 // region with boundary tags, coalescing, and the top.
 //
 // The zone is a sequence of blocks tiling its region from offset 8, then

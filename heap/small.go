@@ -81,13 +81,19 @@ func classAlign(c uint8) int {
 	return s & -s
 }
 
-// classFor returns the smallest class that holds size bytes aligned to
-// align, or 0 if none does.
+// classFor returns the class that serves size bytes aligned to align, or
+// 0 if none does: up to MaxSmall, the smallest class that holds size bytes
+// and is aligned enough; above it, an exact class whose size is size plus
+// at most exactSlack-1.
 func classFor(size, align int) uint8 {
 	if size > MaxSmall {
-		return 0
+		c := 1 << bits.Len(uint(size-1)) // the power of two at or above size
+		if c < exactMin || c > pageSize || c-size >= exactSlack || align > c {
+			return 0
+		}
+		return firstExact + uint8(bits.TrailingZeros(uint(c/exactMin)))
 	}
-	for c := sizeToClass[(size+7)>>3]; c < numClasses; c++ {
+	for c := sizeToClass[(size+7)>>3]; c < firstExact; c++ {
 		if classAlign(c) >= align {
 			return c
 		}
@@ -297,7 +303,7 @@ func (h *Heap) reallocSmall(b []byte, c uint8, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Realloc(%d): size is negative (want >= 0)", ErrSize, size)
 	case int64(size) > h.limit:
 		return nil, fmt.Errorf("%w: Realloc(%d): size exceeds the limit %d", ErrExhausted, size, h.limit)
-	case size <= MaxSmall && sizeToClass[(size+7)>>3] == c:
+	case classFor(size, 1) == c:
 		old := min(len(b), int(classSize[c]))
 		h.live += int64(size - old)
 		return h.small.bytes(offset(addr(b)-uintptr(h.small.base)), size), nil
