@@ -6,8 +6,9 @@ import (
 	"github.com/carvelab/carve/internal/invariants"
 )
 
-// This file holds the best-fit zone: the requests no size class serves, fit's best fit over one
-// region with boundary tags, coalescing, and the top.
+// This file holds the best-fit zone, for the requests no size class
+// serves: fit's best fit over one region with boundary tags, coalescing,
+// and the top.
 //
 // The zone is a sequence of blocks tiling its region from offset 8, then
 // the top: the free space past the last block. The layout is fit's (see
