@@ -25,7 +25,8 @@ import (
 // page fault; past that it purges the oldest. Every page that becomes
 // dirty is recorded in the purge ring, a queue of page ranges, so the
 // oldest are found without a search; a range whose pages were taken again
-// since is skipped when it comes up.
+// since is skipped when it comes up. The ring holds a fixed number of
+// ranges: when it is full, its two oldest of one zone become one.
 
 // zoneID names a zone in the purge ring.
 type zoneID uint8
@@ -165,9 +166,10 @@ func pagesOver(lo, hi offset) (int, int) {
 
 // The purge ring.
 
-// ringSize is how many page ranges the purge ring holds. A range that
-// does not fit makes the heap purge the oldest at once, whatever the
-// Retain.
+// ringSize is how many page ranges the purge ring holds. When it is full,
+// the oldest range is merged into the next one of its zone, so a range
+// may cover pages that were never dirty together; purging skips those.
+// (A range alone of its zone in a full ring is purged instead.)
 const ringSize = 64
 
 // pageRun is pages [lo, hi) of a zone, once dirty.
@@ -236,7 +238,21 @@ func (h *Heap) released(id zoneID, lo, hi int) {
 		}
 	}
 	if r.n == ringSize {
-		h.purgeRun(r.pop())
+		// Full: the oldest range joins the next one of its zone, which
+		// then covers both (and the pages between, which its purge skips
+		// if they are in use).
+		x := r.pop()
+		merged := false
+		for i := range r.n {
+			if y := r.at(i); y.zone == x.zone {
+				y.lo, y.hi = min(y.lo, x.lo), max(y.hi, x.hi)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			h.purgeRun(x) // the only range of its zone: its pages go now
+		}
 	}
 	*r.at(r.n) = pageRun{id, uint32(lo), uint32(hi)}
 	r.n++
