@@ -43,8 +43,9 @@ func logUniform(n, lo, hi int, seed uint64) []int {
 // block, writes its first byte, and frees one allocated earlier, picked at
 // random among the last 1024 (a fixed seed), for sizes drawn
 // log-uniformly from three ranges: small (8 to 256 bytes, the size
-// classes), mixed (8 B to 4 KiB) and large (4 to 64 KiB). Compare the
-// rows side by side:
+// classes), mixed (8 B to 4 KiB) and large (4 to 64 KiB). For the heap
+// it also reports the system calls that gave pages back, per pair. Compare
+// the rows side by side:
 //
 //	go test -run '^$' -bench Pairs -count 10 ./heap | benchstat -col /impl -
 func BenchmarkPairs(b *testing.B) {
@@ -84,6 +85,9 @@ func BenchmarkPairs(b *testing.B) {
 						b.Fatal(err)
 					}
 					*v = c
+				}
+				if hh, ok := h.(*heap.Heap); ok {
+					b.ReportMetric(float64(hh.Stats().Purges)/float64(b.N), "purges/op")
 				}
 			})
 		}
