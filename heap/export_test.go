@@ -30,15 +30,6 @@ func ClassSizes() []int {
 	return s
 }
 
-// Debug describes the best-fit zone's state.
-func (h *Heap) Debug() string {
-	m := &h.mid
-	s := ""
-	for p := firstBlock; p < m.top; p += offset(m.hdr(p).size()) {
-		s += fmt.Sprintf("[%d %d %v] ", p, m.hdr(p).size(), m.hdr(p).inUse())
-	}
-	return fmt.Sprintf("top %d committed %d free %x clean %x blocks %s", m.top, m.committed, m.free.words, m.clean, s)
-}
 
 // TopOffset returns the offset of the best-fit zone's top from its base:
 // the last block ends 8 bytes before it.
