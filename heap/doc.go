@@ -1,0 +1,107 @@
+// Package heap is carve's general-purpose heap: blocks of any size and
+// alignment, outside the Go heap, built to keep a program's resident memory
+// as close as it can to the bytes the program holds, with every byte of
+// its bookkeeping counted. It combines what the lab measured of carve's
+// other heaps: size classes without headers for small requests, best fit
+// with boundary tags for the rest, and free pages given back to the OS
+// wherever they lie, not only at the top.
+//
+// See the carve package documentation (the root doc.go) for the overview,
+// the glossary and the cost model shared by all carve allocators.
+//
+// # Design
+//
+// The heap reserves two zones of address space (four times the Limit
+// each, which costs no memory) and commits them from the bottom up.
+//
+// The small zone serves requests of up to MaxSmall (256) bytes from 29
+// size classes: every multiple of 8 up to 128 bytes, and above that, for
+// each count of slots a page can hold, the largest multiple of 8 that fits
+// that many (classes.go lists them with their waste). A request loses at
+// most 7 bytes to rounding up to 128 bytes, at most 6% above. Four exact
+// classes, 512, 1024, 2048 and 4096 bytes, which divide the page, serve
+// requests of their size less up to 7 bytes, for which a best-fit block
+// would take 16 bytes more and straddle pages. Each page of the zone is
+// free or a slab of one class: its slots sit the class's size apart from
+// the page's start, with no header, and one bit per slot in Go memory says
+// which are free. A class allocates the lowest free slot of its lowest
+// slab that has one, and a new slab takes the zone's lowest free page (or,
+// first, a free page not yet given back to the OS, which costs no page
+// fault), so live slots pack towards the bottom of the zone and slabs
+// higher up drain. A slab whose last slot is freed gives its page back to
+// the zone at once.
+//
+// The best-fit zone serves the rest (and small requests aligned beyond
+// what a class is): fit's best fit (see package fit) over
+// one region. A block has an 8-byte boundary tag in front, sizes are
+// multiples of 16 bytes, at least 32; a free block merges with its free
+// neighbours at once; a request takes the smallest free block that holds
+// it (exact bins under 1 KiB, a treap above, both threaded through the
+// free blocks, so the index costs no Go memory), or the bottom of the top.
+// A table of 2 bytes per page, the first block that starts on the page,
+// lets Free find whether a slice starts a block by walking the headers of
+// one page.
+//
+// Free pages: a page on which the heap keeps nothing (a small page that is
+// no slab, a page wholly inside a free block past its tags, a page of the
+// top) is free; once more than Retain bytes (64 KiB by default) of free
+// pages are resident, the heap gives the oldest back with MADV_DONTNEED,
+// which keeps the mapping: RSS drops at once, and the page reads as zero
+// when it is next used, without a system call. So a hole between two live
+// blocks costs the partial pages at its ends and nothing else, and the
+// heap needs no top to trim; glibc, whose free memory stays resident
+// unless it lies at the top of its heap, cannot do this.
+//
+// # Contract
+//
+//   - Alloc returns len == cap == size bytes, not zeroed: pages the heap
+//     gave back, and fresh ones, read as zero; a reused slot holds what it
+//     held; a reused best-fit block holds stale bytes, with the tags and
+//     links the heap wrote while it was free (its first 8 bytes, the 8
+//     before its end, and the words around each former block boundary in
+//     it). Checked builds (-tags carvecheck) fill freed memory with a
+//     poison byte instead and verify it when it is handed out again.
+//   - Free, Realloc and UsableSize take a slice as Alloc or Realloc
+//     returned it: where it starts identifies the block, and its length is
+//     what Live drops by. They refuse, changing nothing, a slice that does
+//     not start at a block in use, in every build: ErrForeign for memory
+//     that is not the start of a block of this heap, ErrDoubleFree for an
+//     address in free memory, which is what a second Free of a block finds.
+//     A double free goes undetected only when the memory has been handed
+//     out again at the same address: the second Free then frees the new
+//     block, as with C's free.
+//   - A block must not be touched after Free, after a Realloc that moved
+//     it, or after Close: the runtime cannot catch that; a page the heap
+//     gave back reads as zero, and a closed heap's memory faults.
+//   - Go pointers must not be stored in blocks: the garbage collector does
+//     not see them.
+//   - A Heap is not safe for concurrent use: callers that share one must
+//     serialize every call, Stats and Map included. The zero value is not
+//     usable (its methods return ErrClosed): call [New].
+//
+// # Costs
+//
+// Alloc of a small request: a table lookup, the first set bit of at most
+// 8 words, a few counters; when the class has no free slot, a new slab:
+// a resident free page from the purge queue (a scan of its at most 64
+// ranges) or the zone's lowest free page (one word read per 16 MiB of the
+// zone) and, every so often, an mprotect to commit more. Free of a slot: a multiply
+// and a bit; when the slab empties, its page goes to the purge queue.
+// Alloc of a best-fit block: a bin, or a treap search in O(log n) of the
+// free blocks of 1 KiB or more; Free: the walk of one page's headers,
+// O(1) to coalesce, the index's update. Both update the page bitmaps of
+// the pages the block covers (a word per 64 pages). A purge is one madvise
+// per stretch of pages; it happens when more than Retain bytes of free
+// pages wait. Realloc in place costs a lookup, a move costs Alloc, a copy
+// and Free. Stats costs a mincore per zone; Map O(pages + slots + blocks).
+//
+// Per block: a slot costs its rounding to the class size and one bit; a
+// best-fit block its 8-byte tag and its rounding to 16 bytes. Per page of
+// the small zone: an 8-byte slab record and a few bits; per page of the
+// best-fit zone, 2 bytes and a few bits. Stats.Metadata counts all of it
+// (about 0.3% of the footprint on heaps of small objects, under 0.1% on
+// heaps of large ones); the lab adds it to the heap's footprint and
+// resident figures.
+//
+// The default Limit is the machine's physical memory (at most MaxLimit).
+package heap

@@ -1,0 +1,357 @@
+package heap
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+//go:generate go run mkclasses.go -output classes.go
+
+// Errors returned by a heap. Test them with errors.Is; the returned errors
+// wrap these with the details.
+var (
+	// ErrSize reports a negative size.
+	ErrSize = errors.New("heap: bad size")
+	// ErrAlign reports an alignment that is not a power of two from 1 to
+	// MaxAlign.
+	ErrAlign = errors.New("heap: bad alignment")
+	// ErrExhausted reports a request the heap cannot serve without its
+	// Footprint passing the Limit, or without more address space than it
+	// reserved. The heap stays usable: smaller requests may still succeed.
+	ErrExhausted = errors.New("heap: limit reached")
+	// ErrForeign reports a slice that does not start at a block of this
+	// heap: nil, memory of something else, or a pointer into the middle
+	// of a block.
+	ErrForeign = errors.New("heap: not a block of this heap")
+	// ErrDoubleFree reports a slice that starts in free memory of the
+	// heap: a block freed already, or a slot or address no block in use
+	// covers.
+	ErrDoubleFree = errors.New("heap: block is not in use (freed twice?)")
+	// ErrClosed reports use of a heap after Close.
+	ErrClosed = errors.New("heap: heap closed")
+	// ErrOption reports an option New cannot honour, or a zero Option.
+	ErrOption = errors.New("heap: bad option")
+)
+
+const (
+	// MaxAlign is the largest alignment Alloc accepts (4 KiB).
+	MaxAlign = 4096
+	// MaxLimit is the largest Limit (32 GiB): the best-fit zone's links
+	// are 32-bit numbers of 16-byte granules, which address 64 GiB.
+	MaxLimit = 32 << 30
+	// DefaultRetain is how many bytes of free pages the heap keeps in
+	// physical memory, for reuse without a page fault, when no Retain
+	// option says otherwise (64 KiB).
+	DefaultRetain = 64 << 10
+
+	// pageSize is the heap's page: the slab of a size class, and the unit
+	// in which it tracks which free memory it gave back to the OS. It is
+	// the OS page on the platforms carve runs on; on a larger OS page the
+	// heap gives back only whole OS pages (see purge).
+	pageSize  = 4096
+	pageShift = 12
+	// minLimit is the smallest Limit: a page of each zone.
+	minLimit = 2 * pageSize
+)
+
+// Heap is carve's general-purpose heap: see the package documentation
+// for its design and contract.
+type Heap struct {
+	small smallZone
+	mid   midZone
+
+	live   int64 // Stats.Live: bytes asked for by blocks in use
+	limit  int64 // most bytes Footprint may reach
+	retain int   // free resident pages kept before purging: Retain in pages
+	dirty  int   // free pages of both zones that are not clean
+	ring   purgeRing
+	purges int64 // Stats.Purges
+	closed bool
+
+	meta, metaGen int64 // Metadata's last figure, and the count of changes it saw
+
+	slowCalls uint64 // slow-path calls, for checked builds' checkSlow
+}
+
+// Option configures a heap made by [New]. The zero Option is invalid.
+type Option struct {
+	apply func(*config) error
+}
+
+type config struct {
+	limit, retain int64
+	retainSet     bool
+}
+
+// Limit caps the heap's Footprint, the bytes of memory it holds, at n
+// (rounded up to whole pages; by default the machine's physical memory,
+// at most MaxLimit: see DefaultLimit). Each of the heap's two zones
+// reserves four times the limit in address space on Linux (the best-fit
+// zone at most 64 GiB), which costs no memory: a zone whose free pages
+// went back to the OS can still grow. n must be from 8 KiB to MaxLimit.
+func Limit(n int64) Option {
+	return Option{func(c *config) error {
+		if n < minLimit || n > MaxLimit {
+			return fmt.Errorf("%w: Limit(%d): want %d to %d bytes", ErrOption, n, minLimit, int64(MaxLimit))
+		}
+		c.limit = n
+		return nil
+	}}
+}
+
+// Retain sets how many bytes of free pages the heap keeps in physical
+// memory before it gives the oldest back to the OS (default
+// DefaultRetain, or the Limit if that is smaller; rounded up to whole
+// pages). Retained pages are reused
+// without a page fault; Retain(0) gives every free page back at once,
+// the least RSS for the most system calls. n must be from 0 to the Limit.
+func Retain(n int64) Option {
+	return Option{func(c *config) error {
+		if n < 0 || n > MaxLimit {
+			return fmt.Errorf("%w: Retain(%d): want 0 to %d bytes", ErrOption, n, int64(MaxLimit))
+		}
+		c.retain, c.retainSet = n, true
+		return nil
+	}}
+}
+
+// DefaultLimit returns the Limit a heap gets when no Limit option says
+// otherwise: the machine's physical memory (4 GiB if Linux does not say;
+// 16 MiB off Linux, where package mem backs reservations with Go memory),
+// at most MaxLimit.
+func DefaultLimit() int64 {
+	return min(max(physicalMemory(), minLimit), MaxLimit)
+}
+
+// New returns an empty heap. It reserves address space for its two zones,
+// which costs no memory, and commits nothing until the first Alloc.
+func New(opts ...Option) (*Heap, error) {
+	c := config{limit: DefaultLimit(), retain: DefaultRetain}
+	for _, o := range opts {
+		if o.apply == nil {
+			return nil, fmt.Errorf("%w: zero Option (want one from Limit or Retain)", ErrOption)
+		}
+		if err := o.apply(&c); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case c.retainSet && c.retain > c.limit:
+		return nil, fmt.Errorf("%w: Retain(%d) above the Limit %d", ErrOption, c.retain, c.limit)
+	case !c.retainSet:
+		c.retain = min(c.retain, c.limit)
+	}
+	limit := roundUp(c.limit, pageSize)
+	h := &Heap{limit: limit, retain: int(roundUp(c.retain, pageSize) / pageSize)}
+	if err := h.small.init(reserveFactor * limit); err != nil {
+		return nil, err
+	}
+	if err := h.mid.init(h, midID, reserveFactor*limit); err != nil {
+		h.small.vm.release()
+		return nil, err
+	}
+
+	return h, nil
+}
+
+// Limit returns the most bytes the heap's Footprint may reach.
+func (h *Heap) Limit() int64 { return h.limit }
+
+// Close returns all of the heap's memory to the OS. Every block becomes
+// invalid; later calls return ErrClosed.
+func (h *Heap) Close() error {
+	if h.closed {
+		return ErrClosed
+	}
+	vs, vm := h.small.vm, h.mid.vm
+	// Forget the memory before it goes: no field may point into address
+	// space the OS can hand to someone else.
+	*h = Heap{closed: true, limit: h.limit}
+	return errors.Join(vs.release(), vm.release())
+}
+
+// Alloc returns size bytes whose address is a multiple of align, a power
+// of two from 1 to MaxAlign. The slice has len == cap == size, so append
+// cannot spill into the next block; the bytes are not zeroed (see the
+// package documentation). Alloc(0, align) returns a non-nil empty slice
+// of a minimal block, which counts 0 bytes Live and which Free takes back.
+//
+// Requests up to MaxSmall bytes take a slot of the smallest size class
+// that holds them and is aligned enough, as do requests of 512, 1024,
+// 2048 or 4096 bytes less up to 7 (the exact classes); the others, and
+// requests no class is aligned enough for, a best-fit block.
+//
+// Alloc fails with an error wrapping ErrSize for a negative size, ErrAlign
+// for a bad alignment, ErrExhausted when the Footprint would pass the
+// Limit, and ErrClosed after Close. A failed Alloc leaves the heap as it
+// was.
+func (h *Heap) Alloc(size, align int) ([]byte, error) {
+	if uint(size) <= MaxSmall && uint(align-1) < 8 && align&(align-1) == 0 {
+		c := sizeToClass[(size+7)>>3]
+		if cl := &h.small.classes[c]; cl.next != 0 {
+			p := h.small.take(cl, cl.next-1)
+			h.live += int64(size)
+			return h.small.bytes(p, size), nil
+		}
+	}
+	return h.allocSlow(size, align)
+}
+
+// allocSlow serves what Alloc's fast path does not: bad arguments, classes
+// with no partial slab, alignments above 8, and best-fit blocks.
+func (h *Heap) allocSlow(size, align int) ([]byte, error) {
+	switch {
+	case h.small.base == nil:
+		return nil, h.unusable()
+	case size < 0:
+		return nil, fmt.Errorf("%w: Alloc(%d, %d): size is negative (want >= 0)", ErrSize, size, align)
+	case align < 1 || align > MaxAlign || align&(align-1) != 0:
+		return nil, fmt.Errorf("%w: Alloc(%d, %d): want a power of two from 1 to %d", ErrAlign, size, align, MaxAlign)
+	case int64(size) > h.limit:
+		return nil, fmt.Errorf("%w: Alloc(%d, %d): size exceeds the limit %d", ErrExhausted, size, align, h.limit)
+	}
+	if c := classFor(size, align); c != 0 {
+		b, err := h.allocSmall(c, size)
+		if err != nil {
+			return nil, fmt.Errorf("Alloc(%d, %d): %w", size, align, err)
+		}
+		return b, nil
+	}
+	b, err := h.mid.alloc(size, align)
+	if err != nil {
+		return nil, fmt.Errorf("Alloc(%d, %d): %w", size, align, err)
+	}
+	return b, nil
+}
+
+// Free gives back the block b starts at. b must be a slice as Alloc or
+// Realloc returned it: where it starts identifies the block, and its
+// length is what Live drops by (at most the block's usable size).
+//
+// A slot goes back to its slab, and a slab left empty gives its page
+// back; a best-fit block merges with its free neighbours, and the whole
+// pages inside the free block that results go back to the OS once more
+// than the Retain bytes of free pages are resident.
+//
+// Free refuses, changing nothing, a slice that does not start at a block
+// in use: ErrForeign for nil, memory outside the heap, or a slice into
+// the middle of a block; ErrDoubleFree for a slice that starts in free
+// memory, as a block freed already does (release builds included);
+// ErrClosed after Close.
+func (h *Heap) Free(b []byte) error {
+	a := addr(b)
+	if off := a - uintptr(h.small.base); off < uintptr(h.small.committed) {
+		return h.freeSmall(b, off)
+	}
+	p, err := h.mid.owned(a)
+	if err != nil {
+		return h.notOwned(b, err)
+	}
+	h.mid.freeBlock(p, len(b))
+	return nil
+}
+
+// notOwned returns the error for a slice that is no block in use of the
+// best-fit zone and lies outside the small zone's committed pages, given
+// what the best-fit zone found.
+func (h *Heap) notOwned(b []byte, err error) error {
+	switch {
+	case h.small.base == nil:
+		return h.unusable()
+	case addr(b) == 0:
+		return fmt.Errorf("%w: nil", ErrForeign)
+	case h.small.vm.contains(b[:0]):
+		return fmt.Errorf("%w: %#x lies in the small zone past its last page", ErrForeign, addr(b))
+	}
+	return err
+}
+
+// unusable returns the error for a heap closed, or not made by New.
+func (h *Heap) unusable() error {
+	if h.closed {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: a Heap not made by New", ErrClosed)
+}
+
+// Realloc changes the size of the block b starts at to size bytes and
+// returns the block, moved or not; b must be a slice as Alloc or Realloc
+// returned it, as for Free. The first min(len(b), size) bytes are kept.
+//
+// A slot stays where it is when size falls in its class; otherwise it
+// moves. A best-fit block stays where it is when it shrinks (the rest,
+// if large enough, is freed), when it is the last block before the top,
+// or when the block after it is free and large enough; otherwise it
+// moves. A block that moves gets the alignment of a fresh Alloc(size, 1):
+// a larger alignment asked of Alloc is not kept, as with C's realloc.
+// Realloc(b, 0) keeps a minimal block; it does not free.
+//
+// Realloc fails as Free does for a slice it refuses, as Alloc does for a
+// bad size or a full heap; the block is then unchanged.
+func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
+	a := addr(b)
+	var err error
+	switch off := a - uintptr(h.small.base); {
+	case off < uintptr(h.small.committed):
+		var c uint8
+		if c, err = h.small.owned(off); err == nil {
+			return h.reallocSmall(b, c, size)
+		}
+	default:
+		var p offset
+		if p, err = h.mid.owned(a); err == nil {
+			return h.mid.realloc(b, p, size)
+		}
+		err = h.notOwned(b, err)
+	}
+	return nil, err
+}
+
+// move reallocates b, whose block holds old usable bytes, as a new block
+// of size bytes: Alloc, copy, Free.
+func (h *Heap) move(b []byte, size int) ([]byte, error) {
+	n, err := h.Alloc(size, 1)
+	if err != nil {
+		return nil, fmt.Errorf("Realloc(%d): %w", size, err)
+	}
+	copy(n, b)
+	if err := h.Free(b); err != nil {
+		panic("heap: Realloc: the block it moved from cannot be freed: " + err.Error())
+	}
+	return n, nil
+}
+
+// UsableSize returns how many bytes the block b starts at can hold: its
+// class's slot size, or a best-fit block's size less its header. A
+// Realloc up to that size keeps the block in place. UsableSize refuses
+// the slices Free refuses.
+func (h *Heap) UsableSize(b []byte) (int, error) {
+	a := addr(b)
+	if off := a - uintptr(h.small.base); off < uintptr(h.small.committed) {
+		c, err := h.small.owned(off)
+		if err != nil {
+			return 0, err
+		}
+		return int(classSize[c]), nil
+	}
+	p, err := h.mid.owned(a)
+	if err != nil {
+		return 0, h.notOwned(b, err)
+	}
+	return int(h.mid.hdr(p).size() - headerSize), nil
+}
+
+// Contains reports whether the bytes of b, up to its capacity, lie wholly
+// inside the heap's reservations: what a replay checks of every block it
+// is handed. It says nothing of whether b is a block. After Close nothing
+// is inside.
+func (h *Heap) Contains(b []byte) bool {
+	return !h.closed && (h.small.vm.contains(b) || h.mid.vm.contains(b))
+}
+
+// addr returns the address of b's first byte (of where it would be, for
+// an empty slice), as a number: what identifies a block.
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }

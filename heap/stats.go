@@ -1,0 +1,147 @@
+package heap
+
+import carve "github.com/carvelab/carve"
+
+// Stats is a heap's statistics: the carve vocabulary and the heap's own
+// counts. All figures but the counts of slots, slabs and blocks are
+// bytes. For any heap:
+//
+//	Used      = SlotBytes + BlockBytes
+//	Footprint = Committed - Clean
+//	Live <= Used <= Footprint <= Limit
+//	Used - Live = the rounding up to slot sizes and granules, and HeaderBytes
+//	Footprint - Used = the slabs' free slots and tails, the free blocks'
+//	                   resident bytes, the top's and the free pages not yet
+//	                   given back (Dirty)
+//	Resident <= Footprint (less the pages never touched)
+type Stats struct {
+	// Live is the sum of the requested sizes of the blocks in use (as
+	// their slices' lengths tell at Free and Realloc); Used what they
+	// take; Footprint the bytes the heap holds: committed and not given
+	// back; Resident the part of it in physical memory (mincore);
+	// Metadata the Go memory the heap keeps beside its zones (see below).
+	carve.Stats
+
+	// Slots counts the slots in use, Slabs the pages that are slabs, and
+	// SlotBytes is the bytes of the slots in use (their class sizes).
+	Slots, Slabs, SlotBytes int64
+	// Blocks counts the best-fit blocks in use, BlockBytes their sizes
+	// (headers included), FreeBlocks and FreeBytes the free ones, and
+	// Largest is the largest free block.
+	Blocks, BlockBytes, FreeBlocks, FreeBytes, Largest int64
+	// HeaderBytes is Blocks * 8: the part of Used - Live the best-fit
+	// blocks' boundary tags take.
+	HeaderBytes int64
+	// Committed is the bytes of the two zones' reservations committed so
+	// far; Clean the part of it that holds no memory: pages the heap gave
+	// back to the OS, or never touched since it committed them. Dirty is
+	// the free pages that wait in physical memory to be reused or given
+	// back: at most the Retain, when the heap can give pages back.
+	Committed, Clean, Dirty int64
+	// Purges counts the system calls that gave free pages back to the OS
+	// (one per stretch of pages), since New.
+	Purges int64
+	// Classes describes each size class, smallest first.
+	Classes []ClassStats
+}
+
+// ClassStats describes one size class.
+//
+//	Slots <= Slabs * PerSlab
+type ClassStats struct {
+	Size    int   // slot size
+	PerSlab int   // slots a slab holds
+	Slots   int64 // slots in use
+	Slabs   int64 // slabs of the class
+}
+
+// Footprint returns Stats().Footprint in O(1), for callers that sample it
+// often, such as the lab's replayer.
+func (h *Heap) Footprint() int64 {
+	return h.small.footprint() + h.mid.footprint()
+}
+
+// Stats returns the heap's statistics. It costs one mincore per zone over
+// its committed pages.
+func (h *Heap) Stats() Stats {
+	st := Stats{
+		Stats: carve.Stats{
+			Live:      h.live,
+			Used:      h.small.used + h.mid.used,
+			Footprint: h.Footprint(),
+			Metadata:  h.Metadata(),
+		},
+		Slabs:       int64(h.small.nSlabs),
+		SlotBytes:   h.small.used,
+		Blocks:      h.mid.blocks,
+		BlockBytes:  h.mid.used,
+		FreeBlocks:  h.mid.freeBlocks,
+		FreeBytes:   h.mid.freeBytes,
+		HeaderBytes: h.mid.blocks * headerSize,
+		Committed:   h.small.committed + h.mid.committed,
+		Clean:       int64(h.small.nClean+h.mid.nClean) << pageShift,
+		Dirty:       int64(h.dirty) << pageShift,
+		Purges:      h.purges,
+		Classes:     make([]ClassStats, numClasses-1),
+	}
+	for c := 1; c < numClasses; c++ {
+		cl := &h.small.classes[c]
+		st.Classes[c-1] = ClassStats{Size: int(cl.size), PerSlab: cl.slots, Slots: cl.inUse, Slabs: int64(cl.slabs)}
+		st.Slots += cl.inUse
+	}
+	if h.closed {
+		st.Classes = nil
+		return st
+	}
+	st.Largest = int64(h.mid.largest())
+	for _, z := range h.zones() {
+		if z.committed > 0 {
+			if n, err := z.vm.resident(0, z.committed); err == nil {
+				st.Resident += n
+			}
+		}
+	}
+	return st
+}
+
+// Metadata returns Stats().Metadata without a system call: the bytes of
+// Go memory the heap keeps for its bookkeeping, outside its zones. Per
+// page of the small zone, its slab record (8 bytes) and its bits in the
+// page-state bitmaps and in each class's partial set; per class, its slabs'
+// slot bitmaps (one bit per slot); per page of the best-fit zone, its
+// entry in the first-start table (2 bytes) and its page-state bits; per
+// free block of 1 KiB or more, a 16-byte tree node; and the small tables
+// of fixed size in the Heap itself. On a heap of small objects this comes
+// to about 0.3% of the footprint, on one of larger blocks under 0.1%.
+func (h *Heap) Metadata() int64 {
+	// The figure changes only when a slice grows: when a zone commits, or
+	// a slab is made or freed. It is kept from one change to the next.
+	if gen := h.small.commits + h.mid.commits + h.small.slabEvents; gen != h.metaGen || h.meta == 0 {
+		h.meta, h.metaGen = h.metadata(), gen
+	}
+	return h.meta
+}
+
+func (h *Heap) metadata() int64 {
+	n := int64(cap(h.small.slabs))*8 + int64(cap(h.mid.first))*2
+	for _, z := range h.zones() {
+		n += z.free.bytes() + int64(cap(z.clean))*8
+	}
+	for c := 1; c < numClasses; c++ {
+		cl := &h.small.classes[c]
+		n += int64(cap(cl.bits))*8 + int64(cap(cl.spare))*4 + cl.partial.bytes()
+	}
+	return n
+}
+
+// Trim gives every free page back to the OS now, whatever the Retain, and
+// returns how many bytes it gave back: Footprint drops by as much. Blocks
+// and slabs in use stay where they are.
+func (h *Heap) Trim() (int64, error) {
+	if h.small.base == nil {
+		return 0, h.unusable()
+	}
+	n := h.purgeAll()
+	h.checkSlow()
+	return n, nil
+}

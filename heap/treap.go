@@ -1,0 +1,245 @@
+package heap
+
+import "math/bits"
+
+// This file holds the best-fit zone's index of free blocks, fit's best
+// fit (see package fit) with its tree moved into the free blocks:
+// exact-size bins for blocks under binMax bytes and, for the rest, a
+// treap; both threaded through the free blocks' two links, so that the
+// index costs no Go memory.
+//
+// The treap is a binary search tree on the key (size in granules, link):
+// one 64-bit compare orders blocks by size, then by address. A node's
+// priority is a hash of its link, so the tree is also a heap on
+// priorities, which keeps its expected depth at about 2 ln n whatever the
+// order of insertions. Insert and remove walk down from the root with a
+// pointer to the link being rewritten; there are no parent links and no
+// recursion. A search reads the header of each node it passes: the page
+// of a free block's header is never given back, so the walk touches no
+// page the heap purged.
+
+// binMax is the size from which free blocks go to the treap rather than a
+// bin: 64 bins of 16-byte steps (the first two, sizes 0 and 16, stay
+// empty), one bitmap word.
+const binMax = 1024
+
+// index is the best-fit zone's free blocks.
+type index struct {
+	binmap uint64                 // bit i set: bins[i] is not empty
+	bins   [binMax / granule]link // blocks of i granules, linked through links[0] (next), links[1] (previous)
+	tree   treap
+}
+
+// find returns the smallest free block of at least s bytes, or 0.
+func (m *midZone) find(s uintptr) offset {
+	if i := s >> granShift; i < 64 {
+		if b := m.idx.binmap &^ (1<<i - 1); b != 0 {
+			return m.idx.bins[bits.TrailingZeros64(b)].offset()
+		}
+	}
+	if s > uintptr(m.reserved) {
+		return 0
+	}
+	k, ok := m.treeCeil(tkey(s, 0))
+	if !ok {
+		return 0
+	}
+	return link(k).offset()
+}
+
+// insert adds the free block at p, of size s, to the index.
+func (m *midZone) insert(p offset, s uintptr) {
+	m.freeBlocks++
+	m.freeBytes += int64(s)
+	if s < binMax {
+		i := s >> granShift
+		m.push(&m.idx.bins[i], p)
+		m.idx.binmap |= 1 << i
+		return
+	}
+	m.treeInsert(tkey(s, p.link()))
+}
+
+// remove takes the free block at p, of size s, out of the index.
+func (m *midZone) remove(p offset, s uintptr) {
+	m.freeBlocks--
+	m.freeBytes -= int64(s)
+	if s < binMax {
+		i := s >> granShift
+		m.unlink(&m.idx.bins[i], p)
+		if m.idx.bins[i] == 0 {
+			m.idx.binmap &^= 1 << i
+		}
+		return
+	}
+	m.treeRemove(tkey(s, p.link()))
+}
+
+// replace puts the free block at r, of size rs, in the place of the block
+// at p, of size s, which it is the remainder of.
+func (m *midZone) replace(p offset, s uintptr, r offset, rs uintptr) {
+	m.remove(p, s)
+	m.insert(r, rs)
+}
+
+// largest returns the size of the largest free block.
+func (m *midZone) largest() uintptr {
+	if k, ok := m.treeLast(); ok {
+		return uintptr(k>>32) << granShift
+	}
+	if m.idx.binmap == 0 {
+		return 0
+	}
+	return uintptr(63-bits.LeadingZeros64(m.idx.binmap)) << granShift
+}
+
+// push puts the free block at p at the head of the list *head.
+func (m *midZone) push(head *link, p offset) {
+	l := p.link()
+	old := *head
+	*m.links(p) = [2]link{old, 0}
+	if old != 0 {
+		m.links(old.offset())[1] = l
+	}
+	*head = l
+}
+
+// unlink takes the block at p out of the list *head.
+func (m *midZone) unlink(head *link, p offset) {
+	l := m.links(p)
+	next, prev := l[0], l[1]
+	if prev == 0 {
+		*head = next
+	} else {
+		m.links(prev.offset())[0] = next
+	}
+	if next != 0 {
+		m.links(next.offset())[1] = prev
+	}
+}
+
+// tkey is the treap key of a block of s bytes at l.
+func tkey(s uintptr, l link) uint64 { return uint64(s>>granShift)<<32 | uint64(l) }
+
+// treap is an ordered set of free blocks, threaded through them: a node is
+// a free block of at least binMax bytes, its two links its left and right
+// children, its key read from its header (see tkey).
+type treap struct {
+	root link
+	n    int // nodes
+}
+
+// key returns the key of the free block l, from its header.
+func (m *midZone) key(l link) uint64 { return tkey(m.hdr(l.offset()).size(), l) }
+
+// kids returns the children of node l: its links.
+func (m *midZone) kids(l link) *[2]link { return m.links(l.offset()) }
+
+// prio is a key's treap priority: a bijective mix of its low 32 bits (the
+// link, distinct for distinct blocks), so that no two nodes tie and the
+// order of addresses tells nothing of the order of priorities.
+func prio(k uint64) uint32 {
+	x := uint32(k)
+	x ^= x >> 16
+	x *= 0x7feb352d
+	x ^= x >> 15
+	x *= 0x846ca68b
+	x ^= x >> 16
+	return x
+}
+
+// treeInsert adds the free block of key k, not in the tree, whose header
+// holds its size. The new node goes where its priority puts it: in place
+// of the first node on k's search path with a lower priority, whose
+// subtree k splits into the new node's two children.
+func (m *midZone) treeInsert(k uint64) {
+	t := &m.idx.tree
+	n := link(k)
+	t.n++
+	pk := prio(k)
+	slot := &t.root
+	for *slot != 0 && prio(uint64(*slot)) > pk {
+		x := *slot
+		if k < m.key(x) {
+			slot = &m.kids(x)[0]
+		} else {
+			slot = &m.kids(x)[1]
+		}
+	}
+	kids := m.kids(n)
+	l, r := &kids[0], &kids[1]
+	for cur := *slot; cur != 0; {
+		if m.key(cur) < k {
+			*l, l, cur = cur, &m.kids(cur)[1], m.kids(cur)[1]
+		} else {
+			*r, r, cur = cur, &m.kids(cur)[0], m.kids(cur)[0]
+		}
+	}
+	*l, *r = 0, 0
+	*slot = n
+}
+
+// treeRemove deletes the block of key k, which the tree holds: its
+// children, merged, take its place.
+func (m *midZone) treeRemove(k uint64) {
+	t := &m.idx.tree
+	slot := &t.root
+	for {
+		x := *slot
+		if x == 0 {
+			panic("heap: best fit: a free block is missing from the tree")
+		}
+		if x == link(k) {
+			break
+		}
+		if k < m.key(x) {
+			slot = &m.kids(x)[0]
+		} else {
+			slot = &m.kids(x)[1]
+		}
+	}
+	a, b := m.kids(*slot)[0], m.kids(*slot)[1]
+	for {
+		switch {
+		case a == 0:
+			*slot = b
+		case b == 0:
+			*slot = a
+		case prio(uint64(a)) > prio(uint64(b)):
+			*slot, slot, a = a, &m.kids(a)[1], m.kids(a)[1]
+			continue
+		default:
+			*slot, slot, b = b, &m.kids(b)[0], m.kids(b)[0]
+			continue
+		}
+		break
+	}
+	t.n--
+}
+
+// treeCeil returns the least key at or above k.
+func (m *midZone) treeCeil(k uint64) (uint64, bool) {
+	var best uint64
+	found := false
+	for x := m.idx.tree.root; x != 0; {
+		if xk := m.key(x); xk >= k {
+			best, found = xk, true
+			x = m.kids(x)[0]
+		} else {
+			x = m.kids(x)[1]
+		}
+	}
+	return best, found
+}
+
+// treeLast returns the greatest key.
+func (m *midZone) treeLast() (uint64, bool) {
+	x := m.idx.tree.root
+	if x == 0 {
+		return 0, false
+	}
+	for m.kids(x)[1] != 0 {
+		x = m.kids(x)[1]
+	}
+	return m.key(x), true
+}
