@@ -1,11 +1,16 @@
 package heap
 
-import "github.com/carvelab/carve/heapmap"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/carvelab/carve/heapmap"
+)
 
 // Map returns a map of the heap's committed memory (see package heapmap):
 // the small zone's committed pages, then the best-fit zone's, side by
-// side (Base is 0: the zones are two ranges of addresses), each a labelled
-// region.
+// side (Base is 0: the zones are two ranges of addresses, which Spans
+// place), each a labelled region.
 //
 //	small zone, per page:  a slab: Live for each slot in use (Class: the
 //	                       slot size), Free for each run of free slots,
@@ -60,8 +65,10 @@ func (h *Heap) Map() heapmap.Map {
 	}
 	if z.committed > 0 {
 		m.Regions = append(m.Regions, heapmap.Region{Off: 0, Len: z.committed, Label: "small classes"})
+		m.Spans = append(m.Spans, heapmap.Span{Off: 0, Len: z.committed, Addr: uintptr(z.base)})
 	}
 	h.mid.appendMap(&m)
+	slices.SortFunc(m.Spans, func(a, b heapmap.Span) int { return cmp.Compare(a.Addr, b.Addr) })
 	return m
 }
 
@@ -85,6 +92,7 @@ func (mz *midZone) appendMap(m *heapmap.Map) {
 	}
 	mz.appendFree(m, heapmap.Unused, mz.top-headerSize, offset(mz.committed))
 	m.Regions = append(m.Regions, heapmap.Region{Off: start, Len: m.Size - start, Label: "best fit"})
+	m.Spans = append(m.Spans, heapmap.Span{Off: start, Len: m.Size - start, Addr: uintptr(mz.base)})
 }
 
 // appendFree appends the bytes [lo, hi) of the zone, free memory, as kind

@@ -12,6 +12,7 @@ import (
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/fit"
+	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/heapmap"
 	"github.com/carvelab/carve/pool"
 	"github.com/carvelab/carve/sizeclass"
@@ -47,7 +48,7 @@ type Container interface {
 
 // Names returns the allocators New knows, in a fixed order.
 func Names() []string {
-	return []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "buddy", "buddy-header", "sizeclass", "go"}
+	return []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "buddy", "buddy-header", "sizeclass", "heap", "go"}
 }
 
 // ErrUnknown is wrapped by New for a name it does not know.
@@ -89,6 +90,12 @@ func New(name string) (Allocator, error) {
 		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 	case "sizeclass":
 		h, err := sizeclass.New()
+		if err != nil {
+			return nil, err
+		}
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
+	case "heap":
+		h, err := cheap.New()
 		if err != nil {
 			return nil, err
 		}
