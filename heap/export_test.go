@@ -30,7 +30,6 @@ func ClassSizes() []int {
 	return s
 }
 
-
 // TopOffset returns the offset of the best-fit zone's top from its base:
 // the last block ends 8 bytes before it.
 func (h *Heap) TopOffset() int { return int(h.mid.top) }
