@@ -82,9 +82,16 @@
 // trade batches with a central depot, so the common path touches no
 // shared cache line.
 //
-// The general-purpose heaps serve any size, for the lab to compare designs
-// on one trace:
+// The general-purpose heaps serve any size. heap is the one to use; the
+// others are designs the lab compares on one trace, and heap combines what
+// it measured of them:
 //
+//	heap       requests up to 256 bytes in 29 header-free size classes
+//	           (one-page slabs, one bit per slot in Go memory), a slab's
+//	           page given back as soon as it empties; four exact classes
+//	           of 512 B to 4 KiB; the rest best fit with boundary tags;
+//	           free pages anywhere in the heap given back to the OS
+//	           (MADV_DONTNEED) once more than Retain of them are resident.
 //	fit        one region, an 8-byte boundary-tag header per block (16-byte
 //	           granule, 32-byte minimum: two 16-byte requests land 32 bytes
 //	           apart with 24 usable, as glibc's), free neighbours coalesced,
@@ -118,6 +125,10 @@
 //   - Many objects that die together (everything built while handling one
 //     request, one frame, one parse): arena. Allocation is a bump and
 //     there is no per-object free.
+//   - Many pointer-free values of any size, each freed on its own (a
+//     cache's entries, a parser's buffers, a message store): heap. Its
+//     resident memory stays close to the bytes held, and the GC neither
+//     scans nor sweeps them.
 //   - Objects that hold Go pointers, or whose lifetime nobody tracks: the
 //     Go heap. carve never replaces the GC for those.
 //
@@ -171,8 +182,11 @@
 //   - sizeclass: its classes are pools, with pool's poison, quarantine and
 //     checks; the heap's checker runs when a class commits a slab, when a
 //     large object comes or goes, and on Trim.
+//   - heap: freed slots and blocks poisoned and verified when handed out
+//     again (pages given back to the OS read as zero and are not); the
+//     checker runs on the 1st, 2nd, 4th, 8th... slow-path call.
 //
-// fit, buddy and sizeclass refuse double frees in release builds too
+// fit, buddy, sizeclass and heap refuse double frees in release builds too
 // (ErrDoubleFree); a release pool.Pool or lockfree.Pool does not detect
 // them, and a double free corrupts the pool: detecting it would cost more
 // than the Alloc and Free it guards (measured, a bit per chunk made the
