@@ -213,14 +213,37 @@ func (rw Row) ForStable() Row {
 	return rw
 }
 
-// Growth returns how much the footprint grew in the last phase, and the
-// phase's name, or ok false when the row has fewer than two phases.
+// Growth returns how much the footprint grew in the last phase beyond
+// the most it held at the end of an earlier phase, and the phase's name,
+// or ok false when the row has fewer than two phases. The most, not the
+// phase before: a heap that gave memory back in between and takes it
+// again has not grown (the connection scenario's scratch buffers freed,
+// then as many bytes of new buffers).
 func (rw Row) Growth() (name string, grew int64, ok bool) {
+	fp := func(p Phase) int64 { return p.Footprint }
 	n := len(rw.Phases)
 	if n < 2 {
 		return "", 0, false
 	}
-	return rw.Phases[n-1].Name, rw.Phases[n-1].Footprint - rw.Phases[n-2].Footprint, true
+	return rw.Phases[n-1].Name, rw.Phases[n-1].Footprint - maxBefore(rw.Phases, n-1, fp), true
+}
+
+// maxBefore returns the most of f over phases[:i].
+func maxBefore(phases []Phase, i int, f func(Phase) int64) int64 {
+	m := f(phases[0])
+	for _, p := range phases[1:i] {
+		m = max(m, f(p))
+	}
+	return m
+}
+
+// ResidentGrowth is Growth in resident bytes.
+func (rw Row) ResidentGrowth() (grew int64, ok bool) {
+	n := len(rw.Phases)
+	if n < 2 {
+		return 0, false
+	}
+	return rw.Phases[n-1].Resident - maxBefore(rw.Phases, n-1, func(p Phase) int64 { return p.Resident }), true
 }
 
 // Table is the rows of one trace, in the order of the specs.

@@ -62,20 +62,26 @@ func (c Config) specs() []rows.Spec {
 
 // Connection runs the article's connection scenario: n connections, each
 // a 1 KiB scratch buffer and a 64-byte session; the scratch buffers freed;
-// n new buffers of c.Next bytes. It prints what RSS did in each phase.
+// n new buffers of c.Next bytes. It prints what RSS did in each phase;
+// what the new buffers grew it by is counted from the most it was before
+// them (rows.Row.ResidentGrowth), so that a heap that gave the scratch
+// buffers' pages back and takes them again has not grown.
 func Connection(w io.Writer, c Config) error {
 	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
-			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %s MB); footprint grew %d KB",
+			grew, _ := r.ResidentGrowth()
+			_, fpGrew, _ := r.Growth()
+			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %s MB); footprint grew %d KB; RSS beyond live at the end %d KB",
 				c.Next, kb(setup.Resident), kb(freed.Resident), c.N, kb(end.Resident),
-				kb(end.Resident-freed.Resident), mib(end.Resident-freed.Resident), kb(end.Footprint-freed.Footprint))
+				kb(grew), mib(grew), kb(fpGrew), kb(end.Resident-end.Live))
 		})
 }
 
 // Carving runs the article's carving scenario: the connection setup, the
 // scratch buffers freed, small objects (with Smalls) settling into the
-// holes, then a second wave of 1 KiB buffers.
+// holes, then a second wave of 1 KiB buffers. What the wave grew RSS by
+// is counted from the most it was before (rows.Row.ResidentGrowth).
 func Carving(w io.Writer, c Config) error {
 	specs := c.specs()
 	from := "malloc"
@@ -91,10 +97,10 @@ func Carving(w io.Writer, c Config) error {
 			if len(r.Phases) == 4 {
 				smallsEnd = r.Phases[2]
 			}
-			wave := end.Resident - smallsEnd.Resident
-			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d KB) | after 2nd wave of 1 KB %d KB (%+d KB = %s MB)",
+			wave, _ := r.ResidentGrowth()
+			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d KB) | after 2nd wave of 1 KB %d KB (%+d KB = %s MB) | RSS beyond live at the end %d KB",
 				from, c.Smalls, kb(freed.Resident), kb(smallsEnd.Resident), kb(smallsEnd.Resident-freed.Resident),
-				kb(end.Resident), kb(wave), mib(wave))
+				kb(end.Resident), kb(wave), mib(wave), kb(end.Resident-end.Live))
 		})
 }
 
