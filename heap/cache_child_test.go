@@ -52,11 +52,11 @@ type valueCacheResult struct {
 	StoreStats                          carve.Stats
 	Purges                              int64
 	// Wall, CPU and GCCPU are the churn's elapsed time, the process's CPU
-	// time over it (user and system), and the GC's share of that
-	// (/cpu/classes/gc/total:cpu-seconds); GCs counts the GC cycles that
-	// ended during it.
-	Wall, CPU, GCCPU int64
-	GCs              int64
+	// time over it (user and system; Sys the system part), and the GC's
+	// share of that (/cpu/classes/gc/total:cpu-seconds); GCs counts the GC
+	// cycles that ended during it, Faults the page faults.
+	Wall, CPU, Sys, GCCPU int64
+	GCs, Faults           int64
 }
 
 func (r valueCacheResult) String() string {
@@ -69,8 +69,9 @@ func (r valueCacheResult) String() string {
 	if r.Purges > 0 {
 		s += fmt.Sprintf(", %.3f purges/op", float64(r.Purges)/float64(r.Ops))
 	}
-	return s + fmt.Sprintf("; churn %.2f s, CPU %.2f s, GC %.3f s in %d cycles",
-		time.Duration(r.Wall).Seconds(), time.Duration(r.CPU).Seconds(), time.Duration(r.GCCPU).Seconds(), r.GCs)
+	return s + fmt.Sprintf("; churn %.2f s, CPU %.2f s (system %.2f s, %.3f page faults/op), GC %.3f s in %d cycles",
+		time.Duration(r.Wall).Seconds(), time.Duration(r.CPU).Seconds(), time.Duration(r.Sys).Seconds(),
+		float64(r.Faults)/float64(r.Ops), time.Duration(r.GCCPU).Seconds(), r.GCs)
 }
 
 // runValueCacheChild runs TestValueCacheChild in a new process of the test
@@ -145,7 +146,9 @@ func TestValueCacheChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Wall = after.wall.Sub(before.wall).Nanoseconds()
-	res.CPU = (after.cpu - before.cpu).Nanoseconds()
+	res.CPU = (after.user + after.sys - before.user - before.sys).Nanoseconds()
+	res.Sys = (after.sys - before.sys).Nanoseconds()
+	res.Faults = after.faults - before.faults
 	res.GCCPU = (after.gc - before.gc).Nanoseconds()
 	res.GCs = int64(after.cycles - before.cycles)
 
@@ -180,19 +183,22 @@ func TestValueCacheChild(t *testing.T) {
 
 // cpuSample is the process's clocks at one point.
 type cpuSample struct {
-	wall   time.Time
-	cpu    time.Duration // the process's CPU time, user and system
-	gc     time.Duration // the GC's, as runtime/metrics estimates it
-	cycles uint64        // GC cycles ended
+	wall      time.Time
+	user, sys time.Duration // the process's CPU time
+	faults    int64         // the process's page faults that needed no I/O
+	gc        time.Duration // the GC's CPU time, as runtime/metrics estimates it
+	cycles    uint64        // GC cycles ended
 }
 
 func sampleCPU() (cpuSample, error) {
 	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
-	cpu, err := processCPU()
+	user, sys, faults, err := processCPU()
 	return cpuSample{
 		wall:   time.Now(),
-		cpu:    cpu,
+		user:   user,
+		sys:    sys,
+		faults: faults,
 		gc:     time.Duration(s[0].Value.Float64() * 1e9),
 		cycles: s[1].Value.Uint64(),
 	}, err

@@ -8,6 +8,6 @@ import (
 )
 
 // processCPU reports that the process's CPU time is not measured here.
-func processCPU() (time.Duration, error) {
-	return 0, errors.ErrUnsupported
+func processCPU() (user, sys time.Duration, faults int64, err error) {
+	return 0, 0, 0, errors.ErrUnsupported
 }

@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// processCPU returns the CPU time the process has used, user and system
+// processCPU returns the CPU time the process has used in user and in
+// system mode, and the page faults it took that needed no I/O
 // (getrusage).
-func processCPU() (time.Duration, error) {
+func processCPU() (user, sys time.Duration, faults int64, err error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()), int64(ru.Minflt), nil
 }
