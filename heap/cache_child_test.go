@@ -51,13 +51,25 @@ type valueCacheResult struct {
 	GoMapped, GoObjects, GoFree, GoGoal int64
 	StoreStats                          carve.Stats
 	Purges                              int64
-	// Wall, CPU and GCCPU are the churn's elapsed time, the process's CPU
-	// time over it (user and system; Sys the system part), and the GC's
-	// share of that (/cpu/classes/gc/total:cpu-seconds); GCs counts the GC
-	// cycles that ended during it, Faults the page faults.
-	Wall, CPU, Sys, GCCPU int64
-	GCs, Faults           int64
+	// Wall, CPU and Sys are the churn's elapsed time and the process's
+	// CPU time over it (getrusage: user and system, and the system part);
+	// Faults counts its page faults.
+	Wall, CPU, Sys, Faults int64
+	// GCs counts the GC cycles that ended during the churn. GCCPU and
+	// GCWindow are the runtime's figures over those cycles, from the end
+	// of a collection forced just before the churn to the end of the last
+	// one: the GC's CPU time (/cpu/classes/gc/total:cpu-seconds) and the
+	// time the process's Ps were busy, the GC's included
+	// (/cpu/classes/total, GOMAXPROCS times the elapsed time, less
+	// /cpu/classes/idle). The runtime updates its CPU figures only at the
+	// end of a cycle, and counts the time a P spends on a task whether or
+	// not the OS runs its thread, so its documentation compares them only
+	// with each other: GCCPU over getrusage's CPU grows when other
+	// processes take the core, GCCPU over GCWindow does not.
+	GCs, GCCPU, GCWindow int64
 }
+
+func seconds(ns int64) float64 { return time.Duration(ns).Seconds() }
 
 func (r valueCacheResult) String() string {
 	s := fmt.Sprintf("%d values, %d ops: live %.1f MiB (peak %.1f); RSS base %.1f MiB, peak +%.1f MiB, end +%.1f MiB; Go runtime %.1f MiB (heap objects %.1f, free pages %.1f, goal %.1f)",
@@ -69,9 +81,22 @@ func (r valueCacheResult) String() string {
 	if r.Purges > 0 {
 		s += fmt.Sprintf(", %.3f purges/op", float64(r.Purges)/float64(r.Ops))
 	}
-	return s + fmt.Sprintf("; churn %.2f s, CPU %.2f s (system %.2f s, %.3f page faults/op), GC %.3f s in %d cycles",
-		time.Duration(r.Wall).Seconds(), time.Duration(r.CPU).Seconds(), time.Duration(r.Sys).Seconds(),
-		float64(r.Faults)/float64(r.Ops), time.Duration(r.GCCPU).Seconds(), r.GCs)
+	s += fmt.Sprintf("; churn %.2f s, CPU %.2f s (system %.2f s, %.3f page faults/op); GC: %d cycles",
+		seconds(r.Wall), seconds(r.CPU), seconds(r.Sys), float64(r.Faults)/float64(r.Ops), r.GCs)
+	if r.GCs > 0 {
+		s += fmt.Sprintf(", %.3f s of %.2f s of the Ps' busy time (%.1f%%; %.1f%% of getrusage's CPU)",
+			seconds(r.GCCPU), seconds(r.GCWindow), 100*float64(r.GCCPU)/float64(r.GCWindow), 100*float64(r.GCCPU)/float64(r.CPU))
+	}
+	return s
+}
+
+// gcShare returns the GC's share of the CPU time of the cycles that ended
+// during the churn, in percent; 0 when none did.
+func (r valueCacheResult) gcShare() float64 {
+	if r.GCs == 0 {
+		return 0
+	}
+	return 100 * float64(r.GCCPU) / float64(r.GCWindow)
 }
 
 // runValueCacheChild runs TestValueCacheChild in a new process of the test
@@ -92,7 +117,7 @@ func runValueCacheChild(store string, n, ops int) (valueCacheResult, error) {
 			if err := json.Unmarshal([]byte(s), &res); err != nil {
 				return res, fmt.Errorf("%s: %v in %q", cmd, err, s)
 			}
-			if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 {
+			if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 || (res.GCs > 0) != (res.GCWindow > 0) {
 				return res, fmt.Errorf("%s measured %+v, not %s with %d values and %d ops", cmd, res, store, n, ops)
 			}
 			return res, nil
@@ -132,6 +157,7 @@ func TestValueCacheChild(t *testing.T) {
 	}
 
 	r := rand.New(rand.NewPCG(2, 2))
+	runtime.GC() // the runtime's CPU figures start at the end of a cycle
 	before, err := sampleCPU()
 	if err != nil {
 		t.Fatal(err)
@@ -149,8 +175,9 @@ func TestValueCacheChild(t *testing.T) {
 	res.CPU = (after.user + after.sys - before.user - before.sys).Nanoseconds()
 	res.Sys = (after.sys - before.sys).Nanoseconds()
 	res.Faults = after.faults - before.faults
-	res.GCCPU = (after.gc - before.gc).Nanoseconds()
 	res.GCs = int64(after.cycles - before.cycles)
+	res.GCCPU = (after.gc - before.gc).Nanoseconds()
+	res.GCWindow = (after.busy - before.busy).Nanoseconds()
 
 	peak, err1 := mem.PeakRSS()
 	end, err2 := mem.RSS()
@@ -186,12 +213,17 @@ type cpuSample struct {
 	wall      time.Time
 	user, sys time.Duration // the process's CPU time
 	faults    int64         // the process's page faults that needed no I/O
-	gc        time.Duration // the GC's CPU time, as runtime/metrics estimates it
+	gc, busy  time.Duration // the GC's CPU time and the Ps' busy time, as of the end of the last GC cycle
 	cycles    uint64        // GC cycles ended
 }
 
 func sampleCPU() (cpuSample, error) {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	s := []metrics.Sample{
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/cpu/classes/total:cpu-seconds"},
+		{Name: "/cpu/classes/idle:cpu-seconds"},
+	}
 	metrics.Read(s)
 	user, sys, faults, err := processCPU()
 	return cpuSample{
@@ -200,6 +232,7 @@ func sampleCPU() (cpuSample, error) {
 		sys:    sys,
 		faults: faults,
 		gc:     time.Duration(s[0].Value.Float64() * 1e9),
+		busy:   time.Duration((s[2].Value.Float64() - s[3].Value.Float64()) * 1e9),
 		cycles: s[1].Value.Uint64(),
 	}, err
 }
