@@ -241,11 +241,12 @@ const churnPerValue = 8
 
 // BenchmarkValueCache measures a cache of 250,000 values (10,000 with
 // -short) of log-normal sizes (median 512 B, sigma 1.5, within 32 B to
-// 64 KiB: about 373 MiB of values) under churn: each operation picks a
-// key at random and replaces its value, or deletes it and inserts a new
-// key, half the time each, with a value of a new size. The values' bytes
-// lie in carve's heap, in fit's best fit, or on the Go heap (make), and
-// the code over them is the same.
+// 64 KiB: a mean of 1,562 B, 372 MiB of values expected) under churn: each
+// operation picks a key at random and replaces its value, or deletes it
+// and inserts a new key, half the time each, with a value of a new size.
+// The values' bytes lie in carve's heap, in fit's best fit, or on the Go
+// heap (make), and the code over them is the same; the map and the keys,
+// on the Go heap, count in every store's RSS.
 //
 // ns/op is measured here, after the cache is built. Then a process of its
 // own per store (the test binary again, running TestValueCacheChild)
@@ -256,10 +257,9 @@ const churnPerValue = 8
 // the GC cycles of the churn (/cpu/classes/gc/total:cpu-seconds over
 // /cpu/classes/total less /cpu/classes/idle; see valueCacheResult for why
 // not over getrusage's CPU time, which the log line gives too); and
-// cpu-ns/op, the
-// process's CPU time per operation (getrusage, user and system), which
-// counts no time the process waited for a core, as ns/op does on a busy
-// machine. Compare the stores side by side:
+// cpu-ns/op, the process's CPU time per operation (getrusage, user and
+// system), which does not count the time the process waited for a core,
+// as ns/op does on a busy machine. Compare the stores side by side:
 //
 //	taskset -c 1 go test -run '^$' -bench ValueCache -count 6 ./heap > vc.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /store vc.txt

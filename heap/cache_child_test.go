@@ -46,7 +46,7 @@ type valueCacheResult struct {
 	// GoMapped is the memory the Go runtime holds from the OS after the
 	// churn, less what it gave back; GoObjects the bytes of its heap's
 	// objects, GoFree its free heap pages not given back, GoGoal its heap
-	// goal (runtime/metrics). Store is what a carve store says of its own
+	// goal (runtime/metrics). StoreStats is what a carve store says of its own
 	// memory (Footprint, Resident, Metadata; Purges for the heap).
 	GoMapped, GoObjects, GoFree, GoGoal int64
 	StoreStats                          carve.Stats
