@@ -41,6 +41,8 @@ type cache struct {
 	values map[string][]byte
 }
 
+// put stores a copy of value under key, replacing the key's value if it
+// has one. The new value is written before the old one is freed.
 func (c *cache) put(key string, value []byte) error {
 	b, err := c.h.Alloc(len(value), 1)
 	if err != nil {
@@ -48,17 +50,30 @@ func (c *cache) put(key string, value []byte) error {
 	}
 	copy(b, value)
 	if old, ok := c.values[key]; ok {
-		c.h.Free(old)
+		if err := c.h.Free(old); err != nil {
+			return err
+		}
 	}
 	c.values[key] = b
 	return nil
 }
 
-func (c *cache) delete(key string) {
-	if old, ok := c.values[key]; ok {
-		c.h.Free(old)
-		delete(c.values, key)
+// get returns key's value. The slice is the heap's memory: it is valid
+// until the key's next put or delete, after which the heap may hand its
+// bytes to another value; copy it to keep it longer.
+func (c *cache) get(key string) ([]byte, bool) {
+	b, ok := c.values[key]
+	return b, ok
+}
+
+// delete removes key and frees its value.
+func (c *cache) delete(key string) error {
+	old, ok := c.values[key]
+	if !ok {
+		return nil
 	}
+	delete(c.values, key)
+	return c.h.Free(old)
 }
 
 // Example_cache keeps 20,000 values of 40 bytes to 4 KiB, replaces a
@@ -67,28 +82,41 @@ func (c *cache) delete(key string) {
 // that stay are spread over the memory the full cache used (each keeps
 // the partial pages around it).
 func Example_cache() {
-	h, _ := heap.New()
+	h, err := heap.New()
+	if err != nil {
+		panic(err)
+	}
 	defer h.Close()
 	c := &cache{h: h, values: map[string][]byte{}}
 	value := make([]byte, 4096)
+	put := func(i, size int) {
+		key := fmt.Sprint("key", i)
+		copy(value, key) // each value starts with its key
+		if err := c.put(key, value[:size]); err != nil {
+			panic(err)
+		}
+	}
 	for i := range 20000 {
-		c.put(fmt.Sprint("key", i), value[:40+i*7919%4057])
+		put(i, 40+i*7919%4057)
 	}
 	for i := 0; i < 20000; i += 3 {
-		c.put(fmt.Sprint("key", i), value[:40+i*7727%4057])
+		put(i, 40+i*7727%4057)
 	}
 	full := h.Stats()
 	for i := range 20000 {
 		if i%10 != 0 {
-			c.delete(fmt.Sprint("key", i))
+			if err := c.delete(fmt.Sprint("key", i)); err != nil {
+				panic(err)
+			}
 		}
 	}
 	shrunk := h.Stats()
-	fmt.Println(len(c.values), "values")
+	v, _ := c.get("key9990")
+	fmt.Println(len(c.values), "values; key9990 holds", len(v), "bytes starting", string(v[:7]))
 	fmt.Printf("full:   live %4.1f MiB, footprint %4.1f MiB\n", mib(full.Live), mib(full.Footprint))
 	fmt.Printf("shrunk: live %4.1f MiB, footprint %4.1f MiB\n", mib(shrunk.Live), mib(shrunk.Footprint))
 	// Output:
-	// 2000 values
+	// 2000 values; key9990 holds 231 bytes starting key9990
 	// full:   live 39.5 MiB, footprint 40.3 MiB
 	// shrunk: live  3.9 MiB, footprint 10.8 MiB
 }

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package heap_test
+
+import (
+	"errors"
+	"time"
+)
+
+// processCPU reports that the process's CPU time is not measured here.
+func processCPU() (user, sys time.Duration, faults int64, err error) {
+	return 0, 0, 0, errors.ErrUnsupported
+}
