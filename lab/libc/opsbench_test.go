@@ -26,12 +26,15 @@ import (
 // (fit.New(fit.BestFit)), the lab's heap and best-fit rows with their
 // default options, through one harness:
 //
-//	go test -run '^$' -bench Ops -count 8 ./lab/libc > ops.txt
+//	CARVE_TRACES=DIR taskset -c 1 go test -run '^$' -bench Ops -count 8 ./lab/libc > ops.txt
 //	benchstat -col /alloc ops.txt
+//
+// (-count runs each sub-benchmark its 8 times in a row; on a busy
+// machine, 8 runs of -count 1 interleave the allocators better.)
 //
 // The traces are the shipped aosp-systemui and every trace file in the
 // directory $CARVE_TRACES names, if set (files whose format is not
-// recognized are left out, with a line in the log). The sub-benchmarks
+// recognized, a README say, are left out). The sub-benchmarks
 // are trace=NAME/alloc=ALLOC, NAME the file's name up to its first dot,
 // and ns/op is the time per op of the trace, the frees of the blocks it
 // leaves live included.
@@ -47,12 +50,13 @@ import (
 // What the harness does per op, on each side:
 //
 //   - The process's malloc goes through libc.Loop, in batches of 4096 ops
-//     (one cgo call and two clock reads per batch: about 100 ns per 4096
-//     ops, under 0.1 ns per op). Per op, loop.c switches on the kind,
-//     bounds-checks the slot against its table, refuses an allocation into
-//     a slot that holds a block, calls malloc, calloc, posix_memalign,
-//     realloc or free, checks for NULL, stores the block and its size in
-//     the slot's 16-byte entry and writes the first byte of a new block.
+//     (one cgo call and two clock reads per batch: a Run of one op took
+//     360 ns on a busy 2-core machine, under 0.1 ns per op of a batch).
+//     Per op, loop.c switches on the kind, bounds-checks the slot against
+//     its table, refuses an allocation into a slot that holds a block,
+//     calls malloc, calloc, posix_memalign, realloc or free, checks for
+//     NULL, stores the block and its size in the slot's 16-byte entry and
+//     writes the first byte of a new block.
 //   - carve's heaps go through replayGo, which does the same in Go over a
 //     table of the same 16-byte entries (a pointer and a size), the
 //     slot's bounds check being Go's index check: a switch, the check of
@@ -65,9 +69,10 @@ import (
 // Both tables live for the whole sub-benchmark (one Loop, one Go slice),
 // so neither pays page faults for its table after the warm-up. The
 // allocators get what the lab gives them: a malloc asks carve's heaps for
-// the event's alignment, or 1 (their own granule, 8 or 16 bytes) when it
-// asks none, where C's malloc aligns to 16; a realloc to 0 bytes frees the
-// block in glibc and keeps a minimal one in carve's heaps.
+// the event's alignment, or 1 when it asks none (a slot of the heap is
+// then 8-aligned, a best-fit block 16), where C's malloc aligns to 16; a
+// realloc to 0 bytes frees the block in glibc and keeps a minimal one in
+// carve's heaps.
 //
 // A C allocator inside a Go process is not quite what a C program sees
 // (see the Replayer), and the timing is of one thread: this compares the
