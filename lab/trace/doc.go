@@ -244,7 +244,7 @@
 //
 // [Generators] lists the named generators that carve gen runs: the block-allocator article's
 // scenarios (connection, carving, bump) and synthetic workloads with
-// explicit seeds (zipf, phases), each with documented parameters and
+// explicit seeds (zipf, phases, randfree), each with documented parameters and
 // defaults, and the same trace for the same arguments.
 //
 // # Summaries

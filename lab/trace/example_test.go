@@ -123,6 +123,7 @@ func ExampleGenerators() {
 	// carving: smalls=1 n=100000 scratch=1024 session=64 small=200
 	// connection: next=1024 n=100000 scratch=1024 session=64
 	// phases: seed=1 phases=4 n=50000 size=32 growth=2 keep=0.05 life=1000
+	// randfree: seed=1 n=100000 min=4096 max=65536 frac=0.9
 	// zipf: seed=1 n=1000000 s=1.2 min=8 max=65536 spike=520 p=0.2 life=10000
 }
 

@@ -47,6 +47,7 @@ type Generator struct {
 
 	gen    func(w EventWriter, a Args) error
 	phases func(a Args) []Phase // nil: the trace has no phases worth naming
+	check  func(a Args) error   // nil: each parameter's bounds are all there is to check
 }
 
 // Phase is a named stretch of a generated trace: the events after the
@@ -77,7 +78,7 @@ func (g Generator) Phases(args Args) ([]Phase, error) {
 
 // Generators returns every generator, sorted by name.
 func Generators() []Generator {
-	gs := []Generator{connectionGen, carvingGen, bumpGen, zipfGen, phasesGen}
+	gs := []Generator{connectionGen, carvingGen, bumpGen, zipfGen, phasesGen, randFreeGen}
 	slices.SortFunc(gs, func(a, b Generator) int { return strings.Compare(a.Name, b.Name) })
 	return gs
 }
@@ -93,8 +94,9 @@ func Lookup(name string) (Generator, bool) {
 }
 
 // Generate writes the generator's trace to w. An argument that names no
-// parameter, or falls outside its bounds, is an error and nothing is
-// written. Generate stops at w's first error and returns it.
+// parameter, falls outside its bounds or does not fit with the others (a
+// min above a max) is an error, and nothing is written. Generate stops at
+// w's first error and returns it.
 func (g Generator) Generate(w EventWriter, args Args) error {
 	if g.gen == nil {
 		return fmt.Errorf("trace: generator %q is not one of Generators()", g.Name)
@@ -115,7 +117,7 @@ func (g Generator) Defaults() Args {
 	return a
 }
 
-// resolve checks args and fills in the defaults.
+// resolve checks args, fills in the defaults and checks them together.
 func (g Generator) resolve(args Args) (Args, error) {
 	full := g.Defaults()
 	for name, v := range args {
@@ -132,6 +134,11 @@ func (g Generator) resolve(args Args) (Args, error) {
 			return nil, fmt.Errorf("trace: generator %s: %s = %v, want %s from %v to %v", g.Name, name, v, kind, p.Min, p.Max)
 		}
 		full[name] = v
+	}
+	if g.check != nil {
+		if err := g.check(full); err != nil {
+			return nil, err
+		}
 	}
 	return full, nil
 }

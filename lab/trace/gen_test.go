@@ -122,6 +122,7 @@ var genGoldens = []struct {
 	{"zipf-seed1.trace", "zipf", Args{"n": 40, "life": 5, "max": 1024}},
 	{"zipf-seed2.trace", "zipf", Args{"n": 40, "life": 5, "max": 1024, "seed": 2}},
 	{"phases-seed1.trace", "phases", Args{"n": 10, "phases": 3, "life": 3, "keep": 0.2}},
+	{"randfree-seed1.trace", "randfree", Args{"n": 10, "min": 16, "max": 64}},
 }
 
 // TestGeneratorGolden checks small instances against their golden
@@ -208,7 +209,7 @@ func TestGeneratorArgs(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(names, " "); got != "bump carving connection phases zipf" {
+	if got := strings.Join(names, " "); got != "bump carving connection phases randfree zipf" {
 		t.Errorf("Generators() = %s", got)
 	}
 	if _, ok := Lookup("nope"); ok {
