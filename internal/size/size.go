@@ -30,6 +30,29 @@ func Format(n int64) string {
 	return strconv.FormatFloat(float64(n)/(1<<40), 'f', 2, 64) + " TiB"
 }
 
+// Digits3 writes a byte count as carve stats prints its tables: B below
+// 1 KiB, then three significant digits ("1.50 KiB", "12.3 MiB",
+// "256 KiB").
+func Digits3(b uint64) string {
+	if b < 1<<10 {
+		return strconv.FormatUint(b, 10) + " B"
+	}
+	v, unit := float64(b)/(1<<10), "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if v < 1<<10 {
+			break
+		}
+		v, unit = v/(1<<10), u
+	}
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
+}
+
 // units are the suffixes Parse takes, longest first.
 var units = []struct {
 	suffix string

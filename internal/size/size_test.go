@@ -16,6 +16,19 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+func TestDigits3(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0 B"}, {1023, "1023 B"}, {1536, "1.50 KiB"}, {12900 << 10, "12.6 MiB"}, {256 << 10, "256 KiB"}, {1 << 50, "1024 TiB"},
+	} {
+		if got := Digits3(tc.n); got != tc.want {
+			t.Errorf("Digits3(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		s    string

@@ -281,8 +281,8 @@ func labelRows(s trace.Summary, n int) []labelRow {
 		if l.Freed > 0 {
 			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
 		}
-		out = append(out, labelRow{size3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
-			size3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
+		out = append(out, labelRow{size.Digits3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
+			size.Digits3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
 	}
 	if rest := s.Labels[len(ls):]; len(rest) > 0 {
 		var objects int64
@@ -294,32 +294,10 @@ func labelRows(s trace.Summary, n int) []labelRow {
 		if s.PeakLive > 0 {
 			share = float64(bytes) / float64(s.PeakLive)
 		}
-		out = append(out, labelRow{Bytes: size3(bytes), Share: strconv.FormatFloat(100*share, 'f', 1, 64) + "%",
+		out = append(out, labelRow{Bytes: size.Digits3(bytes), Share: strconv.FormatFloat(100*share, 'f', 1, 64) + "%",
 			Objects: strconv.FormatInt(objects, 10), Name: fmt.Sprintf("(%d more labels)", len(rest))})
 	}
 	return out
-}
-
-// size3 writes a byte count as carve stats does: B below 1 KiB, then
-// three significant digits ("1.50 KiB", "12.3 MiB", "256 KiB").
-func size3(b uint64) string {
-	if b < 1<<10 {
-		return strconv.FormatUint(b, 10) + " B"
-	}
-	v, unit := float64(b)/(1<<10), "KiB"
-	for _, u := range []string{"MiB", "GiB", "TiB"} {
-		if v < 1<<10 {
-			break
-		}
-		v, unit = v/(1<<10), u
-	}
-	switch {
-	case v < 10:
-		return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
-	case v < 100:
-		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
 }
 
 var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/carvelab/carve/internal/size"
 )
 
 // Summary describes a trace as a whole: what it asks of an allocator,
@@ -300,8 +302,8 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 		if l.Freed > 0 {
 			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t%s\t%d\t%s\t%s\t%s\t  %s\n", sizeString(l.Bytes), 100*l.Share, l.Objects,
-			sizeString(l.PeakBytes), l.Allocs, life, attr(l.PtrBytes), attr(l.Size), name)
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t%s\t%d\t%s\t%s\t%s\t  %s\n", size.Digits3(l.Bytes), 100*l.Share, l.Objects,
+			size.Digits3(l.PeakBytes), l.Allocs, life, attr(l.PtrBytes), attr(l.Size), name)
 	}
 	if rest := s.Labels[len(rows):]; len(rest) > 0 {
 		var objects int64
@@ -314,31 +316,9 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 		if s.PeakLive > 0 {
 			share = float64(bytes) / float64(s.PeakLive)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t\t\t\t\t\t  (%d more labels)\n", sizeString(bytes), 100*share, objects, len(rest))
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t\t\t\t\t\t  (%d more labels)\n", size.Digits3(bytes), 100*share, objects, len(rest))
 	}
 	return tw.Flush()
-}
-
-// sizeString formats a number of bytes in B, KiB, MiB or GiB, three
-// significant digits past 1 KiB: "512 B", "1.50 KiB", "12.3 MiB".
-func sizeString(b uint64) string {
-	if b < 1<<10 {
-		return strconv.FormatUint(b, 10) + " B"
-	}
-	v, unit := float64(b)/(1<<10), "KiB"
-	for _, u := range []string{"MiB", "GiB", "TiB"} {
-		if v < 1<<10 {
-			break
-		}
-		v, unit = v/(1<<10), u
-	}
-	switch {
-	case v < 10:
-		return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
-	case v < 100:
-		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
 }
 
 // request counts one requested size.
