@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/rows"
 )
 
@@ -107,7 +108,7 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 		return err
 	}
 	fmt.Fprintf(w, "%s\n", t.Trace.Label)
-	for _, l := range wrap(t.Trace.About, 96) {
+	for _, l := range text.Wrap(t.Trace.About, 96) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -154,26 +155,6 @@ func sig3(v float64) string {
 		return strconv.FormatFloat(math.Round(v/p)*p, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'f', d, 64)
-}
-
-// wrap cuts text into lines of at most width bytes, at spaces.
-func wrap(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // progress shows, on a terminal, how far the replays have come, once they

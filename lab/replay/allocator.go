@@ -371,13 +371,38 @@ func WithPool(size int, a Allocator) (Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pooled{p: p, a: a, size: size}, nil
+	return &pooled{p: p, behind: behind{a}, size: size}, nil
 }
 
 type pooled struct {
-	p    *pool.Pool
-	a    Allocator
+	p *pool.Pool
+	behind
 	size int
+}
+
+// behind is the allocator a wrapper sends what it does not keep to. It
+// passes the Go heap's bookkeeping through (see ReplayerMemory).
+type behind struct{ a Allocator }
+
+// OnGoHeap reports whether the allocator behind keeps its figures on the
+// Go heap.
+func (w behind) OnGoHeap() bool {
+	m, ok := w.a.(ReplayerMemory)
+	return ok && m.OnGoHeap()
+}
+
+// contains reports whether b lies inside the allocator behind, if it is a
+// Container; its blocks go unchecked (true) if it is not.
+func (w behind) contains(b []byte) bool {
+	c, ok := w.a.(Container)
+	return !ok || c.Contains(b)
+}
+
+// SetReplayerBytes passes the replayer's bytes on to the allocator behind.
+func (w behind) SetReplayerBytes(n int64) {
+	if m, ok := w.a.(ReplayerMemory); ok {
+		m.SetReplayerBytes(n)
+	}
 }
 
 func (w *pooled) Alloc(size, align int) ([]byte, error) {
@@ -407,11 +432,17 @@ func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
 		return w.a.Realloc(b, size)
 	}
 	n, err := w.Alloc(size, 0)
+	return moved(n, err, b, w.Free)
+}
+
+// moved finishes a Realloc that moves b to n (allocated with err): it
+// copies b's bytes and frees b.
+func moved(n []byte, err error, b []byte, free func([]byte) error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
 	copy(n, b)
-	if err := w.Free(b); err != nil {
+	if err := free(b); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -421,11 +452,7 @@ func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
 // allocator is a Container, inside its memory; blocks of an allocator that
 // is not one go unchecked (true).
 func (w *pooled) Contains(b []byte) bool {
-	if w.p.Owns(b) {
-		return true
-	}
-	c, ok := w.a.(Container)
-	return !ok || c.Contains(b)
+	return w.p.Owns(b) || w.contains(b)
 }
 
 func (w *pooled) Footprint() int64 { return w.p.Footprint() + w.a.Footprint() }
@@ -439,21 +466,6 @@ func (w *pooled) Stats() carve.Stats {
 	s.Resident += ps.Resident + ps.Metadata
 	s.Metadata += ps.Metadata
 	return s
-}
-
-// OnGoHeap reports whether the allocator behind the pool keeps its
-// figures on the Go heap.
-func (w *pooled) OnGoHeap() bool {
-	m, ok := w.a.(ReplayerMemory)
-	return ok && m.OnGoHeap()
-}
-
-// SetReplayerBytes passes the replayer's bytes on to the allocator behind
-// the pool.
-func (w *pooled) SetReplayerBytes(n int64) {
-	if m, ok := w.a.(ReplayerMemory); ok {
-		m.SetReplayerBytes(n)
-	}
 }
 
 func (w *pooled) Close() error {

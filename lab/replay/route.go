@@ -61,11 +61,11 @@ func WithRoutes(routes []Route, a Allocator) (Allocator, error) {
 		}
 		seen[r.Label] = true
 	}
-	return &routed{a: a, routes: routes}, nil
+	return &routed{behind: behind{a}, routes: routes}, nil
 }
 
 type routed struct {
-	a      Allocator
+	behind
 	routes []Route
 	labels *trace.Labels
 	byID   map[uint32]*lane // label number -> where its objects go (nil: nowhere), as found
@@ -207,14 +207,7 @@ func (w *routed) Realloc(b []byte, size int) ([]byte, error) {
 		return w.a.Realloc(b, size)
 	}
 	n, err := w.a.Alloc(size, 0)
-	if err != nil {
-		return nil, err
-	}
-	copy(n, b)
-	if err := w.Free(b); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return moved(n, err, b, w.Free)
 }
 
 // Contains reports whether b lies in a routed allocator's memory or, if
@@ -223,8 +216,7 @@ func (w *routed) Contains(b []byte) bool {
 	if l, _ := w.holder(b); l != nil {
 		return true
 	}
-	c, ok := w.a.(Container)
-	return !ok || c.Contains(b)
+	return w.contains(b)
 }
 
 func (w *routed) Footprint() int64 {
@@ -258,19 +250,6 @@ func (w *routed) Stats() carve.Stats {
 		}
 	}
 	return s
-}
-
-// OnGoHeap and SetReplayerBytes pass the Go heap's bookkeeping through
-// (see ReplayerMemory).
-func (w *routed) OnGoHeap() bool {
-	m, ok := w.a.(ReplayerMemory)
-	return ok && m.OnGoHeap()
-}
-
-func (w *routed) SetReplayerBytes(n int64) {
-	if m, ok := w.a.(ReplayerMemory); ok {
-		m.SetReplayerBytes(n)
-	}
 }
 
 func (w *routed) Close() error {

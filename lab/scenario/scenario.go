@@ -19,6 +19,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
@@ -134,7 +135,7 @@ func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string
 	if err != nil {
 		return err
 	}
-	for _, l := range wrap(t.About, 98) {
+	for _, l := range text.Wrap(t.About, 98) {
 		fmt.Fprintf(w, "# %s\n", l)
 	}
 	var failed error
@@ -203,26 +204,6 @@ func Stride(w io.Writer, c Config) error {
 		fmt.Fprintf(w, "%s: malloc(16) twice: %d bytes apart, %d usable\n", s.Alloc, r.Apart, r.Usable)
 	}
 	return nil
-}
-
-// wrap cuts text into lines of at most width bytes, at spaces.
-func wrap(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // kb converts bytes to KB (the article's unit, 1024 bytes), rounding
