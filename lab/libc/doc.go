@@ -65,7 +65,11 @@
 // that [HeapStats] maps onto.
 package libc
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/carvelab/carve/lab/internal/cbuild"
+)
 
 var (
 	// ErrUnavailable reports a build without cgo, or for an OS other than
@@ -84,7 +88,7 @@ var (
 	ErrClosed = errors.New("libc: closed")
 	// ErrNoCompiler reports that the C replayer is not built yet and no C
 	// compiler is there to build it.
-	ErrNoCompiler = errors.New("libc: the C replayer needs a C compiler")
+	ErrNoCompiler = cbuild.ErrNoCompiler
 )
 
 // Identity names the malloc that serves the process.

@@ -1,11 +1,15 @@
 package record
 
-import "time"
+import (
+	"time"
+
+	"github.com/carvelab/carve/lab/internal/cbuild"
+)
 
 // Internals for the tests (package record_test).
 
 // Builds returns how many libraries this process has compiled.
-func Builds() int64 { return builds.Load() }
+func Builds() int64 { return cbuild.Builds() }
 
 var (
 	Environ         = environ
