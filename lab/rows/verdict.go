@@ -30,7 +30,14 @@ func (t Table) Findings() []string {
 	s = append(s, fmt.Sprintf("lowest peak RSS / peak live: %s, %.3f (%s resident for %s live)", b.Allocator, b.RSSRatio, size.Format(b.PeakRSS), size.Format(b.PeakLive)))
 	var others []string
 	for _, name := range []string{"glibc", "go"} {
-		if r, ok := t.row(name); ok && r.Allocator != b.Allocator {
+		r, ok := t.row(name)
+		switch {
+		case !ok || r.Allocator == b.Allocator || r.Error != "":
+		case r.RSSRatio == 0:
+			// Its resident memory never rose a page above the baseline:
+			// the trace's blocks fit in pages the process held already.
+			others = append(others, fmt.Sprintf("%s -, its RSS never rose a page above its baseline", name))
+		default:
 			others = append(others, fmt.Sprintf("%s %.3f, %s", name, r.RSSRatio, compare(r.PeakRSS, b.PeakRSS, b.Allocator)))
 		}
 	}
@@ -58,7 +65,10 @@ func (t Table) Findings() []string {
 	if phase, ok := t.lastPhase(); ok {
 		var grew []string
 		seen := map[string]bool{}
-		for _, name := range []string{b.Allocator, "glibc", "go"} {
+		// The best row, the same allocator without its pools, glibc and
+		// the Go heap.
+		plain, _, _ := strings.Cut(b.Allocator, "+")
+		for _, name := range []string{b.Allocator, plain, "glibc", "go"} {
 			if r, ok := t.row(name); ok && !seen[name] {
 				seen[name] = true
 				if _, g, ok := r.Growth(); ok {

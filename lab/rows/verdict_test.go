@@ -1,0 +1,71 @@
+package rows
+
+import (
+	"slices"
+	"testing"
+)
+
+// row is a measured row: peak RSS rss for peak live live, and, with
+// phases, footprints at the ends of two phases.
+func row(name string, live, rss int64, fp ...int64) Row {
+	r := Row{Allocator: name, PeakLive: live, PeakRSS: rss}
+	if live > 0 {
+		r.RSSRatio = float64(rss) / float64(live)
+	}
+	for i, f := range fp {
+		r.Phases = append(r.Phases, Phase{Name: []string{"setup", "second wave"}[i], Footprint: f})
+	}
+	return r
+}
+
+func TestFindings(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		name string
+		rows []Row
+		want []string
+	}{
+		{"no row measured", []Row{{Allocator: "glibc", Error: "not installed"}}, nil},
+		{
+			"the lowest, glibc and go beside it",
+			[]Row{row("best-fit", 10*MiB, 11*MiB), row("go", 10*MiB, 26*MiB), row("glibc", 10*MiB, 12*MiB)},
+			[]string{
+				"lowest peak RSS / peak live: best-fit, 1.100 (11.00 MiB resident for 10.00 MiB live)",
+				"glibc 1.200, 1.00 MiB (9.1%) above best-fit's",
+				"go 2.600, 2.4 times best-fit's",
+			},
+		},
+		{
+			"a row that failed is left out",
+			[]Row{row("best-fit", 10*MiB, 11*MiB), {Allocator: "glibc", Error: "stopped", PeakLive: 10 * MiB}},
+			[]string{"lowest peak RSS / peak live: best-fit, 1.100 (11.00 MiB resident for 10.00 MiB live)"},
+		},
+		{
+			// A trace of a few bytes: glibc's RSS stays within the pages it
+			// held at its baseline.
+			"an RSS that never rose",
+			[]Row{row("jemalloc", 16, 4096), row("glibc", 16, 0)},
+			[]string{
+				"lowest peak RSS / peak live: jemalloc, 256.000 (4.0 KiB resident for 16 B live)",
+				"glibc -, its RSS never rose a page above its baseline",
+			},
+		},
+		{
+			"a pooled row beside its plain one, and the last phase of both",
+			[]Row{row("best-fit", 12*MiB, 13*MiB, 13*MiB, 15*MiB), row("best-fit+pool(1024)", 12*MiB, 12*MiB, 12*MiB, 12*MiB)},
+			[]string{
+				"lowest peak RSS / peak live: best-fit+pool(1024), 1.000 (12.00 MiB resident for 12.00 MiB live)",
+				"best-fit+pool(1024): peak RSS 12.00 MiB, 1.00 MiB (7.7%) below best-fit's",
+				"the last phase (second wave) grew the footprint of best-fit+pool(1024) 0 B, best-fit 2.00 MiB",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Table{Rows: tt.rows}.Findings()
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Findings:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
