@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/record"
 )
 
@@ -98,7 +99,7 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			}
 			threads := ""
 			if res.Threads > 0 {
-				threads = ", " + plural(res.Threads, "thread")
+				threads = ", " + text.Count(int64(res.Threads), "thread")
 			}
 			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d%s) written to %s by the %s recorder\n",
 				res.Events, res.Process.Program, res.Process.Pid, threads, path, res.Recorder)
@@ -107,7 +108,7 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 				fmt.Fprintf(c.stderr, "carve record: %s is a Go program: the trace holds only its C heap (cgo); its Go heap is recorded from its tests: carve record -- go test -run TestX ./pkg\n", cmd[0])
 			}
 			if len(res.Others) > 0 {
-				fmt.Fprintf(c.stderr, "carve record: %s of the run were logged and left out (the busiest one is kept)\n", plural(len(res.Others), "other process"))
+				fmt.Fprintf(c.stderr, "carve record: %s of the run were logged and left out (the busiest one is kept)\n", text.Count(int64(len(res.Others)), "other process"))
 			}
 			if exit != nil {
 				return checkFailed{fmt.Errorf("the program exited with status %d; its trace until then is written", exit.Code)}
@@ -115,18 +116,6 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			return nil
 		}
 	},
-}
-
-// plural writes n and the noun, with an s when n is not 1: "1 thread",
-// "3 threads", "2 other processes".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "s") {
-		return fmt.Sprintf("%d %ses", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // recordService is carve record --from: the trace of a running service.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -165,9 +166,9 @@ var statsCommand = &command{
 // the trace's own errors.
 func writeSummary(w io.Writer, label, format string, s trace.Summary) {
 	allocs := s.Ops[trace.Alloc] + s.Ops[trace.Calloc] + s.Ops[trace.Memalign]
-	fmt.Fprintf(w, "%s (%s): %s\n", label, format, count(s.Events, "event"))
-	fmt.Fprintf(w, "requests: %s (%s of 0 B), %s, %s", count(allocs, "allocation"), count(s.Zero, "request"),
-		count(s.Ops[trace.Realloc], "realloc"), count(s.Ops[trace.Free], "free"))
+	fmt.Fprintf(w, "%s (%s): %s\n", label, format, text.Count(s.Events, "event"))
+	fmt.Fprintf(w, "requests: %s (%s of 0 B), %s, %s", text.Count(allocs, "allocation"), text.Count(s.Zero, "request"),
+		text.Count(s.Ops[trace.Realloc], "realloc"), text.Count(s.Ops[trace.Free], "free"))
 	if s.Largest > 0 {
 		fmt.Fprintf(w, "; sizes from %s to %s", bytesOf(s.Smallest), bytesOf(s.Largest))
 	}
@@ -177,7 +178,7 @@ func writeSummary(w io.Writer, label, format string, s trace.Summary) {
 		at = ""
 	}
 	fmt.Fprintf(w, "peak live: %s%s in %s, after event %d; at the end: %s%s in %s\n",
-		at, bytesOf(s.PeakLive), count(s.PeakObjects, "object"), s.PeakAt+1, at, bytesOf(s.EndLive), count(s.EndObjects, "object"))
+		at, bytesOf(s.PeakLive), text.Count(s.PeakObjects, "object"), s.PeakAt+1, at, bytesOf(s.EndLive), text.Count(s.EndObjects, "object"))
 	if s.Overflow {
 		fmt.Fprintln(w, "  (the trace's live bytes pass 2^64 - 1: its sizes are impossible)")
 	}
@@ -189,21 +190,8 @@ func writeSummary(w io.Writer, label, format string, s trace.Summary) {
 		fmt.Fprintln(w, "trace errors: none")
 	} else {
 		fmt.Fprintf(w, "trace errors: %s and %s of objects not live, %s of ids already live\n",
-			count(s.UnknownFrees, "free"), count(s.UnknownReallocs, "realloc"), count(s.LiveAllocs, "allocation"))
+			text.Count(s.UnknownFrees, "free"), text.Count(s.UnknownReallocs, "realloc"), text.Count(s.LiveAllocs, "allocation"))
 	}
-}
-
-// count writes n and the noun, with an s when n is not 1, and thousands
-// separated: "1 event", "770,279 events".
-func count(n int64, noun string) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if n == 1 {
-		return s + " " + noun
-	}
-	return s + " " + noun + "s"
 }
 
 // bytesOf writes a byte count of a trace (which may pass 2^63) in binary

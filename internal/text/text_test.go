@@ -25,3 +25,28 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	tests := []struct {
+		n    int64
+		noun string
+		want string
+	}{
+		{0, "event", "0 events"},
+		{1, "event", "1 event"},
+		{2, "event", "2 events"},
+		{999, "size", "999 sizes"},
+		{1000, "size", "1,000 sizes"},
+		{770279, "event", "770,279 events"},
+		{1234567890, "byte", "1,234,567,890 bytes"},
+		{-1024, "byte", "-1,024 bytes"},
+		{-100, "byte", "-100 bytes"},
+		{2, "other process", "2 other processes"},
+		{1, "other process", "1 other process"},
+	}
+	for _, tt := range tests {
+		if got := Count(tt.n, tt.noun); got != tt.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tt.n, tt.noun, got, tt.want)
+		}
+	}
+}

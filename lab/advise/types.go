@@ -12,10 +12,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
+	"github.com/carvelab/carve/pool"
 )
 
 // Advice for a Go program: which of its types to move off the Go heap.
@@ -33,8 +35,12 @@ import (
 // at GOGC a little apart (the row's, then GOGCStep below and above it,
 // then twice that...), and a candidate's saving is measured pairwise, the
 // Go heap's peak less the candidate's at the same GOGC: a type is
-// suggested only when every pair saves, and the median saving is at
-// least MinTypeSaving.
+// suggested only when the median saving is at least MinTypeSaving and
+// the pairs that save are at least four in five (Quorum). One pair may
+// lose: a collection that happens to fall just before the peak leaves the
+// Go heap alone lower than its other GOGCs do (on the connection workload
+// its peak ranges over a third of its median), and that one GOGC should
+// not outvote the others.
 
 // GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
 // the least median saving of peak RSS a type is suggested for.
@@ -75,8 +81,9 @@ type TypeAdvice struct {
 	Baseline Measured `json:"baseline"`
 	// Tried are the candidates, the best saving first.
 	Tried []TypeTrial `json:"tried"`
-	// Suggested are the candidates that saved at every GOGC, by at
-	// least MinTypeSaving in the median, in the order of Tried.
+	// Suggested are the candidates that saved at Quorum of the GOGCs or
+	// more, by at least MinTypeSaving in the median, in the order of
+	// Tried.
 	Suggested []TypeTrial `json:"suggested"`
 	// Refused are the types that hold pointers, by bytes at the peak,
 	// and why they cannot move.
@@ -110,15 +117,21 @@ type TypeTrial struct {
 	Into string `json:"into"`
 	Measured
 	// Saving is the median of the pairwise savings, the baseline's peak
-	// RSS less this one's at the same GOGC, and SavingLow, SavingHigh
-	// the least and the most of them; Rule is what "a live byte costs
+	// RSS less this one's at the same GOGC, SavingLow, SavingHigh the
+	// least and the most of them, and Saved how many of them are above
+	// zero; Rule is what "a live byte costs
 	// 1 + GOGC/100 on the Go heap and one in a pool" predicts:
 	// Bytes × GOGC/100.
 	Saving                int64    `json:"saving"`
 	SavingLow, SavingHigh int64    `json:"-"`
 	SavingRange           [2]int64 `json:"saving_range"`
 	SavingPercent         float64  `json:"saving_percent"`
+	Saved                 int      `json:"saved_at"`
 	Rule                  int64    `json:"rule_predicts"`
+	// Sizes are, for a []byte's uint8 that is suggested, the sizes its
+	// objects come in, the most bytes allocated first: the pools the code
+	// makes.
+	Sizes []SizeCount `json:"sizes,omitempty"`
 }
 
 // Refused is a type that cannot move to carve memory.
@@ -240,6 +253,11 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 				savings = append(savings, adv.Baseline.Peaks[i]-p)
 			}
 			slices.Sort(savings)
+			for _, d := range savings {
+				if d > 0 {
+					cd.Saved++
+				}
+			}
 			cd.Saving, cd.SavingLow, cd.SavingHigh = savings[len(savings)/2], savings[0], savings[len(savings)-1]
 			cd.SavingRange = [2]int64{cd.SavingLow, cd.SavingHigh}
 			if adv.Baseline.PeakRSS > 0 {
@@ -251,7 +269,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	}
 	slices.SortStableFunc(adv.Tried, func(a, b TypeTrial) int { return cmp.Compare(b.Saving, a.Saving) })
 	for _, t := range adv.Tried {
-		if t.Error == "" && t.SavingLow > 0 && t.Saving >= MinTypeSaving {
+		if t.suggested(len(adv.GOGCs)) {
 			adv.Suggested = append(adv.Suggested, t)
 		}
 	}
@@ -261,8 +279,76 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		"a type's objects keep the sizes the trace gives them (their size classes); a pool of the type's own size would save the rounding too",
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
 	}
+	for i, t := range adv.Suggested {
+		if t.Type == "uint8" && t.Into == "pool" {
+			if adv.Suggested[i].Sizes, err = labelSizes(c.Trace, t.Type); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
+			}
+		}
+	}
 	adv.Go = goTypeSnippet(adv.Suggested)
 	return adv, nil
+}
+
+// maxSizes bounds the distinct sizes labelSizes counts: a size first
+// seen after that many is left out (a []byte's objects come in Go's size
+// classes, about seventy, and page multiples above them).
+const maxSizes = 1024
+
+// labelSizes reads tr and returns the sizes a pool could serve (see
+// poolCandidates) that the objects labelled name come in, the most bytes
+// allocated first (then the smaller size).
+func labelSizes(tr traces.Trace, name string) ([]SizeCount, error) {
+	src, closer, err := tr.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	labels := trace.LabelsOf(src)
+	is := map[uint32]bool{} // label number -> named name, as found
+	counts := map[uint64]int64{}
+	batch := make([]trace.Event, 1024)
+	for {
+		n, err := src.Read(batch)
+		for _, e := range batch[:n] {
+			if e.Label == 0 || (e.Op != trace.Alloc && e.Op != trace.Calloc && e.Op != trace.Memalign) {
+				continue
+			}
+			match, seen := is[e.Label]
+			if !seen {
+				match = labels.Name(e.Label) == name
+				is[e.Label] = match
+			}
+			if _, ok := counts[e.Size]; match && e.Size >= uint64(pool.LinkSize) && e.Size <= maxPoolChunk && (ok || len(counts) < maxSizes) {
+				counts[e.Size]++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []SizeCount
+	for size, n := range counts {
+		out = append(out, SizeCount{Size: int(size), Requests: n, Bytes: int64(size) * n})
+	}
+	slices.SortFunc(out, func(a, b SizeCount) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Size, b.Size))
+	})
+	return out, nil
+}
+
+// Quorum is how many of n pairs must save for a type to be suggested:
+// four in five, rounded up (all of up to three, four of five, eight of
+// ten).
+func Quorum(n int) int { return (4*n + 4) / 5 }
+
+// suggested reports whether a trial measured over pairs pairs is
+// suggested: it saved at Quorum of them and MinTypeSaving in the median.
+func (t TypeTrial) suggested(pairs int) bool {
+	return t.Error == "" && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving
 }
 
 // ErrNoTypes is wrapped by AdviseTypes's error for a trace without
@@ -339,8 +425,7 @@ func goTypeSnippet(ts []TypeTrial) string {
 		}
 		switch {
 		case t.Type == "uint8" && t.Into == "pool":
-			made("buf1k, err := pool.New(1024) // []byte buffers: a pool per size the program asks for",
-				"// b, err := buf1k.Alloc() instead of make([]byte, 1024); buf1k.Free(b) where the program drops it")
+			bufferPools(&b, t.Sizes, made)
 		case t.Type == "uint8":
 			made("bufs, err := arena.New() // []byte buffers allocated and dropped together",
 				"// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Reset() when the last of a burst is done")
@@ -355,6 +440,36 @@ func goTypeSnippet(ts []TypeTrial) string {
 		}
 	}
 	return b.String()
+}
+
+// maxPools is how many buffer pools the code makes for a []byte at the
+// most: the sizes with the most bytes.
+const maxPools = 4
+
+// bufferPools writes the pools for a []byte's sizes (the most bytes
+// first): one per size, up to maxPools, and says what the rest are.
+func bufferPools(b *strings.Builder, sizes []SizeCount, made func(decl, use string)) {
+	var total int64
+	for _, s := range sizes {
+		total += s.Bytes
+	}
+	if len(sizes) == 0 || total == 0 {
+		made("bufs, err := pool.New(size) // []byte buffers: a pool per size the program asks for", "")
+		return
+	}
+	var covered int64
+	for i, s := range sizes[:min(len(sizes), maxPools)] {
+		v := fmt.Sprintf("buf%d", s.Size)
+		covered += s.Bytes
+		use := ""
+		if i == 0 {
+			use = fmt.Sprintf("// b, err := %s.Alloc() instead of make([]byte, %d); %s.Free(b) where the program drops it", v, s.Size, v)
+		}
+		made(fmt.Sprintf("%s, err := pool.New(%d) // []byte of %d B: %d allocations, %.0f%% of the type's bytes", v, s.Size, s.Size, s.Requests, 100*float64(s.Bytes)/float64(total)), use)
+	}
+	if n := len(sizes) - maxPools; n > 0 {
+		fmt.Fprintf(b, "// %s (%.0f%% of the bytes) stay with make\n", text.Count(int64(n), "other size"), 100*float64(total-covered)/float64(total))
+	}
 }
 
 // Movable reports whether a program can move the objects of a type as
@@ -399,6 +514,16 @@ func splitType(t string) (pkg, name string) {
 	return "", t
 }
 
+// quorum says how many GOGCs a suggestion must save at: "every GOGC" or
+// "4 or more of the 5 GOGCs".
+func (a *TypeAdvice) quorum() string {
+	n := len(a.GOGCs)
+	if q := Quorum(n); q < n {
+		return fmt.Sprintf("%d or more of the %d GOGCs", q, n)
+	}
+	return "every GOGC"
+}
+
 // WriteText writes the type advice for a reader.
 func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew := &firstErrWriter{w: w}
@@ -411,14 +536,14 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew.printf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)\n\n", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
 		size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakRSS, a.Baseline.PeakLive))
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tthe GOGC rule predicts\t\n")
+	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tthe GOGC rule predicts\t\n")
 	for _, t := range a.Tried {
 		if t.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)\t%s to %s\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
-			size.Format(t.Saving), t.SavingPercent, size.Format(t.SavingLow), size.Format(t.SavingHigh), size.Format(t.Rule))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)\t%s to %s\t%d of %d\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
+			size.Format(t.Saving), t.SavingPercent, size.Format(t.SavingLow), size.Format(t.SavingHigh), t.Saved, len(a.GOGCs), size.Format(t.Rule))
 	}
 	tw.Flush()
 	if len(a.Refused) > 0 {
@@ -432,10 +557,10 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		ew.printf("  - %s\n", s)
 	}
 	if len(a.Suggested) == 0 {
-		ew.printf("\nno type suggested: none saved peak RSS at every GOGC, by %s or more in the median\n", size.Format(MinTypeSaving))
+		ew.printf("\nno type suggested: none saved peak RSS at %s, by %s or more in the median\n", a.quorum(), size.Format(MinTypeSaving))
 		return ew.err
 	}
-	ew.printf("\nsuggested (a saving at every GOGC, %s or more in the median):\n", size.Format(MinTypeSaving))
+	ew.printf("\nsuggested (a saving at %s, %s or more in the median):\n", a.quorum(), size.Format(MinTypeSaving))
 	for _, t := range a.Suggested {
 		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%); the GOGC rule predicted %s\n", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent, size.Format(t.Rule))
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,5 +176,88 @@ func TestVarName(t *testing.T) {
 		if got := varName(tc.name, tc.i); got != tc.want {
 			t.Errorf("varName(%q, %d) = %q, want %q", tc.name, tc.i, got, tc.want)
 		}
+	}
+}
+
+// TestQuorum: four pairs in five must save, rounded up, and the median
+// saving must reach MinTypeSaving.
+func TestQuorum(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 4, 6: 5, 9: 8, 10: 8} {
+		if got := Quorum(n); got != want {
+			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
+		}
+	}
+	tests := []struct {
+		name  string
+		trial TypeTrial
+		pairs int
+		want  bool
+	}{
+		{"every pair saves", TypeTrial{Saved: 5, Saving: 1 << 20}, 5, true},
+		{"one pair of five loses", TypeTrial{Saved: 4, Saving: 1 << 20}, 5, true},
+		{"two pairs of five lose", TypeTrial{Saved: 3, Saving: 1 << 20}, 5, false},
+		{"one pair of three loses", TypeTrial{Saved: 2, Saving: 1 << 20}, 3, false},
+		{"a median below the least saving", TypeTrial{Saved: 5, Saving: MinTypeSaving - 1}, 5, false},
+		{"a failed replay", TypeTrial{Saved: 5, Saving: 1 << 20, Measured: Measured{Error: "stopped"}}, 5, false},
+	}
+	for _, tt := range tests {
+		if got := tt.trial.suggested(tt.pairs); got != tt.want {
+			t.Errorf("%s: suggested = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestBufferPools: a []byte suggested into pools gets one pool per size
+// its objects come in, the most bytes first, and the sizes beyond
+// maxPools are said to stay with make.
+func TestBufferPools(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bytes.trace")
+	var b strings.Builder
+	b.WriteString("# carve trace v2\nl 1 uint8 size=1 ptrbytes=0\nl 2 main.tag size=16 ptrbytes=0\n")
+	id := 0
+	alloc := func(n, size int, label string) {
+		for range n {
+			id++
+			fmt.Fprintf(&b, "a %d %d%s\n", id, size, label)
+		}
+	}
+	alloc(10, 512, " @1")  // 5120 bytes
+	alloc(2, 4096, " @1")  // 8192
+	alloc(3, 16, " @1")    // 48
+	alloc(1, 1024, " @1")  // 1024
+	alloc(1, 2048, " @1")  // 2048
+	alloc(1, 4, " @1")     // below a pool's smallest chunk
+	alloc(50, 8192, " @2") // another type
+	alloc(50, 8192, "")    // no label
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := traces.Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := labelSizes(tr, "uint8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SizeCount{{4096, 2, 8192}, {512, 10, 5120}, {2048, 1, 2048}, {1024, 1, 1024}, {16, 3, 48}}
+	if !slices.Equal(sizes, want) {
+		t.Fatalf("labelSizes = %+v, want %+v", sizes, want)
+	}
+	code := goTypeSnippet([]TypeTrial{{Type: "uint8", Into: "pool", Sizes: sizes}})
+	for _, line := range []string{
+		"buf4096, err := pool.New(4096) // []byte of 4096 B: 2 allocations, 50% of the type's bytes",
+		"// b, err := buf4096.Alloc() instead of make([]byte, 4096); buf4096.Free(b) where the program drops it",
+		"buf512, err := pool.New(512)",
+		"buf2048, err := pool.New(2048)",
+		"buf1024, err := pool.New(1024)",
+		"// 1 other size (0% of the bytes) stay with make",
+	} {
+		if !strings.Contains(code, line) {
+			t.Errorf("the code lacks %q:\n%s", line, code)
+		}
+	}
+	if strings.Contains(code, "pool.New(16)") {
+		t.Errorf("a fifth size got a pool:\n%s", code)
 	}
 }

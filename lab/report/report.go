@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
@@ -152,8 +153,8 @@ func Write(w io.Writer, r Report) error {
 		if s := t.Summary; s != nil {
 			ff, bf := s.Robson()
 			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
-				plural(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
-				plural(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
+				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
+				text.Count(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
 			v.Labels = labelRows(*s, maxLabels)
 		}
 		if name, _, _ := strings.Cut(strings.TrimPrefix(t.Name, traces.GenPrefix), ":"); strings.HasPrefix(t.Name, traces.GenPrefix) && name == "bump" {
@@ -167,32 +168,6 @@ func Write(w io.Writer, r Report) error {
 		When  string
 		Bump  bool
 	}{r, views, r.Generated.UTC().Format("2006-01-02 15:04 UTC"), bump})
-}
-
-// plural writes n and its noun: "1 event", "20,000 events".
-func plural(n int64, noun string) string {
-	if n != 1 {
-		noun += "s"
-	}
-	return thousands(n) + " " + noun
-}
-
-// thousands writes n with commas between its thousands: 770,279.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 // tableRow is a row of the comparison table, formatted.
@@ -223,7 +198,7 @@ func newTableRow(r Row, growth bool) tableRow {
 	if growth {
 		t.Growth = size.Format(r.Growth)
 	}
-	t.TraceErrors = thousands(r.TraceErrors)
+	t.TraceErrors = text.Thousands(r.TraceErrors)
 	return t
 }
 
