@@ -1,6 +1,10 @@
 package fit
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/carvelab/carve/internal/tags"
+)
 
 // This file holds best fit's index: exact-size bins for blocks under
 // smallMax bytes, threaded through the free blocks, and for the rest a
@@ -26,7 +30,7 @@ const smallMax = 1024
 func (h *Heap) bestFit(s uintptr) offset {
 	if i := s >> granShift; i < 64 {
 		if m := h.idx.binmap &^ (1<<i - 1); m != 0 {
-			return h.idx.bins[bits.TrailingZeros64(m)].offset()
+			return h.idx.bins[bits.TrailingZeros64(m)].Offset()
 		}
 	}
 	if s > uintptr(h.reserved) {
@@ -36,29 +40,29 @@ func (h *Heap) bestFit(s uintptr) offset {
 	if !ok {
 		return 0
 	}
-	return link(k).offset()
+	return link(k).Offset()
 }
 
 func (h *Heap) bestInsert(p offset, s uintptr) {
 	if s < smallMax {
 		i := s >> granShift
-		h.push(&h.idx.bins[i], p)
+		tags.Push(h.base, &h.idx.bins[i], p)
 		h.idx.binmap |= 1 << i
 		return
 	}
-	h.idx.tree.insert(tkey(s, p.link()))
+	h.idx.tree.insert(tkey(s, p.Link()))
 }
 
 func (h *Heap) bestRemove(p offset, s uintptr) {
 	if s < smallMax {
 		i := s >> granShift
-		h.unlink(&h.idx.bins[i], p)
+		tags.Unlink(h.base, &h.idx.bins[i], p)
 		if h.idx.bins[i] == 0 {
 			h.idx.binmap &^= 1 << i
 		}
 		return
 	}
-	h.idx.tree.remove(tkey(s, p.link()))
+	h.idx.tree.remove(tkey(s, p.Link()))
 }
 
 func (h *Heap) bestLargest() uintptr {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -57,27 +58,27 @@ func (h *Heap) check() error {
 	p := firstBlock
 	for p < h.top {
 		hd := *h.hdr(p)
-		s := hd.size()
+		s := hd.Size()
 		switch {
 		case !h.isStart(p):
 			return fmt.Errorf("block at %d: not marked in the block-start bitmap", p)
 		case s < MinBlock || s%Granule != 0 || p+offset(s) > h.top:
 			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, Granule, MinBlock, h.top)
-		case hd.prevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.prevInUse(), prevInUse)
-		case !hd.inUse() && !prevInUse:
+		case hd.PrevInUse() != prevInUse:
+			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.PrevInUse(), prevInUse)
+		case !hd.InUse() && !prevInUse:
 			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.inUse() && *h.footer(p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *h.footer(p, s))
+		case !hd.InUse() && *tags.Footer(h.base, p, s) != uint64(s):
+			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *tags.Footer(h.base, p, s))
 		}
-		if hd.inUse() {
+		if hd.InUse() {
 			used += int64(s)
 			blocks++
 		} else {
 			freeBytes += int64(s)
 			frees = append(frees, p)
 		}
-		prevInUse = hd.inUse()
+		prevInUse = hd.InUse()
 		p += offset(s)
 	}
 	if p != h.top {
@@ -115,7 +116,7 @@ func (h *Heap) checkIndex(frees []offset) error {
 	}
 	// visit records that the index holds the block at p.
 	visit := func(l link, where string) error {
-		p := l.offset()
+		p := l.Offset()
 		done, ok := seen[p]
 		switch {
 		case !ok:
@@ -152,8 +153,8 @@ func (h *Heap) checkIndex(frees []offset) error {
 			return err
 		}
 		if x.rover != 0 {
-			if done, ok := seen[x.rover.offset()]; !ok || !done {
-				return fmt.Errorf("next fit: rover %d is not on the free list", x.rover.offset())
+			if done, ok := seen[x.rover.Offset()]; !ok || !done {
+				return fmt.Errorf("next fit: rover %d is not on the free list", x.rover.Offset())
 			}
 		}
 	case BestFit:
@@ -162,7 +163,7 @@ func (h *Heap) checkIndex(frees []offset) error {
 		}
 		for i, head := range x.bins {
 			if (head != 0) != (x.binmap&(1<<i) != 0) {
-				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.offset(), x.binmap&(1<<i) != 0)
+				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
 			}
 			size := uintptr(i) << granShift
 			if err := h.checkList(head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
@@ -195,16 +196,16 @@ func (h *Heap) checkIndex(frees []offset) error {
 // passes ok, each node's previous link the node before.
 func (h *Heap) checkList(head link, visit func(link, string) error, name string, ok func(uintptr) bool) error {
 	var prev link
-	for l, n := head, 0; l != 0; l, n = h.links(l.offset())[0], n+1 {
+	for l, n := head, 0; l != 0; l, n = h.links(l.Offset())[0], n+1 {
 		if err := visit(l, name); err != nil {
 			return err
 		}
-		p := l.offset()
-		if s := h.hdr(p).size(); !ok(s) {
+		p := l.Offset()
+		if s := h.hdr(p).Size(); !ok(s) {
 			return fmt.Errorf("%s: block at %d of %d bytes does not belong there", name, p, s)
 		}
 		if back := h.links(p)[1]; back != prev {
-			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.offset(), prev.offset())
+			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.Offset(), prev.Offset())
 		}
 		prev = l
 	}
@@ -239,13 +240,13 @@ func (h *Heap) checkOrder(visit func(link, string) error) error {
 			continue
 		}
 		if k == 0 || k >= o.next {
-			return fmt.Errorf("%v index: key %d, never given (next key %d), has the block at %d", h.policy, k, o.next, l.offset())
+			return fmt.Errorf("%v index: key %d, never given (next key %d), has the block at %d", h.policy, k, o.next, l.Offset())
 		}
 		if err := visit(l, fmt.Sprintf("%v index", h.policy)); err != nil {
 			return err
 		}
-		p := l.offset()
-		if s := h.hdr(p).size(); h.key(p) != k || leaf != uint32(s>>granShift) {
+		p := l.Offset()
+		if s := h.hdr(p).Size(); h.key(p) != k || leaf != uint32(s>>granShift) {
 			return fmt.Errorf("%v index: key %d, leaf %d granules; its block at %d holds key %d, has %d bytes", h.policy, k, leaf, p, h.key(p), s)
 		}
 	}
@@ -279,14 +280,14 @@ func (h *Heap) checkTreap(visit func(link, string) error, frees int) error {
 		if err := visit(l, "best fit tree"); err != nil {
 			return err
 		}
-		s := h.hdr(l.offset()).size()
+		s := h.hdr(l.Offset()).Size()
 		switch {
 		case s < smallMax || tkey(s, l) != nd.key:
-			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.offset(), s)
+			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.Offset(), s)
 		case x != t.root && prio(nd.key) >= pmax:
-			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.offset())
+			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.Offset())
 		case nd.key <= lo && lo != 0 || nd.key >= hi:
-			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.offset(), s)
+			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.Offset(), s)
 		}
 		if err := walk(nd.left, lo, nd.key, prio(nd.key)); err != nil {
 			return err
@@ -327,7 +328,7 @@ func (h *Heap) checkAO(frees []offset) error {
 		if g >= x.leaves {
 			return fmt.Errorf("ao-first-fit: free block at %d beyond the tree's %d leaves", p, x.leaves)
 		}
-		want[g] = max(want[g], uint32(h.hdr(p).size()>>granShift))
+		want[g] = max(want[g], uint32(h.hdr(p).Size()>>granShift))
 	}
 	if marked != len(frees) {
 		return fmt.Errorf("ao-first-fit: bitmap marks %d blocks, %d are free", marked, len(frees))

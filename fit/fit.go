@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/tags"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -56,23 +57,20 @@ var (
 const (
 	// HeaderSize is the boundary tag in front of every block: its size and
 	// two flag bits (in use; previous block in use).
-	HeaderSize = 8
+	HeaderSize = tags.HeaderSize
 	// Granule is the unit of block sizes and the alignment of every
 	// payload.
-	Granule = 16
+	Granule = tags.Granule
 	// MinBlock is the smallest block: a free block must hold its header,
 	// its index links and its footer.
-	MinBlock = 32
+	MinBlock = tags.MinBlock
 	// MaxAlign is the largest alignment Alloc accepts (4 KiB).
 	MaxAlign = 4096
 )
 
 const (
-	granShift = 4 // log2(Granule)
-	// firstBlock is the payload offset of the first block. The heap's
-	// first 8 bytes are never used: they put the first header at 8, and
-	// with it every payload on a multiple of 16.
-	firstBlock offset = Granule
+	granShift  = tags.GranShift  // log2(Granule)
+	firstBlock = tags.FirstBlock // the payload offset of the first block
 
 	// DefaultLimit is the Footprint a heap may reach when no Limit option
 	// says otherwise (1 GiB).

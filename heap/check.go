@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 )
 
 // This file holds the invariant checker, which the tests run after every
@@ -300,21 +301,21 @@ func (m *midZone) check() error {
 	p := firstBlock
 	for p < m.top {
 		hd := *m.hdr(p)
-		s := hd.size()
+		s := hd.Size()
 		switch {
 		case s < minBlock || s%granule != 0 || p+offset(s) > m.top:
 			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, granule, minBlock, m.top)
-		case hd.prevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.prevInUse(), prevInUse)
-		case !hd.inUse() && !prevInUse:
+		case hd.PrevInUse() != prevInUse:
+			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.PrevInUse(), prevInUse)
+		case !hd.InUse() && !prevInUse:
 			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.inUse() && *m.footer(p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *m.footer(p, s))
+		case !hd.InUse() && *tags.Footer(m.base, p, s) != uint64(s):
+			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *tags.Footer(m.base, p, s))
 		}
 		if first[p/ps] == noStart {
 			first[p/ps] = uint16(p % ps)
 		}
-		if hd.inUse() {
+		if hd.InUse() {
 			used += int64(s)
 			blocks++
 		} else {
@@ -322,7 +323,7 @@ func (m *midZone) check() error {
 			frees = append(frees, p)
 			mark(pageRange(p+headerSize, p+offset(s)-2*headerSize))
 		}
-		prevInUse = hd.inUse()
+		prevInUse = hd.InUse()
 		p += offset(s)
 	}
 	if p != m.top {
@@ -359,7 +360,7 @@ func (m *midZone) checkIndex(frees []offset) error {
 		seen[p] = false
 	}
 	visit := func(l link, where string) error {
-		p := l.offset()
+		p := l.Offset()
 		done, ok := seen[p]
 		switch {
 		case !ok:
@@ -373,23 +374,23 @@ func (m *midZone) checkIndex(frees []offset) error {
 	x := &m.idx
 	for i, head := range x.bins {
 		if (head != 0) != (x.binmap&(1<<i) != 0) {
-			return fmt.Errorf("bin %d has head %d, bitmap bit %t", i, head.offset(), x.binmap&(1<<i) != 0)
+			return fmt.Errorf("bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
 		}
 		size := uintptr(i) << granShift
 		var prev link
-		for l, n := head, 0; l != 0; l, n = m.links(l.offset())[0], n+1 {
+		for l, n := head, 0; l != 0; l, n = m.links(l.Offset())[0], n+1 {
 			if n > len(frees) {
 				return fmt.Errorf("bin %d: longer than the %d free blocks (a cycle?)", i, len(frees))
 			}
 			if err := visit(l, fmt.Sprintf("bin %d", i)); err != nil {
 				return err
 			}
-			q := l.offset()
-			if s := m.hdr(q).size(); s != size {
+			q := l.Offset()
+			if s := m.hdr(q).Size(); s != size {
 				return fmt.Errorf("bin %d: block at %d of %d bytes does not belong there", i, q, s)
 			}
 			if back := m.links(q)[1]; back != prev {
-				return fmt.Errorf("bin %d: block at %d links back to %d, want %d", i, q, back.offset(), prev.offset())
+				return fmt.Errorf("bin %d: block at %d links back to %d, want %d", i, q, back.Offset(), prev.Offset())
 			}
 			prev = l
 		}
@@ -424,13 +425,13 @@ func (m *midZone) checkTreap(visit func(link, string) error, frees int) error {
 			return err
 		}
 		k := m.key(x)
-		switch s := m.hdr(x.offset()).size(); {
+		switch s := m.hdr(x.Offset()).Size(); {
 		case s < binMax:
-			return fmt.Errorf("tree: the block at %d has %d bytes, under %d", x.offset(), s, binMax)
+			return fmt.Errorf("tree: the block at %d has %d bytes, under %d", x.Offset(), s, binMax)
 		case !root && prio(k) >= pmax:
-			return fmt.Errorf("tree: block at %d has a priority above its parent's", x.offset())
+			return fmt.Errorf("tree: block at %d has a priority above its parent's", x.Offset())
 		case k <= lo && lo != 0 || k >= hi:
-			return fmt.Errorf("tree: block at %d (%d bytes) out of order", x.offset(), s)
+			return fmt.Errorf("tree: block at %d (%d bytes) out of order", x.Offset(), s)
 		}
 		kids := m.kids(x)
 		if err := walk(kids[0], lo, k, prio(k), false); err != nil {

@@ -1,6 +1,10 @@
 package heap
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/carvelab/carve/internal/tags"
+)
 
 // This file holds the best-fit zone's index of free blocks, fit's best
 // fit (see package fit) with its tree moved into the free blocks:
@@ -34,7 +38,7 @@ type index struct {
 func (m *midZone) find(s uintptr) offset {
 	if i := s >> granShift; i < 64 {
 		if b := m.idx.binmap &^ (1<<i - 1); b != 0 {
-			return m.idx.bins[bits.TrailingZeros64(b)].offset()
+			return m.idx.bins[bits.TrailingZeros64(b)].Offset()
 		}
 	}
 	if s > uintptr(m.reserved) {
@@ -44,7 +48,7 @@ func (m *midZone) find(s uintptr) offset {
 	if !ok {
 		return 0
 	}
-	return link(k).offset()
+	return link(k).Offset()
 }
 
 // insert adds the free block at p, of size s, to the index.
@@ -53,11 +57,11 @@ func (m *midZone) insert(p offset, s uintptr) {
 	m.freeBytes += int64(s)
 	if s < binMax {
 		i := s >> granShift
-		m.push(&m.idx.bins[i], p)
+		tags.Push(m.base, &m.idx.bins[i], p)
 		m.idx.binmap |= 1 << i
 		return
 	}
-	m.treeInsert(tkey(s, p.link()))
+	m.treeInsert(tkey(s, p.Link()))
 }
 
 // remove takes the free block at p, of size s, out of the index.
@@ -66,13 +70,13 @@ func (m *midZone) remove(p offset, s uintptr) {
 	m.freeBytes -= int64(s)
 	if s < binMax {
 		i := s >> granShift
-		m.unlink(&m.idx.bins[i], p)
+		tags.Unlink(m.base, &m.idx.bins[i], p)
 		if m.idx.bins[i] == 0 {
 			m.idx.binmap &^= 1 << i
 		}
 		return
 	}
-	m.treeRemove(tkey(s, p.link()))
+	m.treeRemove(tkey(s, p.Link()))
 }
 
 // replace puts the free block at r, of size rs, in the place of the block
@@ -93,31 +97,6 @@ func (m *midZone) largest() uintptr {
 	return uintptr(63-bits.LeadingZeros64(m.idx.binmap)) << granShift
 }
 
-// push puts the free block at p at the head of the list *head.
-func (m *midZone) push(head *link, p offset) {
-	l := p.link()
-	old := *head
-	*m.links(p) = [2]link{old, 0}
-	if old != 0 {
-		m.links(old.offset())[1] = l
-	}
-	*head = l
-}
-
-// unlink takes the block at p out of the list *head.
-func (m *midZone) unlink(head *link, p offset) {
-	l := m.links(p)
-	next, prev := l[0], l[1]
-	if prev == 0 {
-		*head = next
-	} else {
-		m.links(prev.offset())[0] = next
-	}
-	if next != 0 {
-		m.links(next.offset())[1] = prev
-	}
-}
-
 // tkey is the treap key of a block of s bytes at l.
 func tkey(s uintptr, l link) uint64 { return uint64(s>>granShift)<<32 | uint64(l) }
 
@@ -130,10 +109,10 @@ type treap struct {
 }
 
 // key returns the key of the free block l, from its header.
-func (m *midZone) key(l link) uint64 { return tkey(m.hdr(l.offset()).size(), l) }
+func (m *midZone) key(l link) uint64 { return tkey(m.hdr(l.Offset()).Size(), l) }
 
 // kids returns the children of node l: its links.
-func (m *midZone) kids(l link) *[2]link { return m.links(l.offset()) }
+func (m *midZone) kids(l link) *[2]link { return m.links(l.Offset()) }
 
 // prio is a key's treap priority: a bijective mix of its low 32 bits (the
 // link, distinct for distinct blocks), so that no two nodes tie and the
