@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 )
 
@@ -41,7 +42,7 @@ func TestPoisonSlot(t *testing.T) {
 	h := newHeap(t)
 	keep, _ := h.Alloc(64, 1)
 	b, _ := h.Alloc(64, 1)
-	fill(b, 1)
+	heaptest.Fill(b, 1)
 	h.Free(b)
 	if i := poisoned(b); i >= 0 {
 		t.Fatalf("freed slot byte %d = %#x, want poison", i, b[i])
@@ -55,7 +56,7 @@ func TestPoisonBlock(t *testing.T) {
 	h := newHeap(t)
 	b, _ := h.Alloc(3000, 1)
 	guard, _ := h.Alloc(3000, 1)
-	fill(b, 1)
+	heaptest.Fill(b, 1)
 	h.Free(b)
 	if i := poisoned(b[8 : 3000-16]); i >= 0 {
 		t.Fatalf("freed block byte %d = %#x, want poison", 8+i, b[8+i])

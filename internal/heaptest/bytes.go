@@ -1,0 +1,48 @@
+package heaptest
+
+import (
+	"math"
+	"math/rand/v2"
+	"unsafe"
+)
+
+// Addr returns the address of the first byte of b.
+func Addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// At returns n bytes starting delta bytes from the start of c. Tests use
+// it only to build slices for Free to refuse: the memory is never touched.
+func At(c []byte, delta, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
+}
+
+// Pattern is the byte a test writes at index i of the block of object id.
+func Pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
+
+// Fill writes object id's pattern into b.
+func Fill(b []byte, id int) {
+	for i := range b {
+		b[i] = Pattern(id, i)
+	}
+}
+
+// Intact returns the index of the first byte of b that lost object id's
+// pattern, or -1.
+func Intact(b []byte, id int) int {
+	for i := range b {
+		if b[i] != Pattern(id, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// LogUniform returns n sizes drawn log-uniformly from [lo, hi], from a
+// fixed seed.
+func LogUniform(n, lo, hi int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, 99))
+	s := make([]int, n)
+	for i := range s {
+		s[i] = int(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
+	}
+	return s
+}
