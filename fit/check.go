@@ -52,41 +52,16 @@ func (h *Heap) check() error {
 		return fmt.Errorf("block-start bitmap covers %d bytes, committed %d", len(h.starts)*64*Granule, h.committed)
 	}
 
-	var used, blocks, freeBytes int64
-	var frees []offset
-	prevInUse := true
-	p := firstBlock
-	for p < h.top {
-		hd := *h.hdr(p)
-		s := hd.Size()
-		switch {
-		case !h.isStart(p):
+	tl, err := tags.Walk(h.base, h.top, func(p offset, _ header) error {
+		if !h.isStart(p) {
 			return fmt.Errorf("block at %d: not marked in the block-start bitmap", p)
-		case s < MinBlock || s%Granule != 0 || p+offset(s) > h.top:
-			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, Granule, MinBlock, h.top)
-		case hd.PrevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.PrevInUse(), prevInUse)
-		case !hd.InUse() && !prevInUse:
-			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.InUse() && *tags.Footer(h.base, p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *tags.Footer(h.base, p, s))
 		}
-		if hd.InUse() {
-			used += int64(s)
-			blocks++
-		} else {
-			freeBytes += int64(s)
-			frees = append(frees, p)
-		}
-		prevInUse = hd.InUse()
-		p += offset(s)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if p != h.top {
-		return fmt.Errorf("blocks end at %d, past the top at %d", p, h.top)
-	}
-	if !prevInUse {
-		return fmt.Errorf("the block before the top at %d is free (not merged into the top)", h.top)
-	}
+	used, blocks, freeBytes, frees := tl.Used, tl.Blocks, tl.FreeBytes, tl.Frees
 	marked := 0
 	for _, w := range h.starts {
 		marked += bits.OnesCount64(w)
@@ -110,23 +85,8 @@ func (h *Heap) check() error {
 // that the other policies' fields are empty.
 func (h *Heap) checkIndex(frees []offset) error {
 	x := &h.idx
-	seen := make(map[offset]bool, len(frees))
-	for _, p := range frees {
-		seen[p] = false
-	}
-	// visit records that the index holds the block at p.
-	visit := func(l link, where string) error {
-		p := l.Offset()
-		done, ok := seen[p]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: offset %d is not a free block", where, p)
-		case done:
-			return fmt.Errorf("%s: free block at %d is there twice", where, p)
-		}
-		seen[p] = true
-		return nil
-	}
+	seen := tags.NewSeen(frees)
+	visit := seen.Visit
 	list := x.head != 0 || x.rover != 0
 	ordered := len(x.order.blocks) != 0 || len(x.order.max) != 0 || x.order.next != 0 || x.order.rover != 0
 	lists := list || ordered || x.linear
@@ -149,7 +109,7 @@ func (h *Heap) checkIndex(frees []offset) error {
 		if ordered {
 			return fmt.Errorf("%v: the index's fields are set in a heap with a linear list", h.policy)
 		}
-		if err := h.checkList(x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
+		if err := tags.CheckList(h.base, x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
 			return err
 		}
 		if x.rover != 0 {
@@ -166,7 +126,7 @@ func (h *Heap) checkIndex(frees []offset) error {
 				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
 			}
 			size := uintptr(i) << granShift
-			if err := h.checkList(head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
+			if err := tags.CheckList(h.base, head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
 				return err
 			}
 		}
@@ -184,30 +144,8 @@ func (h *Heap) checkIndex(frees []offset) error {
 			seen[p] = true
 		}
 	}
-	for p, done := range seen {
-		if !done {
-			return fmt.Errorf("%v: free block at %d is missing from the index", h.policy, p)
-		}
-	}
-	return nil
-}
-
-// checkList walks the list from head: every node a free block whose size
-// passes ok, each node's previous link the node before.
-func (h *Heap) checkList(head link, visit func(link, string) error, name string, ok func(uintptr) bool) error {
-	var prev link
-	for l, n := head, 0; l != 0; l, n = h.links(l.Offset())[0], n+1 {
-		if err := visit(l, name); err != nil {
-			return err
-		}
-		p := l.Offset()
-		if s := h.hdr(p).Size(); !ok(s) {
-			return fmt.Errorf("%s: block at %d of %d bytes does not belong there", name, p, s)
-		}
-		if back := h.links(p)[1]; back != prev {
-			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.Offset(), prev.Offset())
-		}
-		prev = l
+	if p, ok := seen.Missing(); ok {
+		return fmt.Errorf("%v: free block at %d is missing from the index", h.policy, p)
 	}
 	return nil
 }

@@ -295,43 +295,19 @@ func (m *midZone) check() error {
 			want.set(i)
 		}
 	}
-	var used, blocks, freeBytes int64
-	var frees []offset
-	prevInUse := true
-	p := firstBlock
-	for p < m.top {
-		hd := *m.hdr(p)
-		s := hd.Size()
-		switch {
-		case s < minBlock || s%granule != 0 || p+offset(s) > m.top:
-			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, granule, minBlock, m.top)
-		case hd.PrevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.PrevInUse(), prevInUse)
-		case !hd.InUse() && !prevInUse:
-			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.InUse() && *tags.Footer(m.base, p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *tags.Footer(m.base, p, s))
-		}
+	tl, err := tags.Walk(m.base, m.top, func(p offset, hd header) error {
 		if first[p/ps] == noStart {
 			first[p/ps] = uint16(p % ps)
 		}
-		if hd.InUse() {
-			used += int64(s)
-			blocks++
-		} else {
-			freeBytes += int64(s)
-			frees = append(frees, p)
-			mark(pageRange(p+headerSize, p+offset(s)-2*headerSize))
+		if !hd.InUse() {
+			mark(pageRange(p+headerSize, p+offset(hd.Size())-2*headerSize))
 		}
-		prevInUse = hd.InUse()
-		p += offset(s)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if p != m.top {
-		return fmt.Errorf("blocks end at %d, past the top at %d", p, m.top)
-	}
-	if !prevInUse {
-		return fmt.Errorf("the block before the top at %d is free (not merged into the top)", m.top)
-	}
+	used, blocks, freeBytes, frees := tl.Used, tl.Blocks, tl.FreeBytes, tl.Frees
 	mark(pageRange(m.topStart(), offset(m.committed)))
 	for i, f := range first {
 		if m.first[i] != f {
@@ -355,53 +331,23 @@ func (m *midZone) check() error {
 // checkIndex verifies that the bins and the tree hold exactly the free
 // blocks frees, once each, each where its size puts it.
 func (m *midZone) checkIndex(frees []offset) error {
-	seen := make(map[offset]bool, len(frees))
-	for _, p := range frees {
-		seen[p] = false
-	}
-	visit := func(l link, where string) error {
-		p := l.Offset()
-		done, ok := seen[p]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: offset %d is not a free block", where, p)
-		case done:
-			return fmt.Errorf("%s: free block at %d is there twice", where, p)
-		}
-		seen[p] = true
-		return nil
-	}
+	seen := tags.NewSeen(frees)
+	visit := seen.Visit
 	x := &m.idx
 	for i, head := range x.bins {
 		if (head != 0) != (x.binmap&(1<<i) != 0) {
 			return fmt.Errorf("bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
 		}
 		size := uintptr(i) << granShift
-		var prev link
-		for l, n := head, 0; l != 0; l, n = m.links(l.Offset())[0], n+1 {
-			if n > len(frees) {
-				return fmt.Errorf("bin %d: longer than the %d free blocks (a cycle?)", i, len(frees))
-			}
-			if err := visit(l, fmt.Sprintf("bin %d", i)); err != nil {
-				return err
-			}
-			q := l.Offset()
-			if s := m.hdr(q).Size(); s != size {
-				return fmt.Errorf("bin %d: block at %d of %d bytes does not belong there", i, q, s)
-			}
-			if back := m.links(q)[1]; back != prev {
-				return fmt.Errorf("bin %d: block at %d links back to %d, want %d", i, q, back.Offset(), prev.Offset())
-			}
-			prev = l
+		if err := tags.CheckList(m.base, head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
+			return err
 		}
 	}
 	if err := m.checkTreap(visit, len(frees)); err != nil {
 		return err
 	}
-	for p, done := range seen {
-		if !done {
-			return fmt.Errorf("free block at %d is missing from the index", p)
-		}
+	if p, ok := seen.Missing(); ok {
+		return fmt.Errorf("free block at %d is missing from the index", p)
 	}
 	return nil
 }
