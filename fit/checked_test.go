@@ -3,8 +3,6 @@
 package fit_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/carvelab/carve/fit"
@@ -15,31 +13,6 @@ import (
 // The tests of checked builds (-tags carvecheck): freed blocks are
 // poisoned, merged boundary tags too, and a block written after free is
 // caught when its bytes are handed out again.
-
-// poisoned returns the index of the first byte of b that is not poison,
-// or -1.
-func poisoned(b []byte) int {
-	for i, c := range b {
-		if c != invariants.Poison {
-			return i
-		}
-	}
-	return -1
-}
-
-// mustPanic runs f and fails unless it panics with a message containing
-// want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), want) {
-			t.Fatalf("panic = %v, want one saying %q", r, want)
-		}
-	}()
-	f()
-}
 
 // TestPoison frees blocks that merge and checks that the free block reads
 // the poison everywhere but its links (first 8 bytes) and footer (last 8).
@@ -57,7 +30,7 @@ func TestPoison(t *testing.T) {
 		mustFree(t, h, c)
 		mustFree(t, h, b) // merges with both
 		whole := heaptest.At(a, 0, 112+208+112-8)
-		if i := poisoned(whole[8 : len(whole)-8]); i >= 0 {
+		if i := heaptest.Poisoned(whole[8 : len(whole)-8]); i >= 0 {
 			t.Fatalf("merged free block: byte %d = %#x, want poison %#x", 8+i, whole[8+i], invariants.Poison)
 		}
 		// It is handed out again whole (the only hole), poison and all.
@@ -88,7 +61,7 @@ func TestWriteAfterFree(t *testing.T) {
 				mustAlloc(t, h, 16, 1)
 				mustFree(t, h, a)
 				heaptest.At(a, tt.delta, 1)[0] = 1
-				mustPanic(t, "written after free", func() { h.Alloc(100, 1) })
+				heaptest.MustPanic(t, "written after free", func() { h.Alloc(100, 1) })
 			})
 		})
 	}
@@ -104,6 +77,6 @@ func TestWriteAfterFreeRealloc(t *testing.T) {
 		mustAlloc(t, h, 16, 1)
 		mustFree(t, h, b)
 		heaptest.At(b, 30, 1)[0] = 1
-		mustPanic(t, "written after free", func() { h.Realloc(a, 120) })
+		heaptest.MustPanic(t, "written after free", func() { h.Realloc(a, 120) })
 	})
 }

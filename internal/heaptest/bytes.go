@@ -1,9 +1,14 @@
 package heaptest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
+	"testing"
 	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
 )
 
 // Addr returns the address of the first byte of b.
@@ -45,4 +50,29 @@ func LogUniform(n, lo, hi int, seed uint64) []int {
 		s[i] = int(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
 	}
 	return s
+}
+
+// Poisoned returns the index of the first byte of b that is not
+// invariants.Poison, or -1: what a checked build's freed memory must read.
+func Poisoned(b []byte) int {
+	for i, c := range b {
+		if c != invariants.Poison {
+			return i
+		}
+	}
+	return -1
+}
+
+// MustPanic runs f and fails the test unless it panics with a message
+// containing want.
+func MustPanic(t testing.TB, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), want) {
+			t.Fatalf("panic = %v, want one saying %q", r, want)
+		}
+	}()
+	f()
 }
