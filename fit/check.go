@@ -90,7 +90,7 @@ func (h *Heap) checkIndex(frees []offset) error {
 	list := x.head != 0 || x.rover != 0
 	ordered := len(x.order.blocks) != 0 || len(x.order.max) != 0 || x.order.next != 0 || x.order.rover != 0
 	lists := list || ordered || x.linear
-	bests := x.binmap != 0 || x.tree.root != 0 || x.tree.n != 0
+	bests := x.bins.Map != 0 || x.tree.root != 0 || x.tree.n != 0
 	aos := x.leaves != 0 || len(x.seg) != 0 || len(x.freeMap) != 0
 	switch h.policy {
 	case FirstFit, NextFit:
@@ -121,14 +121,8 @@ func (h *Heap) checkIndex(frees []offset) error {
 		if lists || aos {
 			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
 		}
-		for i, head := range x.bins {
-			if (head != 0) != (x.binmap&(1<<i) != 0) {
-				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
-			}
-			size := uintptr(i) << granShift
-			if err := tags.CheckList(h.base, head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
-				return err
-			}
+		if err := x.bins.Check(h.base, visit); err != nil {
+			return fmt.Errorf("best fit: %w", err)
 		}
 		if err := h.checkTreap(visit, len(frees)); err != nil {
 			return err
@@ -220,17 +214,17 @@ func (h *Heap) checkTreap(visit func(link, string) error, frees int) error {
 		}
 		s := h.hdr(l.Offset()).Size()
 		switch {
-		case s < smallMax || tkey(s, l) != nd.key:
+		case s < smallMax || tags.TreapKey(s, l) != nd.key:
 			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.Offset(), s)
-		case x != t.root && prio(nd.key) >= pmax:
+		case x != t.root && tags.Prio(nd.key) >= pmax:
 			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.Offset())
 		case nd.key <= lo && lo != 0 || nd.key >= hi:
 			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.Offset(), s)
 		}
-		if err := walk(nd.left, lo, nd.key, prio(nd.key)); err != nil {
+		if err := walk(nd.left, lo, nd.key, tags.Prio(nd.key)); err != nil {
 			return err
 		}
-		return walk(nd.right, nd.key, hi, prio(nd.key))
+		return walk(nd.right, nd.key, hi, tags.Prio(nd.key))
 	}
 	if err := walk(t.root, 0, ^uint64(0), 0); err != nil {
 		return err

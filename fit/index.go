@@ -24,11 +24,9 @@ type index struct {
 	head, rover link // linear only
 
 	// best fit: bins of blocks under smallMax bytes, one per size (links
-	// as in the list), binmap bit i set when bins[i] is not empty; larger
-	// blocks in a treap in Go memory.
-	binmap uint64
-	bins   [smallMax / Granule]link
-	tree   treap
+	// as in the list); larger blocks in a treap in Go memory.
+	bins tags.Bins
+	tree treap
 
 	// address-ordered first fit: one bit per granule marking free blocks'
 	// starts, and the segment tree over 4 KiB groups (see ao.go).

@@ -333,15 +333,8 @@ func (m *midZone) check() error {
 func (m *midZone) checkIndex(frees []offset) error {
 	seen := tags.NewSeen(frees)
 	visit := seen.Visit
-	x := &m.idx
-	for i, head := range x.bins {
-		if (head != 0) != (x.binmap&(1<<i) != 0) {
-			return fmt.Errorf("bin %d has head %d, bitmap bit %t", i, head.Offset(), x.binmap&(1<<i) != 0)
-		}
-		size := uintptr(i) << granShift
-		if err := tags.CheckList(m.base, head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
-			return err
-		}
+	if err := m.idx.bins.Check(m.base, visit); err != nil {
+		return err
 	}
 	if err := m.checkTreap(visit, len(frees)); err != nil {
 		return err
@@ -374,16 +367,16 @@ func (m *midZone) checkTreap(visit func(link, string) error, frees int) error {
 		switch s := m.hdr(x.Offset()).Size(); {
 		case s < binMax:
 			return fmt.Errorf("tree: the block at %d has %d bytes, under %d", x.Offset(), s, binMax)
-		case !root && prio(k) >= pmax:
+		case !root && tags.Prio(k) >= pmax:
 			return fmt.Errorf("tree: block at %d has a priority above its parent's", x.Offset())
 		case k <= lo && lo != 0 || k >= hi:
 			return fmt.Errorf("tree: block at %d (%d bytes) out of order", x.Offset(), s)
 		}
 		kids := m.kids(x)
-		if err := walk(kids[0], lo, k, prio(k), false); err != nil {
+		if err := walk(kids[0], lo, k, tags.Prio(k), false); err != nil {
 			return err
 		}
-		return walk(kids[1], k, hi, prio(k), false)
+		return walk(kids[1], k, hi, tags.Prio(k), false)
 	}
 	if err := walk(m.idx.tree.root, 0, ^uint64(0), 0, true); err != nil {
 		return err
