@@ -57,16 +57,22 @@ var (
 const (
 	// HeaderSize is the boundary tag in front of every block: its size and
 	// two flag bits (in use; previous block in use).
-	HeaderSize = tags.HeaderSize
+	HeaderSize = 8
 	// Granule is the unit of block sizes and the alignment of every
 	// payload.
-	Granule = tags.Granule
+	Granule = 16
 	// MinBlock is the smallest block: a free block must hold its header,
 	// its index links and its footer.
-	MinBlock = tags.MinBlock
+	MinBlock = 32
 	// MaxAlign is the largest alignment Alloc accepts (4 KiB).
 	MaxAlign = 4096
 )
+
+// The layout is package tags': its constants and these must agree (a
+// negative constant converted to uint does not compile).
+const _ = uint(HeaderSize-tags.HeaderSize) + uint(tags.HeaderSize-HeaderSize) +
+	uint(Granule-tags.Granule) + uint(tags.Granule-Granule) +
+	uint(MinBlock-tags.MinBlock) + uint(tags.MinBlock-MinBlock)
 
 const (
 	granShift  = tags.GranShift  // log2(Granule)

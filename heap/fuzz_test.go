@@ -2,7 +2,7 @@ package heap_test
 
 import (
 	"errors"
-	"reflect"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -111,12 +111,7 @@ func (r *runner) Alloc(size, align int) {
 		}
 		return
 	}
-	if len(b) != size || cap(b) != size || b == nil {
-		t.Fatalf("Alloc(%d, %d) = len %d cap %d, want len == cap == %d, not nil", size, align, len(b), cap(b), size)
-	}
-	if heaptest.Addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x, not aligned", size, align, heaptest.Addr(b))
-	}
+	heaptest.CheckSlice(t, b, size, align, fmt.Sprintf("Alloc(%d, %d)", size, align))
 	r.add(b, "Alloc")
 }
 
@@ -168,17 +163,8 @@ func (r *runner) Realloc(a uintptr, size int) {
 		}
 		return
 	}
-	if len(b) != size || cap(b) != size || b == nil || heaptest.Addr(b)%8 != 0 {
-		t.Fatalf("Realloc(%#x, %d) = %#x len %d cap %d, want len == cap == %d, aligned to 8", a, size, heaptest.Addr(b), len(b), cap(b), size)
-	}
-	keep := min(len(x.B), size)
-	r.m.Drop(a, 0)
-	if i := heaptest.Intact(b[:keep], x.ID); i >= 0 {
-		t.Fatalf("Realloc(%#x, %d) = %#x: byte %d = %#x, want %#x kept", a, size, heaptest.Addr(b), i, b[i], heaptest.Pattern(x.ID, i))
-	}
-	if heaptest.Addr(b) != a {
-		r.m.Forget(a)
-	}
+	heaptest.CheckSlice(t, b, size, 8, fmt.Sprintf("Realloc(%#x, %d)", a, size))
+	r.m.Reallocated(a, b, "Realloc")
 	r.add(b, "Realloc")
 }
 
@@ -244,27 +230,7 @@ func (r *runner) Probe(v int) {
 		}
 		b = o
 	}
-	is := func(err error) bool {
-		for _, w := range want {
-			if errors.Is(err, w) {
-				return true
-			}
-		}
-		return false
-	}
-	before := r.h.Stats()
-	if err := r.h.Free(b); !is(err) {
-		t.Fatalf("Free(%#x) (probe %d) = %v, want one of %v", heaptest.Addr(b), v%8, err, want)
-	}
-	if got, err := r.h.Realloc(b, v); got != nil || !is(err) {
-		t.Fatalf("Realloc(%#x, %d) (probe %d) = %#x, %v, want nil, one of %v", heaptest.Addr(b), v, v%8, heaptest.Addr(got), err, want)
-	}
-	if n, err := r.h.UsableSize(b); n != 0 || !is(err) {
-		t.Fatalf("UsableSize(%#x) (probe %d) = %d, %v, want 0, one of %v", heaptest.Addr(b), v%8, n, err, want)
-	}
-	if after := r.h.Stats(); !reflect.DeepEqual(after, before) {
-		t.Fatalf("Stats() after refused calls (probe %d) = %+v, want unchanged %+v", v%8, after.Stats, before.Stats)
-	}
+	heaptest.Refused(t, r.h, b, v, want, func() any { return r.h.Stats() }, v%8)
 }
 
 // Trim gives every free page back and checks that nothing else moved.

@@ -76,3 +76,15 @@ func MustPanic(t testing.TB, want string, f func()) {
 	}()
 	f()
 }
+
+// CheckSlice fails the test unless b, returned by call for a request of
+// size bytes, is not nil, has len == cap == size, and is aligned to align.
+func CheckSlice(t testing.TB, b []byte, size, align int, call string) {
+	t.Helper()
+	if len(b) != size || cap(b) != size || b == nil {
+		t.Fatalf("%s = len %d cap %d, want len == cap == %d, not nil", call, len(b), cap(b), size)
+	}
+	if Addr(b)%uintptr(align) != 0 {
+		t.Fatalf("%s = %#x, not aligned to %d", call, Addr(b), align)
+	}
+}

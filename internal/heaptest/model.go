@@ -136,3 +136,18 @@ func (m *Model) VerifyBytes() {
 		}
 	}
 }
+
+// Reallocated checks the block b that Realloc returned for the live block
+// at a: the first min(old length, len(b)) bytes kept the block's pattern.
+// It forgets the old block, and records a as freed if the block moved;
+// the caller then Adds b.
+func (m *Model) Reallocated(a uintptr, b []byte, op string) {
+	m.t.Helper()
+	x := m.Drop(a, 0)
+	if i := Intact(b[:min(len(x.B), len(b))], x.ID); i >= 0 {
+		m.t.Fatalf("%s(%#x, %d) = %#x: byte %d = %#x, want %#x kept", op, a, len(b), Addr(b), i, b[i], Pattern(x.ID, i))
+	}
+	if Addr(b) != a {
+		m.Forget(a)
+	}
+}

@@ -21,7 +21,7 @@ type Bins struct {
 }
 
 // Fit returns the first block of the smallest bin that is not empty and
-// holds blocks of at least s bytes, or 0.
+// holds blocks of at least s bytes, a multiple of Granule, or 0.
 func (b *Bins) Fit(s uintptr) Offset {
 	if i := s >> GranShift; i < 64 {
 		if m := b.Map &^ (1<<i - 1); m != 0 {

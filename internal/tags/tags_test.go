@@ -109,3 +109,50 @@ func TestBlockSize(t *testing.T) {
 		}
 	}
 }
+
+func TestBins(t *testing.T) {
+	// Free blocks of 48, 64, 48 and 1008 bytes between blocks in use.
+	base, top := region(t, 4096, 32, -48, 32, -64, 32, -48, 32, -1008, 32)
+	tl, err := Walk(base, top, nil)
+	if err != nil {
+		t.Fatalf("Walk = %v, want nil", err)
+	}
+	var b Bins
+	check := func(step string, frees ...Offset) {
+		t.Helper()
+		seen := NewSeen(frees)
+		if err := b.Check(base, seen.Visit); err != nil {
+			t.Fatalf("Check after %s = %v, want nil", step, err)
+		}
+		if p, ok := seen.Missing(); ok {
+			t.Fatalf("Check after %s: block at %d missing from the bins", step, p)
+		}
+	}
+	if p := b.Fit(16); p != 0 || b.Largest() != 0 {
+		t.Fatalf("empty Bins: Fit(16) = %d, Largest() = %d, want 0, 0", p, b.Largest())
+	}
+	for _, p := range tl.Frees {
+		b.Insert(base, p, Hdr(base, p).Size())
+	}
+	check("inserting", tl.Frees...)
+	f48a, f64, f48b, f1008 := tl.Frees[0], tl.Frees[1], tl.Frees[2], tl.Frees[3]
+	for _, tc := range []struct {
+		s    uintptr
+		want Offset
+	}{{16, f48b}, {48, f48b}, {64, f64}, {80, f1008}, {1008, f1008}, {1024, 0}} {
+		if got := b.Fit(tc.s); got != tc.want {
+			t.Errorf("Fit(%d) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+	if got := b.Largest(); got != 1008 {
+		t.Errorf("Largest() = %d, want 1008", got)
+	}
+	b.Remove(base, f48b, 48) // the head of its bin
+	check("removing a head", f48a, f64, f1008)
+	b.Remove(base, f48a, 48) // the bin's last block
+	b.Remove(base, f1008, 1008)
+	check("emptying two bins", f64)
+	if got, l := b.Fit(16), b.Largest(); got != f64 || l != 64 || b.Map != 1<<4 {
+		t.Fatalf("Fit(16) = %d, Largest() = %d, Map %#x; want %d, 64, only bit 4", got, l, b.Map, f64)
+	}
+}
