@@ -138,13 +138,7 @@ func (r *runner) add(b []byte, op string) {
 	r.m.Add(b, usable, a-8, a+uintptr(usable), op)
 }
 
-func (r *runner) Free(a uintptr) {
-	x := r.m.Drop(a, len(r.m.Live(a).B))
-	if err := r.h.Free(x.B); err != nil {
-		r.t.Fatalf("Free(%#x) = %v, want nil", a, err)
-	}
-	r.m.Forget(a)
-}
+func (r *runner) Free(a uintptr) { r.m.Free(r.h, a) }
 
 func (r *runner) Realloc(a uintptr, size int) {
 	t := r.t

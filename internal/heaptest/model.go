@@ -151,3 +151,14 @@ func (m *Model) Reallocated(a uintptr, b []byte, op string) {
 		m.Forget(a)
 	}
 }
+
+// Free frees the live block at a with h's Free, which must succeed, once
+// Drop has checked all its bytes, and records a as freed.
+func (m *Model) Free(h interface{ Free(b []byte) error }, a uintptr) {
+	m.t.Helper()
+	x := m.Drop(a, len(m.live[a].B))
+	if err := h.Free(x.B); err != nil {
+		m.t.Fatalf("Free(%#x) = %v, want nil", a, err)
+	}
+	m.Forget(a)
+}
