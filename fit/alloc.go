@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -28,7 +29,7 @@ import (
 // failed Alloc leaves the heap as it was.
 func (h *Heap) Alloc(size, align int) ([]byte, error) {
 	if uint(size) <= uint(h.reserved) && uint(align-1) < Granule && align&(align-1) == 0 {
-		s := blockSize(size)
+		s := tags.BlockSize(size)
 		if p := h.find(s); p != 0 {
 			h.take(p, s)
 			h.live += int64(size)
@@ -51,7 +52,7 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 	case int64(size) > int64(h.reserved):
 		return nil, fmt.Errorf("%w: Alloc(%d, %d): size exceeds the limit %d", ErrExhausted, size, align, h.reserved)
 	}
-	s := blockSize(size)
+	s := tags.BlockSize(size)
 	var p offset
 	var err error
 	if align <= Granule {
@@ -70,21 +71,21 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 // would be smaller than MinBlock, else the first s bytes, the rest
 // becoming a free block that takes p's place in the index.
 func (h *Heap) take(p offset, s uintptr) {
-	b := h.hdr(p).size()
+	b := h.hdr(p).Size()
 	if invariants.Enabled {
 		h.verifyPoison(p, b, p, s)
 	}
 	if b-s >= MinBlock {
 		r := p + offset(s)
-		h.setFree(r, b-s) // its footer is p's
+		tags.SetFree(h.base, r, b-s) // its footer is p's
 		h.setStart(r)
 		h.replace(p, b, r, b-s)
 	} else {
 		h.remove(p, b)
 		s = b
-		h.setPrev(p+offset(b), true) // a free block never borders the top
+		tags.SetPrev(h.base, p+offset(b), true) // a free block never borders the top
 	}
-	*h.hdr(p) = mkHeader(s, true, true) // a free block's predecessor is in use
+	*h.hdr(p) = tags.NewHeader(s, true, true) // a free block's predecessor is in use
 	h.used += int64(s)
 	h.blocks++
 }
@@ -95,14 +96,14 @@ func (h *Heap) take(p offset, s uintptr) {
 func (h *Heap) use(p offset, b, s uintptr, prevInUse bool) {
 	if b-s >= MinBlock {
 		r := p + offset(s)
-		h.setFree(r, b-s)
+		tags.SetFree(h.base, r, b-s)
 		h.setStart(r)
 		h.insert(r, b-s)
 	} else {
 		s = b
-		h.setPrev(p+offset(b), true)
+		tags.SetPrev(h.base, p+offset(b), true)
 	}
-	*h.hdr(p) = mkHeader(s, true, prevInUse)
+	*h.hdr(p) = tags.NewHeader(s, true, prevInUse)
 	h.setStart(p)
 	h.used += int64(s)
 	h.blocks++
@@ -114,7 +115,7 @@ func (h *Heap) fromTop(s uintptr) (offset, error) {
 	if err := h.grow(p - HeaderSize + offset(s)); err != nil {
 		return 0, err
 	}
-	*h.hdr(p) = mkHeader(s, true, true) // the block before the top is in use
+	*h.hdr(p) = tags.NewHeader(s, true, true) // the block before the top is in use
 	h.setStart(p)
 	h.top = p + offset(s)
 	h.used += int64(s)
@@ -130,7 +131,7 @@ func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
 	p := h.find(s + align + Granule)
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
-		b = h.hdr(p).size()
+		b = h.hdr(p).Size()
 	} else {
 		p = h.top
 	}
@@ -153,12 +154,12 @@ func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
 		if invariants.Enabled && b == 0 {
 			poison(h.bytes(p, int(gap-HeaderSize))) // fresh from the top
 		}
-		h.setFree(p, gap)
+		tags.SetFree(h.base, p, gap)
 		h.setStart(p)
 		h.insert(p, gap)
 	}
 	if b == 0 {
-		*h.hdr(q) = mkHeader(s, true, gap == 0)
+		*h.hdr(q) = tags.NewHeader(s, true, gap == 0)
 		h.setStart(q)
 		h.top = q + offset(s)
 		h.used += int64(s)

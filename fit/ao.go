@@ -59,7 +59,7 @@ func (h *Heap) groupMax(g int) uint32 {
 	for w := g * groupWords; w < (g+1)*groupWords && w < len(h.idx.freeMap); w++ {
 		for bs := h.idx.freeMap[w]; bs != 0; bs &= bs - 1 {
 			p := offset(w*64+bits.TrailingZeros64(bs)) << granShift
-			m = max(m, uint32(h.hdr(p).size()>>granShift))
+			m = max(m, uint32(h.hdr(p).Size()>>granShift))
 		}
 	}
 	return m
@@ -87,7 +87,7 @@ func (h *Heap) aoFit(s uintptr) offset {
 	for w := g * groupWords; w < (g+1)*groupWords && w < len(x.freeMap); w++ {
 		for bs := x.freeMap[w]; bs != 0; bs &= bs - 1 {
 			p := offset(w*64+bits.TrailingZeros64(bs)) << granShift
-			if h.hdr(p).size() >= s {
+			if h.hdr(p).Size() >= s {
 				return p
 			}
 		}

@@ -1,26 +1,15 @@
 package fit_test
 
 import (
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 var sink []byte
-
-// logUniform returns n sizes drawn log-uniformly from [lo, hi], from a
-// fixed seed.
-func logUniform(n, lo, hi int, seed uint64) []int {
-	r := rand.New(rand.NewPCG(seed, 99))
-	s := make([]int, n)
-	for i := range s {
-		s[i] = int(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
-	}
-	return s
-}
 
 // BenchmarkPairs measures one alloc+free pair of mixed sizes (8 B to 4
 // KiB, log-uniform) with 64 blocks live at a time: each iteration
@@ -56,7 +45,7 @@ func BenchmarkPairs(b *testing.B) {
 // pairSizes returns BenchmarkPairs's request sizes and the window slots
 // whose blocks each iteration frees.
 func pairSizes(window int) (sizes, victims []int) {
-	sizes = logUniform(4096, 8, 4096, 1)
+	sizes = heaptest.LogUniform(4096, 8, 4096, 1)
 	victims = make([]int, 4096)
 	r := rand.New(rand.NewPCG(2, 2))
 	for i := range victims {
@@ -179,7 +168,7 @@ func BenchmarkHoles(b *testing.B) {
 //	go test -run '^$' -bench Scaling -benchtime 2000000x ./fit
 func BenchmarkScaling(b *testing.B) {
 	const window = 64
-	sizes := logUniform(1<<16, 16, 64<<10, 3)
+	sizes := heaptest.LogUniform(1<<16, 16, 64<<10, 3)
 	victims := make([]int, 1<<16)
 	r := rand.New(rand.NewPCG(4, 4))
 	for i := range victims {
@@ -219,7 +208,7 @@ func BenchmarkScaling(b *testing.B) {
 // fragment leaves n free blocks in h, each between two blocks in use.
 func fragment(b *testing.B, h *fit.Heap, n int) {
 	holes := make([][]byte, n)
-	sizes := logUniform(n, 16, 4096, 5)
+	sizes := heaptest.LogUniform(n, 16, 4096, 5)
 	for i := range holes {
 		var err error
 		if holes[i], err = h.Alloc(sizes[i], 1); err != nil {

@@ -1,10 +1,10 @@
 package fit
 
-import "math/bits"
+import "github.com/carvelab/carve/internal/tags"
 
 // This file holds best fit's index: exact-size bins for blocks under
-// smallMax bytes, threaded through the free blocks, and for the rest a
-// treap in Go memory.
+// smallMax bytes, threaded through the free blocks (tags.Bins, shared
+// with the heap's best-fit zone), and for the rest a treap in Go memory.
 //
 // The treap is a binary search tree on the key (size in granules, link):
 // one 64-bit compare orders blocks by size, then by address. Its nodes
@@ -18,61 +18,46 @@ import "math/bits"
 // no parent links and no recursion.
 
 // smallMax is the size from which blocks go to the treap rather than a
-// bin: 64 bins of 16-byte steps (the first two, sizes 0 and 16, stay
-// empty), one bitmap word.
-const smallMax = 1024
+// bin.
+const smallMax = tags.BinMax
 
 // bestFit returns the smallest free block of at least s bytes, or 0.
 func (h *Heap) bestFit(s uintptr) offset {
-	if i := s >> granShift; i < 64 {
-		if m := h.idx.binmap &^ (1<<i - 1); m != 0 {
-			return h.idx.bins[bits.TrailingZeros64(m)].offset()
-		}
+	if p := h.idx.bins.Fit(s); p != 0 {
+		return p
 	}
 	if s > uintptr(h.reserved) {
 		return 0
 	}
-	k, ok := h.idx.tree.ceil(tkey(s, 0))
+	k, ok := h.idx.tree.ceil(tags.TreapKey(s, 0))
 	if !ok {
 		return 0
 	}
-	return link(k).offset()
+	return link(k).Offset()
 }
 
 func (h *Heap) bestInsert(p offset, s uintptr) {
 	if s < smallMax {
-		i := s >> granShift
-		h.push(&h.idx.bins[i], p)
-		h.idx.binmap |= 1 << i
+		h.idx.bins.Insert(h.base, p, s)
 		return
 	}
-	h.idx.tree.insert(tkey(s, p.link()))
+	h.idx.tree.insert(tags.TreapKey(s, p.Link()))
 }
 
 func (h *Heap) bestRemove(p offset, s uintptr) {
 	if s < smallMax {
-		i := s >> granShift
-		h.unlink(&h.idx.bins[i], p)
-		if h.idx.bins[i] == 0 {
-			h.idx.binmap &^= 1 << i
-		}
+		h.idx.bins.Remove(h.base, p, s)
 		return
 	}
-	h.idx.tree.remove(tkey(s, p.link()))
+	h.idx.tree.remove(tags.TreapKey(s, p.Link()))
 }
 
 func (h *Heap) bestLargest() uintptr {
 	if k, ok := h.idx.tree.last(); ok {
 		return uintptr(k>>32) << granShift
 	}
-	if h.idx.binmap == 0 {
-		return 0
-	}
-	return uintptr(63-bits.LeadingZeros64(h.idx.binmap)) << granShift
+	return h.idx.bins.Largest()
 }
-
-// tkey is the treap key of a block of s bytes at l.
-func tkey(s uintptr, l link) uint64 { return uint64(s>>granShift)<<32 | uint64(l) }
 
 // treap is an ordered set of distinct keys.
 type treap struct {
@@ -85,19 +70,6 @@ type treap struct {
 type tnode struct {
 	key         uint64
 	left, right uint32
-}
-
-// prio is a key's treap priority: a bijective mix of its low 32 bits (the
-// link, distinct for distinct blocks), so that no two nodes tie and the
-// order of addresses tells nothing of the order of priorities.
-func prio(k uint64) uint32 {
-	x := uint32(k)
-	x ^= x >> 16
-	x *= 0x7feb352d
-	x ^= x >> 15
-	x *= 0x846ca68b
-	x ^= x >> 16
-	return x
 }
 
 // insert adds k, which the set does not hold. The new node goes where its
@@ -116,9 +88,9 @@ func (t *treap) insert(k uint64) {
 		n = uint32(len(t.nodes) - 1)
 	}
 	t.n++
-	pk := prio(k)
+	pk := tags.Prio(k)
 	slot := &t.root
-	for *slot != 0 && prio(t.nodes[*slot].key) > pk {
+	for *slot != 0 && tags.Prio(t.nodes[*slot].key) > pk {
 		x := &t.nodes[*slot]
 		if k < x.key {
 			slot = &x.left
@@ -168,7 +140,7 @@ func (t *treap) remove(k uint64) {
 			*slot = b
 		case b == 0:
 			*slot = a
-		case prio(t.nodes[a].key) > prio(t.nodes[b].key):
+		case tags.Prio(t.nodes[a].key) > tags.Prio(t.nodes[b].key):
 			*slot, slot, a = a, &t.nodes[a].right, t.nodes[a].right
 			continue
 		default:

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -51,41 +52,16 @@ func (h *Heap) check() error {
 		return fmt.Errorf("block-start bitmap covers %d bytes, committed %d", len(h.starts)*64*Granule, h.committed)
 	}
 
-	var used, blocks, freeBytes int64
-	var frees []offset
-	prevInUse := true
-	p := firstBlock
-	for p < h.top {
-		hd := *h.hdr(p)
-		s := hd.size()
-		switch {
-		case !h.isStart(p):
+	tl, err := tags.Walk(h.base, h.top, func(p offset, _ header) error {
+		if !h.isStart(p) {
 			return fmt.Errorf("block at %d: not marked in the block-start bitmap", p)
-		case s < MinBlock || s%Granule != 0 || p+offset(s) > h.top:
-			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, Granule, MinBlock, h.top)
-		case hd.prevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.prevInUse(), prevInUse)
-		case !hd.inUse() && !prevInUse:
-			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.inUse() && *h.footer(p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *h.footer(p, s))
 		}
-		if hd.inUse() {
-			used += int64(s)
-			blocks++
-		} else {
-			freeBytes += int64(s)
-			frees = append(frees, p)
-		}
-		prevInUse = hd.inUse()
-		p += offset(s)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if p != h.top {
-		return fmt.Errorf("blocks end at %d, past the top at %d", p, h.top)
-	}
-	if !prevInUse {
-		return fmt.Errorf("the block before the top at %d is free (not merged into the top)", h.top)
-	}
+	used, blocks, freeBytes, frees := tl.Used, tl.Blocks, tl.FreeBytes, tl.Frees
 	marked := 0
 	for _, w := range h.starts {
 		marked += bits.OnesCount64(w)
@@ -109,27 +85,12 @@ func (h *Heap) check() error {
 // that the other policies' fields are empty.
 func (h *Heap) checkIndex(frees []offset) error {
 	x := &h.idx
-	seen := make(map[offset]bool, len(frees))
-	for _, p := range frees {
-		seen[p] = false
-	}
-	// visit records that the index holds the block at p.
-	visit := func(l link, where string) error {
-		p := l.offset()
-		done, ok := seen[p]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: offset %d is not a free block", where, p)
-		case done:
-			return fmt.Errorf("%s: free block at %d is there twice", where, p)
-		}
-		seen[p] = true
-		return nil
-	}
+	seen := tags.NewSeen(frees)
+	visit := seen.Visit
 	list := x.head != 0 || x.rover != 0
 	ordered := len(x.order.blocks) != 0 || len(x.order.max) != 0 || x.order.next != 0 || x.order.rover != 0
 	lists := list || ordered || x.linear
-	bests := x.binmap != 0 || x.tree.root != 0 || x.tree.n != 0
+	bests := x.bins.Map != 0 || x.tree.root != 0 || x.tree.n != 0
 	aos := x.leaves != 0 || len(x.seg) != 0 || len(x.freeMap) != 0
 	switch h.policy {
 	case FirstFit, NextFit:
@@ -148,26 +109,20 @@ func (h *Heap) checkIndex(frees []offset) error {
 		if ordered {
 			return fmt.Errorf("%v: the index's fields are set in a heap with a linear list", h.policy)
 		}
-		if err := h.checkList(x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
+		if err := tags.CheckList(h.base, x.head, visit, "free list", func(uintptr) bool { return true }); err != nil {
 			return err
 		}
 		if x.rover != 0 {
-			if done, ok := seen[x.rover.offset()]; !ok || !done {
-				return fmt.Errorf("next fit: rover %d is not on the free list", x.rover.offset())
+			if done, ok := seen[x.rover.Offset()]; !ok || !done {
+				return fmt.Errorf("next fit: rover %d is not on the free list", x.rover.Offset())
 			}
 		}
 	case BestFit:
 		if lists || aos {
 			return fmt.Errorf("%v: other policies' index fields are set", h.policy)
 		}
-		for i, head := range x.bins {
-			if (head != 0) != (x.binmap&(1<<i) != 0) {
-				return fmt.Errorf("best fit: bin %d has head %d, bitmap bit %t", i, head.offset(), x.binmap&(1<<i) != 0)
-			}
-			size := uintptr(i) << granShift
-			if err := h.checkList(head, visit, fmt.Sprintf("bin %d", i), func(s uintptr) bool { return s == size }); err != nil {
-				return err
-			}
+		if err := x.bins.Check(h.base, visit); err != nil {
+			return fmt.Errorf("best fit: %w", err)
 		}
 		if err := h.checkTreap(visit, len(frees)); err != nil {
 			return err
@@ -183,30 +138,8 @@ func (h *Heap) checkIndex(frees []offset) error {
 			seen[p] = true
 		}
 	}
-	for p, done := range seen {
-		if !done {
-			return fmt.Errorf("%v: free block at %d is missing from the index", h.policy, p)
-		}
-	}
-	return nil
-}
-
-// checkList walks the list from head: every node a free block whose size
-// passes ok, each node's previous link the node before.
-func (h *Heap) checkList(head link, visit func(link, string) error, name string, ok func(uintptr) bool) error {
-	var prev link
-	for l, n := head, 0; l != 0; l, n = h.links(l.offset())[0], n+1 {
-		if err := visit(l, name); err != nil {
-			return err
-		}
-		p := l.offset()
-		if s := h.hdr(p).size(); !ok(s) {
-			return fmt.Errorf("%s: block at %d of %d bytes does not belong there", name, p, s)
-		}
-		if back := h.links(p)[1]; back != prev {
-			return fmt.Errorf("%s: block at %d links back to %d, want %d", name, p, back.offset(), prev.offset())
-		}
-		prev = l
+	if p, ok := seen.Missing(); ok {
+		return fmt.Errorf("%v: free block at %d is missing from the index", h.policy, p)
 	}
 	return nil
 }
@@ -239,13 +172,13 @@ func (h *Heap) checkOrder(visit func(link, string) error) error {
 			continue
 		}
 		if k == 0 || k >= o.next {
-			return fmt.Errorf("%v index: key %d, never given (next key %d), has the block at %d", h.policy, k, o.next, l.offset())
+			return fmt.Errorf("%v index: key %d, never given (next key %d), has the block at %d", h.policy, k, o.next, l.Offset())
 		}
 		if err := visit(l, fmt.Sprintf("%v index", h.policy)); err != nil {
 			return err
 		}
-		p := l.offset()
-		if s := h.hdr(p).size(); h.key(p) != k || leaf != uint32(s>>granShift) {
+		p := l.Offset()
+		if s := h.hdr(p).Size(); h.key(p) != k || leaf != uint32(s>>granShift) {
 			return fmt.Errorf("%v index: key %d, leaf %d granules; its block at %d holds key %d, has %d bytes", h.policy, k, leaf, p, h.key(p), s)
 		}
 	}
@@ -279,19 +212,19 @@ func (h *Heap) checkTreap(visit func(link, string) error, frees int) error {
 		if err := visit(l, "best fit tree"); err != nil {
 			return err
 		}
-		s := h.hdr(l.offset()).size()
+		s := h.hdr(l.Offset()).Size()
 		switch {
-		case s < smallMax || tkey(s, l) != nd.key:
-			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.offset(), s)
-		case x != t.root && prio(nd.key) >= pmax:
-			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.offset())
+		case s < smallMax || tags.TreapKey(s, l) != nd.key:
+			return fmt.Errorf("best fit tree: key %#x, but the block at %d has %d bytes", nd.key, l.Offset(), s)
+		case x != t.root && tags.Prio(nd.key) >= pmax:
+			return fmt.Errorf("best fit tree: block at %d has a priority above its parent's", l.Offset())
 		case nd.key <= lo && lo != 0 || nd.key >= hi:
-			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.offset(), s)
+			return fmt.Errorf("best fit tree: block at %d (%d bytes) out of order", l.Offset(), s)
 		}
-		if err := walk(nd.left, lo, nd.key, prio(nd.key)); err != nil {
+		if err := walk(nd.left, lo, nd.key, tags.Prio(nd.key)); err != nil {
 			return err
 		}
-		return walk(nd.right, nd.key, hi, prio(nd.key))
+		return walk(nd.right, nd.key, hi, tags.Prio(nd.key))
 	}
 	if err := walk(t.root, 0, ^uint64(0), 0); err != nil {
 		return err
@@ -327,7 +260,7 @@ func (h *Heap) checkAO(frees []offset) error {
 		if g >= x.leaves {
 			return fmt.Errorf("ao-first-fit: free block at %d beyond the tree's %d leaves", p, x.leaves)
 		}
-		want[g] = max(want[g], uint32(h.hdr(p).size()>>granShift))
+		want[g] = max(want[g], uint32(h.hdr(p).Size()>>granShift))
 	}
 	if marked != len(frees) {
 		return fmt.Errorf("ao-first-fit: bitmap marks %d blocks, %d are free", marked, len(frees))

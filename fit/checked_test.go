@@ -3,42 +3,16 @@
 package fit_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 )
 
 // The tests of checked builds (-tags carvecheck): freed blocks are
 // poisoned, merged boundary tags too, and a block written after free is
 // caught when its bytes are handed out again.
-
-// poisoned returns the index of the first byte of b that is not poison,
-// or -1.
-func poisoned(b []byte) int {
-	for i, c := range b {
-		if c != invariants.Poison {
-			return i
-		}
-	}
-	return -1
-}
-
-// mustPanic runs f and fails unless it panics with a message containing
-// want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), want) {
-			t.Fatalf("panic = %v, want one saying %q", r, want)
-		}
-	}()
-	f()
-}
 
 // TestPoison frees blocks that merge and checks that the free block reads
 // the poison everywhere but its links (first 8 bytes) and footer (last 8).
@@ -50,19 +24,19 @@ func TestPoison(t *testing.T) {
 		c := mustAlloc(t, h, 100, 1) // 112
 		mustAlloc(t, h, 16, 1)       // keeps the top away
 		for _, x := range [][]byte{a, b, c} {
-			fill(x, 5)
+			heaptest.Fill(x, 5)
 		}
 		mustFree(t, h, a)
 		mustFree(t, h, c)
 		mustFree(t, h, b) // merges with both
-		whole := at(a, 0, 112+208+112-8)
-		if i := poisoned(whole[8 : len(whole)-8]); i >= 0 {
+		whole := heaptest.At(a, 0, 112+208+112-8)
+		if i := heaptest.Poisoned(whole[8 : len(whole)-8]); i >= 0 {
 			t.Fatalf("merged free block: byte %d = %#x, want poison %#x", 8+i, whole[8+i], invariants.Poison)
 		}
 		// It is handed out again whole (the only hole), poison and all.
 		r := mustAlloc(t, h, 112+208+112-8, 1)
-		if addr(r) != addr(a) {
-			t.Fatalf("Alloc = %#x, want the merged hole %#x", addr(r), addr(a))
+		if heaptest.Addr(r) != heaptest.Addr(a) {
+			t.Fatalf("Alloc = %#x, want the merged hole %#x", heaptest.Addr(r), heaptest.Addr(a))
 		}
 	})
 }
@@ -86,8 +60,8 @@ func TestWriteAfterFree(t *testing.T) {
 				a := mustAlloc(t, h, 100, 1)
 				mustAlloc(t, h, 16, 1)
 				mustFree(t, h, a)
-				at(a, tt.delta, 1)[0] = 1
-				mustPanic(t, "written after free", func() { h.Alloc(100, 1) })
+				heaptest.At(a, tt.delta, 1)[0] = 1
+				heaptest.MustPanic(t, "written after free", func() { h.Alloc(100, 1) })
 			})
 		})
 	}
@@ -102,7 +76,7 @@ func TestWriteAfterFreeRealloc(t *testing.T) {
 		b := mustAlloc(t, h, 100, 1)
 		mustAlloc(t, h, 16, 1)
 		mustFree(t, h, b)
-		at(b, 30, 1)[0] = 1
-		mustPanic(t, "written after free", func() { h.Realloc(a, 120) })
+		heaptest.At(b, 30, 1)[0] = 1
+		heaptest.MustPanic(t, "written after free", func() { h.Realloc(a, 120) })
 	})
 }

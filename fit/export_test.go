@@ -31,8 +31,8 @@ func (h *Heap) Blocks() []Block {
 	}
 	for p := firstBlock; p < h.top; {
 		hd := *h.hdr(p)
-		bs = append(bs, Block{int(p), int(hd.size()), !hd.inUse()})
-		p += offset(hd.size())
+		bs = append(bs, Block{int(p), int(hd.Size()), !hd.InUse()})
+		p += offset(hd.Size())
 	}
 	return bs
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/tags"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -67,12 +68,15 @@ const (
 	MaxAlign = 4096
 )
 
+// The layout is package tags': its constants and these must agree (a
+// negative constant converted to uint does not compile).
+const _ = uint(HeaderSize-tags.HeaderSize) + uint(tags.HeaderSize-HeaderSize) +
+	uint(Granule-tags.Granule) + uint(tags.Granule-Granule) +
+	uint(MinBlock-tags.MinBlock) + uint(tags.MinBlock-MinBlock)
+
 const (
-	granShift = 4 // log2(Granule)
-	// firstBlock is the payload offset of the first block. The heap's
-	// first 8 bytes are never used: they put the first header at 8, and
-	// with it every payload on a multiple of 16.
-	firstBlock offset = Granule
+	granShift  = tags.GranShift  // log2(Granule)
+	firstBlock = tags.FirstBlock // the payload offset of the first block
 
 	// DefaultLimit is the Footprint a heap may reach when no Limit option
 	// says otherwise (1 GiB).

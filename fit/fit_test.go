@@ -6,44 +6,13 @@ import (
 	"math"
 	"runtime"
 	"testing"
-	"unsafe"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
 // Helpers shared by the package's tests.
-
-// addr returns the address of the first byte of b.
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// at returns n bytes starting delta bytes from the start of c. The tests
-// use it only to build slices for Free to refuse: the memory is never
-// touched.
-func at(c []byte, delta, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
-}
-
-// pattern is the byte a test writes at index i of the block of object id.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
-// fill writes object id's pattern into b.
-func fill(b []byte, id int) {
-	for i := range b {
-		b[i] = pattern(id, i)
-	}
-}
-
-// intact returns the index of the first byte of b that lost object id's
-// pattern, or -1.
-func intact(b []byte, id int) int {
-	for i := range b {
-		if b[i] != pattern(id, i) {
-			return i
-		}
-	}
-	return -1
-}
 
 // mustCheck fails the test when the heap's invariants do not hold.
 func mustCheck(t testing.TB, h *fit.Heap, step string) {
@@ -75,8 +44,8 @@ func mustAlloc(t testing.TB, h *fit.Heap, size, align int) []byte {
 	if len(b) != size || cap(b) != size || b == nil {
 		t.Fatalf("Alloc(%d, %d) = len %d cap %d (nil: %t), want len == cap == %d, not nil", size, align, len(b), cap(b), b == nil, size)
 	}
-	if addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x, want a multiple of %d", size, align, addr(b), align)
+	if heaptest.Addr(b)%uintptr(align) != 0 {
+		t.Fatalf("Alloc(%d, %d) = %#x, want a multiple of %d", size, align, heaptest.Addr(b), align)
 	}
 	mustCheck(t, h, fmt.Sprintf("Alloc(%d, %d)", size, align))
 	return b
@@ -86,7 +55,7 @@ func mustAlloc(t testing.TB, h *fit.Heap, size, align int) []byte {
 func mustFree(t testing.TB, h *fit.Heap, b []byte) {
 	t.Helper()
 	if err := h.Free(b); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(b), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(b), err)
 	}
 	mustCheck(t, h, "Free")
 }
@@ -221,8 +190,8 @@ func TestStride(t *testing.T) {
 			var prev []byte
 			for i := range n {
 				b := mustAlloc(t, h, tt.size, 1)
-				if prev != nil && addr(b)-addr(prev) != uintptr(tt.stride) {
-					t.Errorf("Alloc(%d) #%d at %#x, %d bytes after the previous, want the stride %d", tt.size, i, addr(b), addr(b)-addr(prev), tt.stride)
+				if prev != nil && heaptest.Addr(b)-heaptest.Addr(prev) != uintptr(tt.stride) {
+					t.Errorf("Alloc(%d) #%d at %#x, %d bytes after the previous, want the stride %d", tt.size, i, heaptest.Addr(b), heaptest.Addr(b)-heaptest.Addr(prev), tt.stride)
 				}
 				if u, err := h.UsableSize(b); u != tt.stride-fit.HeaderSize || err != nil {
 					t.Errorf("UsableSize(Alloc(%d)) = %d, %v, want %d, nil", tt.size, u, err, tt.stride-fit.HeaderSize)
@@ -245,8 +214,8 @@ func TestAllocZero(t *testing.T) {
 		h := mustNew(t, p)
 		a := mustAlloc(t, h, 0, 1)
 		b := mustAlloc(t, h, 0, 64)
-		if a == nil || b == nil || addr(a) == addr(b) {
-			t.Fatalf("Alloc(0) twice = %#x, %#x, want two distinct non-nil slices", addr(a), addr(b))
+		if a == nil || b == nil || heaptest.Addr(a) == heaptest.Addr(b) {
+			t.Fatalf("Alloc(0) twice = %#x, %#x, want two distinct non-nil slices", heaptest.Addr(a), heaptest.Addr(b))
 		}
 		st := checkStats(t, h)
 		if st.Live != 0 || st.Blocks != 2 || st.Used < 2*fit.MinBlock {
@@ -272,14 +241,14 @@ func TestAlign(t *testing.T) {
 		for log := 0; log <= 12; log++ {
 			for _, size := range []int{0, 1, 40, 4000} {
 				b := mustAlloc(t, h, size, 1<<log)
-				fill(b, len(bs))
+				heaptest.Fill(b, len(bs))
 				bs = append(bs, b)
 			}
 		}
 		// Free every other block, then allocate aligned blocks into the
 		// holes (or the top).
 		for i := 0; i < len(bs); i += 2 {
-			if j := intact(bs[i], i); j >= 0 {
+			if j := heaptest.Intact(bs[i], i); j >= 0 {
 				t.Fatalf("block %d lost byte %d", i, j)
 			}
 			mustFree(t, h, bs[i])
@@ -287,16 +256,16 @@ func TestAlign(t *testing.T) {
 		}
 		for log := 5; log <= 12; log++ {
 			b := mustAlloc(t, h, 100, 1<<log)
-			fill(b, 1000+log)
+			heaptest.Fill(b, 1000+log)
 			defer func() {
-				if j := intact(b, 1000+log); j >= 0 {
+				if j := heaptest.Intact(b, 1000+log); j >= 0 {
 					t.Errorf("aligned block %d lost byte %d", log, j)
 				}
 			}()
 		}
 		for i, b := range bs {
 			if b != nil {
-				if j := intact(b, i); j >= 0 {
+				if j := heaptest.Intact(b, i); j >= 0 {
 					t.Fatalf("block %d lost byte %d", i, j)
 				}
 			}
@@ -349,7 +318,7 @@ func TestBadInput(t *testing.T) {
 			before := h.Stats()
 			got, err := h.Alloc(tt.size, tt.align)
 			if got != nil || !errors.Is(err, tt.want) {
-				t.Errorf("Alloc(%d, %d) (%s) = %#x, %v, want nil, %v", tt.size, tt.align, tt.name, addr(got), err, tt.want)
+				t.Errorf("Alloc(%d, %d) (%s) = %#x, %v, want nil, %v", tt.size, tt.align, tt.name, heaptest.Addr(got), err, tt.want)
 			}
 			mustCheck(t, h, "a refused Alloc")
 			if after := h.Stats(); after != before {
@@ -368,17 +337,17 @@ func TestBadInput(t *testing.T) {
 			{"another heap's block", ob, fit.ErrForeign},
 			{"interior, aligned", a[16:], fit.ErrForeign},
 			{"interior, misaligned", a[1:], fit.ErrForeign},
-			{"header of a block", at(a, -8, 8), fit.ErrForeign},
-			{"the base, before the first block", at(a, int(lo)-int(addr(a)), 8), fit.ErrForeign},
+			{"header of a block", heaptest.At(a, -8, 8), fit.ErrForeign},
+			{"the base, before the first block", heaptest.At(a, int(lo)-int(heaptest.Addr(a)), 8), fit.ErrForeign},
 			{"the free hole", b, fit.ErrDoubleFree},
-			{"inside the free hole", at(b, 32, 8), fit.ErrDoubleFree},
+			{"inside the free hole", heaptest.At(b, 32, 8), fit.ErrDoubleFree},
 			{"merged into its neighbour", e, fit.ErrDoubleFree},
 			{"deep inside a block in use", bigLive[150<<10:], fit.ErrForeign},
 			{"deep inside a free block", bigFree[150<<10:], fit.ErrDoubleFree},
 			{"the first of two merged", d, fit.ErrDoubleFree},
-			{"the top", at(a, int(lo)+top-int(addr(a)), 8), fit.ErrDoubleFree},
-			{"past the top", at(a, int(lo)+top+4096-int(addr(a)), 8), fit.ErrDoubleFree},
-			{"past the reservation", at(a, int(lo)+(1<<20)-int(addr(a))+4096, 8), fit.ErrForeign},
+			{"the top", heaptest.At(a, int(lo)+top-int(heaptest.Addr(a)), 8), fit.ErrDoubleFree},
+			{"past the top", heaptest.At(a, int(lo)+top+4096-int(heaptest.Addr(a)), 8), fit.ErrDoubleFree},
+			{"past the reservation", heaptest.At(a, int(lo)+(1<<20)-int(heaptest.Addr(a))+4096, 8), fit.ErrForeign},
 		}
 		for _, tt := range frees {
 			before := h.Stats()
@@ -386,7 +355,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("Free(%s) = %v, want %v", tt.name, err, tt.want)
 			}
 			if got, err := h.Realloc(tt.b, 8); got != nil || !errors.Is(err, tt.want) {
-				t.Errorf("Realloc(%s, 8) = %#x, %v, want nil, %v", tt.name, addr(got), err, tt.want)
+				t.Errorf("Realloc(%s, 8) = %#x, %v, want nil, %v", tt.name, heaptest.Addr(got), err, tt.want)
 			}
 			if n, err := h.UsableSize(tt.b); n != 0 || !errors.Is(err, tt.want) {
 				t.Errorf("UsableSize(%s) = %d, %v, want 0, %v", tt.name, n, err, tt.want)
@@ -398,17 +367,17 @@ func TestBadInput(t *testing.T) {
 		}
 
 		// Realloc refuses bad sizes and keeps the block.
-		fill(c, 7)
+		heaptest.Fill(c, 7)
 		for _, size := range []int{-1, 1<<20 + 1} {
 			before := h.Stats()
 			if got, err := h.Realloc(c, size); got != nil || err == nil {
-				t.Errorf("Realloc(c, %d) = %#x, %v, want an error", size, addr(got), err)
+				t.Errorf("Realloc(c, %d) = %#x, %v, want an error", size, heaptest.Addr(got), err)
 			}
 			if after := h.Stats(); after != before {
 				t.Errorf("Stats() after a refused Realloc = %+v, want unchanged %+v", after, before)
 			}
 		}
-		if j := intact(c, 7); j >= 0 {
+		if j := heaptest.Intact(c, 7); j >= 0 {
 			t.Errorf("block c lost byte %d in a refused Realloc", j)
 		}
 		mustFree(t, h, c)
@@ -429,7 +398,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("Close() again = %v, want %v", err, fit.ErrClosed)
 		}
 		if got, err := h.Alloc(16, 1); got != nil || !errors.Is(err, fit.ErrClosed) {
-			t.Errorf("Alloc after Close = %#x, %v, want nil, %v", addr(got), err, fit.ErrClosed)
+			t.Errorf("Alloc after Close = %#x, %v, want nil, %v", heaptest.Addr(got), err, fit.ErrClosed)
 		}
 		if err := h.Free(a); !errors.Is(err, fit.ErrClosed) {
 			t.Errorf("Free after Close = %v, want %v", err, fit.ErrClosed)
@@ -462,7 +431,7 @@ func TestErrorMessages(t *testing.T) {
 		{func() error { _, err := h.Alloc(8, 24); return err }(), "fit: bad alignment: Alloc(8, 24): want a power of two from 1 to 4096"},
 		{func() error { _, err := h.Alloc(2<<20, 1); return err }(), "fit: limit reached: Alloc(2097152, 1): size exceeds the limit 1048576"},
 		{h.Free(nil), "fit: not a block of this heap: nil"},
-		{h.Free(a[16:]), fmt.Sprintf("fit: not a block of this heap: %#x (offset 32) lies inside the block at offset 16 (48 bytes), not at its start", addr(a)+16)},
+		{h.Free(a[16:]), fmt.Sprintf("fit: not a block of this heap: %#x (offset 32) lies inside the block at offset 16 (48 bytes), not at its start", heaptest.Addr(a)+16)},
 		{func() error { _, err := fit.ParsePolicy("worst-fit"); return err }(), `fit: unknown policy: "worst-fit" (want one of first-fit, next-fit, best-fit, ao-first-fit)`},
 	}
 	for _, tt := range tests {
@@ -472,7 +441,7 @@ func TestErrorMessages(t *testing.T) {
 	}
 	mustFree(t, h, a)
 	err := h.Free(a)
-	if want := fmt.Sprintf("fit: block is not in use (freed twice?): the block at %#x (offset 16) is free", addr(a)); err == nil || err.Error() != want {
+	if want := fmt.Sprintf("fit: block is not in use (freed twice?): the block at %#x (offset 16) is free", heaptest.Addr(a)); err == nil || err.Error() != want {
 		t.Errorf("Free twice = %v\nwant         %s", err, want)
 	}
 }
@@ -488,7 +457,7 @@ func TestExhausted(t *testing.T) {
 			b, err := h.Alloc(1000, 1)
 			if err != nil {
 				if b != nil || !errors.Is(err, fit.ErrExhausted) {
-					t.Fatalf("Alloc(1000) on a full heap = %#x, %v, want nil, %v", addr(b), err, fit.ErrExhausted)
+					t.Fatalf("Alloc(1000) on a full heap = %#x, %v, want nil, %v", heaptest.Addr(b), err, fit.ErrExhausted)
 				}
 				break
 			}
@@ -518,8 +487,8 @@ func TestExhausted(t *testing.T) {
 		}
 		mustFree(t, h, bs[3])
 		again := mustAlloc(t, h, 1000, 1)
-		if addr(again) != addr(bs[3]) {
-			t.Errorf("Alloc(1000) after freeing block 3 = %#x, want its place %#x", addr(again), addr(bs[3]))
+		if heaptest.Addr(again) != heaptest.Addr(bs[3]) {
+			t.Errorf("Alloc(1000) after freeing block 3 = %#x, want its place %#x", heaptest.Addr(again), heaptest.Addr(bs[3]))
 		}
 	})
 }
@@ -537,8 +506,8 @@ func TestUsableSize(t *testing.T) {
 			}
 			mustAlloc(t, h, 16, 1) // keep the next Realloc from growing at the top
 			r, err := h.Realloc(b, u)
-			if err != nil || addr(r) != addr(b) || len(r) != u {
-				t.Errorf("Realloc(Alloc(%d), UsableSize %d) = %#x len %d, %v, want in place at %#x", size, u, addr(r), len(r), err, addr(b))
+			if err != nil || heaptest.Addr(r) != heaptest.Addr(b) || len(r) != u {
+				t.Errorf("Realloc(Alloc(%d), UsableSize %d) = %#x len %d, %v, want in place at %#x", size, u, heaptest.Addr(r), len(r), err, heaptest.Addr(b))
 			}
 			mustCheck(t, h, "Realloc to the usable size")
 		}
@@ -625,8 +594,8 @@ func TestFreeShortSlice(t *testing.T) {
 			c := mustAlloc(t, h, 199980, 1) // a block of 200000 bytes, 199992 usable
 			mustFree(t, h, b[:0])
 			r, err := h.Realloc(c, 24)
-			if err != nil || addr(r) != addr(c) {
-				t.Fatalf("Realloc(c, 24) = %#x, %v, want in place at %#x", addr(r), err, addr(c))
+			if err != nil || heaptest.Addr(r) != heaptest.Addr(c) {
+				t.Fatalf("Realloc(c, 24) = %#x, %v, want in place at %#x", heaptest.Addr(r), err, heaptest.Addr(c))
 			}
 			mustCheck(t, h, "Realloc")
 			checkStats(t, h)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 )
 
 // This file holds the paths that take blocks back: Free, Realloc and the
@@ -38,7 +39,7 @@ func (h *Heap) Free(b []byte) error {
 // caller held.
 func (h *Heap) free(p offset, n int) {
 	hd := *h.hdr(p)
-	s := hd.size()
+	s := hd.Size()
 	h.live -= int64(min(uintptr(n), s-HeaderSize))
 	h.used -= int64(s)
 	h.blocks--
@@ -50,9 +51,9 @@ func (h *Heap) free(p offset, n int) {
 	if poisoned {
 		poison(h.bytes(p, int(s-HeaderSize)))
 	}
-	if !hd.prevInUse() {
+	if !hd.PrevInUse() {
 		// Merge with the free block before: its footer gives its size.
-		ps := uintptr(*h.prevFooter(p))
+		ps := uintptr(*tags.PrevFooter(h.base, p))
 		q := p - offset(ps)
 		h.remove(q, ps)
 		h.clearStart(p)
@@ -75,10 +76,10 @@ func (h *Heap) release(p offset, s uintptr) {
 		return
 	}
 	nh := *h.hdr(next)
-	if nh.inUse() {
-		*h.hdr(next) = nh.withPrev(false)
+	if nh.InUse() {
+		*h.hdr(next) = nh.WithPrev(false)
 	} else {
-		ns := nh.size()
+		ns := nh.Size()
 		h.remove(next, ns)
 		h.clearStart(next)
 		if invariants.Enabled {
@@ -86,7 +87,7 @@ func (h *Heap) release(p offset, s uintptr) {
 		}
 		s += ns
 	}
-	h.setFree(p, s)
+	tags.SetFree(h.base, p, s)
 	h.setStart(p)
 	h.insert(p, s)
 }
@@ -116,15 +117,15 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Realloc(%d): size exceeds the limit %d", ErrExhausted, size, h.reserved)
 	}
 	hd := *h.hdr(p)
-	s := hd.size()
+	s := hd.Size()
 	old := int(min(uintptr(len(b)), s-HeaderSize))
-	need := blockSize(size)
+	need := tags.BlockSize(size)
 	next := p + offset(s)
 	switch {
 	case need <= s:
 		h.live += int64(size - old)
 		if s-need >= MinBlock {
-			*h.hdr(p) = mkHeader(need, true, hd.prevInUse())
+			*h.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 			h.used -= int64(s - need)
 			h.boundLive() // before release, whose trim may run the checker
 			t := p + offset(need)
@@ -137,12 +138,12 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		if err := h.grow(p - HeaderSize + offset(need)); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
-		*h.hdr(p) = mkHeader(need, true, hd.prevInUse())
+		*h.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 		h.top = p + offset(need)
 		h.used += int64(need - s)
 		h.live += int64(size - old)
-	case !h.hdr(next).inUse() && s+h.hdr(next).size() >= need:
-		ns := h.hdr(next).size()
+	case !h.hdr(next).InUse() && s+h.hdr(next).Size() >= need:
+		ns := h.hdr(next).Size()
 		if invariants.Enabled {
 			h.verifyPoison(next, ns, p, need)
 		}
@@ -150,7 +151,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		h.clearStart(next)
 		h.used -= int64(s)
 		h.blocks--
-		h.use(p, s+ns, need, hd.prevInUse())
+		h.use(p, s+ns, need, hd.PrevInUse())
 		h.live += int64(size - old)
 	default:
 		q, err := h.Alloc(size, Granule)
@@ -182,7 +183,7 @@ func (h *Heap) UsableSize(b []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return int(h.hdr(p).size() - HeaderSize), nil
+	return int(h.hdr(p).Size() - HeaderSize), nil
 }
 
 // owned returns the offset of the block in use that b starts at, or the
@@ -191,7 +192,7 @@ func (h *Heap) owned(b []byte) (offset, error) {
 	p, addr := h.offsetOf(b)
 	// p-firstBlock wraps for p < firstBlock, and for any p after Close,
 	// when top is firstBlock; the bitmap covers everything below top.
-	if p-firstBlock < h.top-firstBlock && p%Granule == 0 && h.isStart(p) && h.hdr(p).inUse() {
+	if p-firstBlock < h.top-firstBlock && p%Granule == 0 && h.isStart(p) && h.hdr(p).InUse() {
 		return p, nil
 	}
 	return 0, h.notOwned(p, addr)
@@ -216,14 +217,14 @@ func (h *Heap) notOwned(p offset, addr uintptr) error {
 	q := h.startBefore(p)
 	hd := *h.hdr(q)
 	switch {
-	case hd.inUse():
+	case hd.InUse():
 		return fmt.Errorf("%w: %#x (offset %d) lies inside the block at offset %d (%d bytes), not at its start",
-			ErrForeign, addr, p, q, hd.size())
+			ErrForeign, addr, p, q, hd.Size())
 	case q == p:
 		return fmt.Errorf("%w: the block at %#x (offset %d) is free", ErrDoubleFree, addr, p)
 	default:
 		return fmt.Errorf("%w: %#x (offset %d) lies in the free block at offset %d (%d bytes)",
-			ErrDoubleFree, addr, p, q, hd.size())
+			ErrDoubleFree, addr, p, q, hd.Size())
 	}
 }
 

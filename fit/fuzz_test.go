@@ -2,13 +2,11 @@ package fit_test
 
 import (
 	"errors"
-	"math/rand/v2"
-	"os"
-	"slices"
-	"strconv"
+	"fmt"
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // FuzzFit runs random sequences of Alloc, Free, Realloc, Trim and misuse,
@@ -32,45 +30,14 @@ func FuzzFit(f *testing.F) {
 
 // TestRandomOps runs the fuzz body over pseudo-random inputs from a fixed
 // seed: a few by default, many with CARVE_LONG=1.
-func TestRandomOps(t *testing.T) {
-	n := 24
-	if testing.Short() {
-		n = 4
-	}
-	if os.Getenv("CARVE_LONG") == "1" {
-		n = 5000
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range n {
-		ops := make([]byte, r.IntN(1500))
-		for j := range ops {
-			ops[j] = byte(r.Uint32())
-		}
-		cfg := byte(r.Uint32())
-		if !t.Run(strconv.Itoa(i), func(t *testing.T) { runOps(t, cfg, ops) }) {
-			t.Logf("input %d: cfg %d, ops %q", i, cfg, ops)
-			break
-		}
-	}
-}
+func TestRandomOps(t *testing.T) { heaptest.RandomInputs(t, 3, 4, 5000, runOps) }
 
-// A fuzz input is a configuration byte and a string of operations.
+// A fuzz input is a configuration byte and a string of operations, which
+// heaptest.Run decodes (a probe is a misuse, or a UsableSize check).
 //
 // cfg: policy = cfg % 4; limit = fuzzLimits[cfg/4 % 3];
 // trimming = cfg/16 % 4 (default; threshold 0 and no pad; never; 64 KiB
 // threshold and 16 KiB pad).
-//
-// Each operation is a kind byte, kind%8, and its arguments:
-//
-//	0, 1, 2  Alloc(size, align)      size: 3 bytes, align: 1 byte
-//	3, 4     Free(live[idx])         idx: 1 byte
-//	5        Realloc(live[idx], size)
-//	6        misuse probe (variant: 1 byte), or a UsableSize check
-//	7        Trim (kind/8 even), or verify every live block's bytes
-//
-// A size is 2^e-scaled from 16 random bits with e = byte % 21: sizes from
-// 0 to 1 MiB, as many below 64 bytes as between 64 KiB and 1 MiB. An
-// alignment is 1 to 16 for bytes under 192, else 1 to 4096.
 var fuzzLimits = [3]int64{1 << 20, 8 << 20, 64 << 20}
 
 var fuzzSeeds = []struct {
@@ -86,34 +53,18 @@ var fuzzSeeds = []struct {
 	{16*3 + 1, []byte{0, 5, 9, 9, 200, 0, 5, 9, 9, 210, 0, 5, 9, 9, 220, 3, 1, 0, 10, 1, 1, 250, 5, 1, 15, 3, 3, 6, 0}},
 }
 
-// modelBlock is what the model knows of a live block.
-type modelBlock struct {
-	b      []byte
-	usable int
-	id     int
-}
-
 // runner holds a heap under test and its reference model.
 type runner struct {
-	t      *testing.T
-	h      *fit.Heap
-	other  *fit.Heap // for blocks of another heap
-	limit  int64
-	ops    []byte
-	i      int
-	live   map[uintptr]*modelBlock
-	addrs  []uintptr // live blocks' addresses, sorted
-	freed  []uintptr // recently freed addresses, for double frees
-	bytes  int64     // the sum of the live blocks' lengths
-	nextID int
+	t     *testing.T
+	h     *fit.Heap
+	other *fit.Heap // for blocks of another heap
+	limit int64
+	m     *heaptest.Model
 }
 
 func runOps(t *testing.T, cfg byte, ops []byte) {
-	if len(ops) > 4096 {
-		ops = ops[:4096]
-	}
 	policy := fit.Policies()[cfg%4]
-	r := &runner{t: t, ops: ops, live: map[uintptr]*modelBlock{}, limit: fuzzLimits[cfg/4%3]}
+	r := &runner{t: t, m: heaptest.NewModel(t), limit: fuzzLimits[cfg/4%3]}
 	opts := []fit.Option{fit.Limit(r.limit)}
 	switch cfg / 16 % 4 {
 	case 1:
@@ -133,66 +84,13 @@ func runOps(t *testing.T, cfg byte, ops []byte) {
 		t.Fatalf("New(%v) = %v, want nil", policy, err)
 	}
 	defer r.other.Close()
-	r.verify("New")
-	for r.i < len(r.ops) {
-		kind := r.byte()
-		switch kind % 8 {
-		case 0, 1, 2:
-			r.alloc(r.size(), r.align())
-		case 3, 4:
-			if len(r.addrs) > 0 {
-				r.free(r.addrs[int(r.byte())%len(r.addrs)])
-			}
-		case 5:
-			if len(r.addrs) > 0 {
-				r.realloc(r.addrs[int(r.byte())%len(r.addrs)], r.size())
-			}
-		case 6:
-			r.probe(int(r.byte()))
-		case 7:
-			if kind/8%2 == 0 {
-				r.trim()
-			} else {
-				r.verifyAll()
-			}
-		}
-		r.verify("op at byte " + strconv.Itoa(r.i))
-	}
-	r.verifyAll()
-	for len(r.addrs) > 0 {
-		r.free(r.addrs[len(r.addrs)/2])
-	}
-	r.verify("freeing everything")
+	heaptest.Run(r, ops)
 	if st := h.Stats(); st.Used != 0 || st.Live != 0 || st.FreeBlocks != 0 {
 		t.Fatalf("Stats() after freeing everything = %+v, want no blocks, all merged into the top", st)
 	}
 }
 
-func (r *runner) byte() byte {
-	if r.i >= len(r.ops) {
-		return 0
-	}
-	c := r.ops[r.i]
-	r.i++
-	return c
-}
-
-func (r *runner) size() int {
-	e := int(r.byte() % 21)
-	v := int(r.byte())<<8 | int(r.byte())
-	if e <= 16 {
-		return v >> (16 - e)
-	}
-	return v << (e - 16)
-}
-
-func (r *runner) align() int {
-	a := int(r.byte())
-	if a < 192 {
-		return 1 << (a % 5)
-	}
-	return 1 << (a % 13)
-}
+func (r *runner) Model() *heaptest.Model { return r.m }
 
 // blockSize is the block a request of n bytes needs.
 func blockSize(n int) int { return max((n+8+15)&^15, fit.MinBlock) }
@@ -203,8 +101,8 @@ func (r *runner) lastEnd() int64 {
 	return 8 + st.Used + st.FreeBytes
 }
 
-// alloc allocates, checks the block against the model and fills it.
-func (r *runner) alloc(size, align int) {
+// Alloc allocates, checks the block against the model and fills it.
+func (r *runner) Alloc(size, align int) {
 	t := r.t
 	end := r.lastEnd()
 	b, err := r.h.Alloc(size, align)
@@ -216,111 +114,63 @@ func (r *runner) alloc(size, align int) {
 		}
 		if b != nil || !errors.Is(err, fit.ErrExhausted) || end+need <= r.limit {
 			t.Fatalf("Alloc(%d, %d) = %#x, %v; want a block, or nil and %v with the top at %d, the limit %d",
-				size, align, addr(b), err, fit.ErrExhausted, end, r.limit)
+				size, align, heaptest.Addr(b), err, fit.ErrExhausted, end, r.limit)
 		}
 		return
 	}
-	if len(b) != size || cap(b) != size || b == nil {
-		t.Fatalf("Alloc(%d, %d) = len %d cap %d, want len == cap == %d, not nil", size, align, len(b), cap(b), size)
-	}
-	if addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x, not aligned", size, align, addr(b))
-	}
+	heaptest.CheckSlice(t, b, size, align, fmt.Sprintf("Alloc(%d, %d)", size, align))
 	r.add(b, "Alloc")
 }
 
-// add checks a new block against the model and records it.
+// add checks a new block against the heap and gives it to the model.
 func (r *runner) add(b []byte, op string) {
 	t := r.t
-	a := addr(b)
+	a := heaptest.Addr(b)
 	usable, err := r.h.UsableSize(b)
 	if err != nil || usable < blockSize(len(b))-8 || usable >= blockSize(len(b))-8+fit.MinBlock {
 		t.Fatalf("%s(%d): UsableSize = %d, %v, want %d to %d", op, len(b), usable, err, blockSize(len(b))-8, blockSize(len(b))-8+fit.MinBlock-1)
 	}
-	whole := at(b, -8, usable+8) // header and payload
+	whole := heaptest.At(b, -8, usable+8) // header and payload
 	lo, hi := r.h.Bounds()
 	if a-8 < lo || a+uintptr(usable) > hi || !r.h.Committed(whole) {
 		t.Fatalf("%s(%d) = [%#x, %#x), want inside committed memory of [%#x, %#x)", op, len(b), a-8, a+uintptr(usable), lo, hi)
 	}
-	pos, found := slices.BinarySearch(r.addrs, a)
-	if found || pos > 0 && r.addrs[pos-1]+uintptr(r.live[r.addrs[pos-1]].usable) > a-8 ||
-		pos < len(r.addrs) && a+uintptr(usable) > r.addrs[pos]-8 {
-		t.Fatalf("%s(%d) = [%#x, %#x), which overlaps a live block", op, len(b), a-8, a+uintptr(usable))
-	}
-	r.addrs = slices.Insert(r.addrs, pos, a)
-	fill(b, r.nextID)
-	r.live[a] = &modelBlock{b: b, usable: usable, id: r.nextID}
-	r.nextID++
-	r.bytes += int64(len(b))
+	r.m.Add(b, usable, a-8, a+uintptr(usable), op)
 }
 
-// drop checks that the live block at a kept its bytes and forgets it.
-func (r *runner) drop(a uintptr, keep int) *modelBlock {
-	m := r.live[a]
-	if i := intact(m.b[:keep], m.id); i >= 0 {
-		r.t.Fatalf("block %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.b[i], pattern(m.id, i))
-	}
-	delete(r.live, a)
-	pos, _ := slices.BinarySearch(r.addrs, a)
-	r.addrs = slices.Delete(r.addrs, pos, pos+1)
-	r.bytes -= int64(len(m.b))
-	return m
-}
+func (r *runner) Free(a uintptr) { r.m.Free(r.h, a) }
 
-func (r *runner) free(a uintptr) {
-	m := r.drop(a, len(r.live[a].b))
-	if err := r.h.Free(m.b); err != nil {
-		r.t.Fatalf("Free(%#x) = %v, want nil", a, err)
-	}
-	if len(r.freed) == 16 {
-		r.freed = r.freed[1:]
-	}
-	r.freed = append(r.freed, a)
-}
-
-func (r *runner) realloc(a uintptr, size int) {
+func (r *runner) Realloc(a uintptr, size int) {
 	t := r.t
-	m := r.live[a]
+	x := r.m.Live(a)
 	end := r.lastEnd()
-	b, err := r.h.Realloc(m.b, size)
+	b, err := r.h.Realloc(x.B, size)
 	if err != nil {
 		// Only a block that must grow at the top or move there may fail:
 		// either way the top falls short of the new size.
 		if b != nil || !errors.Is(err, fit.ErrExhausted) || end+int64(blockSize(size)) <= r.limit {
 			t.Fatalf("Realloc(%#x, %d) = %#x, %v; want a block, or nil and %v with the top at %d, the limit %d",
-				a, size, addr(b), err, fit.ErrExhausted, end, r.limit)
+				a, size, heaptest.Addr(b), err, fit.ErrExhausted, end, r.limit)
 		}
-		if i := intact(m.b, m.id); i >= 0 {
+		if i := heaptest.Intact(x.B, x.ID); i >= 0 {
 			t.Fatalf("block %#x lost byte %d in a failed Realloc", a, i)
 		}
 		return
 	}
-	if len(b) != size || cap(b) != size || b == nil || addr(b)%fit.Granule != 0 {
-		t.Fatalf("Realloc(%#x, %d) = %#x len %d cap %d, want len == cap == %d, aligned to %d", a, size, addr(b), len(b), cap(b), size, fit.Granule)
-	}
-	keep := min(len(m.b), size)
-	r.drop(a, 0)
-	if i := intact(b[:keep], m.id); i >= 0 {
-		t.Fatalf("Realloc(%#x, %d) = %#x: byte %d = %#x, want %#x kept", a, size, addr(b), i, b[i], pattern(m.id, i))
-	}
-	if addr(b) != a {
-		if len(r.freed) == 16 {
-			r.freed = r.freed[1:]
-		}
-		r.freed = append(r.freed, a)
-	}
+	heaptest.CheckSlice(t, b, size, fit.Granule, fmt.Sprintf("Realloc(%#x, %d)", a, size))
+	r.m.Reallocated(a, b, "Realloc")
 	r.add(b, "Realloc")
 }
 
-// probe hands Free, Realloc and UsableSize what they must refuse, and
+// Probe hands Free, Realloc and UsableSize what they must refuse, and
 // checks that they refuse it with the right error and change nothing.
-func (r *runner) probe(v int) {
+func (r *runner) Probe(v int) {
 	t := r.t
 	var b []byte
 	want := fit.ErrForeign
-	var some *modelBlock
-	if len(r.addrs) > 0 {
-		some = r.live[r.addrs[v%len(r.addrs)]]
+	var some *heaptest.Block
+	if addrs := r.m.Addrs(); len(addrs) > 0 {
+		some = r.m.Live(addrs[v%len(addrs)])
 	}
 	switch v % 8 {
 	case 0:
@@ -331,23 +181,23 @@ func (r *runner) probe(v int) {
 		if some == nil {
 			return
 		}
-		b = at(some.b, 16, 8)
+		b = heaptest.At(some.B, 16, 8)
 	case 3:
 		if some == nil {
 			return
 		}
-		b = at(some.b, 1+v%15, 8)
+		b = heaptest.At(some.B, 1+v%15, 8)
 	case 4: // a freed block: a double free unless its place is taken
-		if len(r.freed) == 0 {
+		freed := r.m.Freed()
+		if len(freed) == 0 {
 			return
 		}
-		a := r.freed[v%len(r.freed)]
-		if _, ok := r.live[a]; ok {
+		a := freed[v%len(freed)]
+		if r.m.Live(a) != nil {
 			return // handed out again: freeing it would be legal
 		}
 		want = fit.ErrDoubleFree
-		pos, _ := slices.BinarySearch(r.addrs, a)
-		if pos > 0 && a < r.addrs[pos-1]+uintptr(r.live[r.addrs[pos-1]].usable) {
+		if r.m.Covering(a) != nil {
 			want = fit.ErrForeign // inside the block in use that took its place
 		}
 		lo, _ := r.h.Bounds()
@@ -363,8 +213,8 @@ func (r *runner) probe(v int) {
 		if some == nil {
 			return
 		}
-		if u, err := r.h.UsableSize(some.b); u != some.usable || err != nil {
-			t.Fatalf("UsableSize(%#x) = %d, %v, want %d, nil", addr(some.b), u, err, some.usable)
+		if u, err := r.h.UsableSize(some.B); u != some.Usable || err != nil {
+			t.Fatalf("UsableSize(%#x) = %d, %v, want %d, nil", heaptest.Addr(some.B), u, err, some.Usable)
 		}
 		return
 	case 7:
@@ -374,23 +224,11 @@ func (r *runner) probe(v int) {
 		}
 		b = o
 	}
-	before := r.h.Stats()
-	if err := r.h.Free(b); !errors.Is(err, want) {
-		t.Fatalf("Free(%#x) (probe %d) = %v, want %v", addr(b), v%8, err, want)
-	}
-	if got, err := r.h.Realloc(b, v); got != nil || !errors.Is(err, want) {
-		t.Fatalf("Realloc(%#x, %d) (probe %d) = %#x, %v, want nil, %v", addr(b), v, v%8, addr(got), err, want)
-	}
-	if n, err := r.h.UsableSize(b); n != 0 || !errors.Is(err, want) {
-		t.Fatalf("UsableSize(%#x) (probe %d) = %d, %v, want 0, %v", addr(b), v%8, n, err, want)
-	}
-	if after := r.h.Stats(); after != before {
-		t.Fatalf("Stats() after refused calls (probe %d) = %+v, want unchanged %+v", v%8, after, before)
-	}
+	heaptest.Refused(t, r.h, b, v, []error{want}, func() any { return r.h.Stats() }, v%8)
 }
 
-// trim gives the top back and checks that nothing else moved.
-func (r *runner) trim() {
+// Trim gives the top back and checks that nothing else moved.
+func (r *runner) Trim() {
 	t := r.t
 	before := r.h.Stats()
 	n, err := r.h.Trim()
@@ -401,47 +239,32 @@ func (r *runner) trim() {
 	if after.Footprint != before.Footprint-n || after.Used != before.Used || after.FreeBytes != before.FreeBytes || after.Top > before.Top {
 		t.Fatalf("Trim() = %d: Stats() went from %+v to %+v, want only the top to shrink", n, before, after)
 	}
-	r.verifyAll()
+	r.VerifyAll()
 }
 
-// verify checks the heap's invariants and counts against the model.
-func (r *runner) verify(step string) {
+// Verify checks the heap's invariants and counts against the model.
+func (r *runner) Verify(step string) {
 	t := r.t
 	t.Helper()
 	if err := r.h.Check(); err != nil {
 		t.Fatalf("Check() after %s = %v, want nil", step, err)
 	}
 	st := checkStats(t, r.h)
-	if st.Live != r.bytes || st.Blocks != int64(len(r.live)) {
-		t.Fatalf("Stats() after %s = Live %d, Blocks %d, want %d, %d", step, st.Live, st.Blocks, r.bytes, len(r.live))
+	if st.Live != r.m.Bytes() || st.Blocks != int64(r.m.Blocks()) {
+		t.Fatalf("Stats() after %s = Live %d, Blocks %d, want %d, %d", step, st.Live, st.Blocks, r.m.Bytes(), r.m.Blocks())
 	}
 	if st.Footprint > r.limit {
 		t.Fatalf("Stats().Footprint after %s = %d, over the limit %d", step, st.Footprint, r.limit)
 	}
 }
 
-// verifyAll checks every live block's bytes as well: all of them in
-// blocks up to 4 KiB, the first and the last KiB of larger ones, so that an
-// input cannot spend minutes rereading a full heap (Free and Realloc check
-// every byte of the blocks they take).
-func (r *runner) verifyAll() {
-	for _, a := range r.addrs {
-		m := r.live[a]
-		if !r.h.Committed(m.b) {
+// VerifyAll checks that every live block is still committed and holds
+// its bytes (see Model.VerifyBytes).
+func (r *runner) VerifyAll() {
+	for _, a := range r.m.Addrs() {
+		if !r.h.Committed(r.m.Live(a).B) {
 			r.t.Fatalf("live block %#x is no longer committed", a)
 		}
-		i := -1
-		if n := len(m.b); n <= 4096 {
-			i = intact(m.b, m.id)
-		} else if i = intact(m.b[:1024], m.id); i < 0 {
-			for j := n - 1024; j < n && i < 0; j++ {
-				if m.b[j] != pattern(m.id, j) {
-					i = j
-				}
-			}
-		}
-		if i >= 0 {
-			r.t.Fatalf("block %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.b[i], pattern(m.id, i))
-		}
 	}
+	r.m.VerifyBytes()
 }

@@ -32,8 +32,8 @@ func (h *Heap) Map() heapmap.Map {
 	m.Append(heapmap.Padding, 0, int64(firstBlock-HeaderSize))
 	for p := firstBlock; p < h.top; {
 		hd := *h.hdr(p)
-		s := int64(hd.size())
-		if hd.inUse() {
+		s := int64(hd.Size())
+		if hd.InUse() {
 			m.Append(heapmap.Header, 0, HeaderSize)
 			m.Append(heapmap.Live, 0, s-HeaderSize)
 		} else {

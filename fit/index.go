@@ -1,5 +1,7 @@
 package fit
 
+import "github.com/carvelab/carve/internal/tags"
+
 // This file holds the index of free blocks that every policy keeps and its
 // four operations, the lists threaded through free blocks, and the linear
 // search of first fit's and next fit's list that order.go's index
@@ -22,11 +24,9 @@ type index struct {
 	head, rover link // linear only
 
 	// best fit: bins of blocks under smallMax bytes, one per size (links
-	// as in the list), binmap bit i set when bins[i] is not empty; larger
-	// blocks in a treap in Go memory.
-	binmap uint64
-	bins   [smallMax / Granule]link
-	tree   treap
+	// as in the list); larger blocks in a treap in Go memory.
+	bins tags.Bins
+	tree treap
 
 	// address-ordered first fit: one bit per granule marking free blocks'
 	// starts, and the segment tree over 4 KiB groups (see ao.go).
@@ -42,7 +42,7 @@ func (h *Heap) insert(p offset, s uintptr) {
 	switch h.policy {
 	case FirstFit, NextFit:
 		if h.idx.linear {
-			h.push(&h.idx.head, p)
+			tags.Push(h.base, &h.idx.head, p)
 		} else {
 			h.orderPush(p, s)
 		}
@@ -63,10 +63,10 @@ func (h *Heap) remove(p offset, s uintptr) {
 			h.orderRemove(p)
 			break
 		}
-		if h.idx.rover == p.link() {
+		if h.idx.rover == p.Link() {
 			h.idx.rover = h.links(p)[0] // the next, older block
 		}
-		h.unlink(&h.idx.head, p)
+		tags.Unlink(h.base, &h.idx.head, p)
 	case BestFit:
 		h.bestRemove(p, s)
 	case AddressOrderedFirstFit:
@@ -99,15 +99,15 @@ func (h *Heap) listReplace(p, r offset) {
 	next, prev := l[0], l[1]
 	*h.links(r) = [2]link{next, prev}
 	if prev == 0 {
-		h.idx.head = r.link()
+		h.idx.head = r.Link()
 	} else {
-		h.links(prev.offset())[0] = r.link()
+		h.links(prev.Offset())[0] = r.Link()
 	}
 	if next != 0 {
-		h.links(next.offset())[1] = r.link()
+		h.links(next.Offset())[1] = r.Link()
 	}
-	if h.idx.rover == p.link() {
-		h.idx.rover = r.link()
+	if h.idx.rover == p.Link() {
+		h.idx.rover = r.Link()
 	}
 }
 
@@ -141,8 +141,8 @@ func (h *Heap) largest() uintptr {
 		if !h.idx.linear {
 			return h.orderLargest()
 		}
-		for l := h.idx.head; l != 0; l = h.links(l.offset())[0] {
-			m = max(m, h.hdr(l.offset()).size())
+		for l := h.idx.head; l != 0; l = h.links(l.Offset())[0] {
+			m = max(m, h.hdr(l.Offset()).Size())
 		}
 	case BestFit:
 		m = h.bestLargest()
@@ -154,37 +154,12 @@ func (h *Heap) largest() uintptr {
 	return m
 }
 
-// push puts the free block at p at the head of the list *head.
-func (h *Heap) push(head *link, p offset) {
-	l := p.link()
-	old := *head
-	*h.links(p) = [2]link{old, 0}
-	if old != 0 {
-		h.links(old.offset())[1] = l
-	}
-	*head = l
-}
-
-// unlink takes the block at p out of the list *head.
-func (h *Heap) unlink(head *link, p offset) {
-	l := h.links(p)
-	next, prev := l[0], l[1]
-	if prev == 0 {
-		*head = next
-	} else {
-		h.links(prev.offset())[0] = next
-	}
-	if next != 0 {
-		h.links(next.offset())[1] = prev
-	}
-}
-
 // firstFitScan returns the first block on the list with at least s bytes,
 // walking it from the head: the linear reference of orderFirst.
 func (h *Heap) firstFitScan(s uintptr) offset {
 	for l := h.idx.head; l != 0; {
-		p := l.offset()
-		if h.hdr(p).size() >= s {
+		p := l.Offset()
+		if h.hdr(p).Size() >= s {
 			return p
 		}
 		l = h.links(p)[0]
@@ -201,16 +176,16 @@ func (h *Heap) nextFitScan(s uintptr) offset {
 		start = h.idx.head
 	}
 	for l := start; l != 0; {
-		p := l.offset()
-		if h.hdr(p).size() >= s {
+		p := l.Offset()
+		if h.hdr(p).Size() >= s {
 			h.idx.rover = l
 			return p
 		}
 		l = h.links(p)[0]
 	}
 	for l := h.idx.head; l != start; {
-		p := l.offset()
-		if h.hdr(p).size() >= s {
+		p := l.Offset()
+		if h.hdr(p).Size() >= s {
 			h.idx.rover = l
 			return p
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // The layout tests run a script of operations on a fresh heap and compare
@@ -33,7 +34,7 @@ func layout(h *fit.Heap, names map[string][]byte) string {
 	lo, _ := h.Bounds()
 	byOff := map[int]string{}
 	for n, b := range names {
-		byOff[int(addr(b)-lo)] = n
+		byOff[int(heaptest.Addr(b)-lo)] = n
 	}
 	var sb strings.Builder
 	for _, b := range h.Blocks() {
@@ -76,14 +77,14 @@ func runScript(t *testing.T, h *fit.Heap, ops string) map[string][]byte {
 				align = num(f[3])
 			}
 			b := mustAlloc(t, h, num(f[2]), align)
-			fill(b, i)
+			heaptest.Fill(b, i)
 			names[f[1]], ids[f[1]] = b, i
 		case f[0] == "f" && len(f) == 2:
 			b, ok := names[f[1]]
 			if !ok {
 				t.Fatalf("script %q: op %d frees %q, which it does not hold", ops, i, f[1])
 			}
-			if j := intact(b, ids[f[1]]); j >= 0 {
+			if j := heaptest.Intact(b, ids[f[1]]); j >= 0 {
 				t.Fatalf("script op %d (%s): block %s lost byte %d", i, op, f[1], j)
 			}
 			mustFree(t, h, b)
@@ -99,10 +100,10 @@ func runScript(t *testing.T, h *fit.Heap, ops string) map[string][]byte {
 				t.Fatalf("script op %d: Realloc(%s, %d) = len %d cap %d, %v, want len == cap == %d", i, f[1], size, len(r), cap(r), err, size)
 			}
 			mustCheck(t, h, op)
-			if j := intact(r[:min(len(b), size)], ids[f[1]]); j >= 0 {
+			if j := heaptest.Intact(r[:min(len(b), size)], ids[f[1]]); j >= 0 {
 				t.Fatalf("script op %d (%s): block %s lost byte %d in Realloc", i, op, f[1], j)
 			}
-			fill(r, i)
+			heaptest.Fill(r, i)
 			names[f[1]], ids[f[1]] = r, i
 		case f[0] == "t" && len(f) == 1:
 			if _, err := h.Trim(); err != nil {

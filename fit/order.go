@@ -69,7 +69,7 @@ func (h *Heap) orderPush(p offset, s uintptr) {
 	}
 	k := o.next
 	o.next++
-	o.blocks[k] = p.link()
+	o.blocks[k] = p.Link()
 	h.links(p)[0] = link(k)
 	o.set(k, uint32(s>>granShift))
 }
@@ -92,7 +92,7 @@ func (h *Heap) orderRemove(p offset) {
 func (h *Heap) orderReplace(p, r offset, rs uintptr) {
 	o := &h.idx.order
 	k := h.key(p)
-	o.blocks[k] = r.link()
+	o.blocks[k] = r.Link()
 	h.links(r)[0] = link(k)
 	o.set(k, uint32(rs>>granShift))
 }
@@ -105,7 +105,7 @@ func (h *Heap) orderFirst(s uintptr) offset {
 	if !ok || o.slots() == 0 || o.max[1] < v {
 		return 0
 	}
-	return o.blocks[o.descend(1, v)].offset()
+	return o.blocks[o.descend(1, v)].Offset()
 }
 
 // orderNext returns next fit's block of at least s bytes: the one with
@@ -122,7 +122,7 @@ func (h *Heap) orderNext(s uintptr) offset {
 		k = o.descend(1, v)
 	}
 	o.rover = k
-	return o.blocks[k].offset()
+	return o.blocks[k].Offset()
 }
 
 // orderLargest returns the size of the largest block in the index.
@@ -218,7 +218,7 @@ func (h *Heap) renumber(blocks int64) {
 		}
 		o.blocks[j] = l
 		o.max[n+j] = oldMax[oldSlots+k]
-		h.links(l.offset())[0] = link(j)
+		h.links(l.Offset())[0] = link(j)
 		j++
 	}
 	clear(o.blocks[j:])

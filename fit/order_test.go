@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // The placement tests of first fit's and next fit's index: two heaps of
@@ -32,7 +33,7 @@ import (
 //	6        Trim
 //	7        Alloc(size, 1) of a small size (1 byte: 0 to 2 KiB)
 //
-// Sizes and alignments decode as in FuzzFit (see runner.size and align).
+// Sizes and alignments decode as in FuzzFit (see heaptest.Ops).
 
 // pairRun holds the two heaps and the blocks they handed out, in the same
 // order: live[i] in the indexed heap is ref[i] in the reference.
@@ -40,10 +41,9 @@ type pairRun struct {
 	t         testing.TB
 	h, ref    *fit.Heap
 	live, rlv [][]byte
-	ops       []byte
-	i         int
-	every     int   // Check both heaps every so many operations
-	maxFree   int64 // the most free blocks compare saw
+	*heaptest.Ops
+	every   int   // Check both heaps every so many operations
+	maxFree int64 // the most free blocks compare saw
 }
 
 func newPair(t testing.TB, cfg byte, ops []byte, every int) *pairRun {
@@ -65,43 +65,16 @@ func newPair(t testing.TB, cfg byte, ops []byte, every int) *pairRun {
 	} else {
 		opts = append(opts, fit.Limit(64<<20))
 	}
-	r := &pairRun{t: t, ops: ops, every: every}
+	r := &pairRun{t: t, Ops: heaptest.NewOps(ops), every: every}
 	r.h = mustNew(t, p, opts...)
 	r.ref = mustNew(t, p, append(opts, fit.LinearScan())...)
 	return r
 }
 
-func (r *pairRun) byte() byte {
-	if r.i >= len(r.ops) {
-		return 0
-	}
-	c := r.ops[r.i]
-	r.i++
-	return c
-}
-
-// size and align decode as runner's do in the fuzz test.
-func (r *pairRun) size() int {
-	e := int(r.byte() % 21)
-	v := int(r.byte())<<8 | int(r.byte())
-	if e <= 16 {
-		return v >> (16 - e)
-	}
-	return v << (e - 16)
-}
-
-func (r *pairRun) align() int {
-	a := int(r.byte())
-	if a < 192 {
-		return 1 << (a % 5)
-	}
-	return 1 << (a % 13)
-}
-
 // off returns b's offset in h.
 func off(h *fit.Heap, b []byte) int {
 	lo, _ := h.Bounds()
-	return int(addr(b) - lo)
+	return int(heaptest.Addr(b) - lo)
 }
 
 // same checks that the two heaps answered an operation alike.
@@ -109,35 +82,35 @@ func (r *pairRun) same(op string, b, rb []byte, err, rerr error) {
 	r.t.Helper()
 	switch {
 	case (err == nil) != (rerr == nil) || err != nil && !errors.Is(err, fit.ErrExhausted):
-		r.t.Fatalf("%s at byte %d: indexed %v, linear %v; want both nil or both %v", op, r.i, err, rerr, fit.ErrExhausted)
+		r.t.Fatalf("%s at byte %d: indexed %v, linear %v; want both nil or both %v", op, r.Pos(), err, rerr, fit.ErrExhausted)
 	case err == nil && off(r.h, b) != off(r.ref, rb):
 		r.t.Fatalf("%s at byte %d: indexed heap put the block at offset %d, the linear scan at %d\nindexed: %s\nlinear:  %s",
-			op, r.i, off(r.h, b), off(r.ref, rb), layout(r.h, nil), layout(r.ref, nil))
+			op, r.Pos(), off(r.h, b), off(r.ref, rb), layout(r.h, nil), layout(r.ref, nil))
 	}
 }
 
 // run runs every operation on both heaps and compares them after each.
 func (r *pairRun) run() {
-	for n := 0; r.i < len(r.ops); n++ {
-		switch kind := r.byte(); kind % 8 {
+	for n := 0; r.More(); n++ {
+		switch kind := r.Byte(); kind % 8 {
 		case 0, 1, 2:
-			r.alloc(r.size(), r.align())
+			r.alloc(r.Size(), r.Align())
 		case 3:
 			if len(r.live) > 0 {
-				r.free(int(r.byte())%len(r.live), -1)
+				r.free(int(r.Byte())%len(r.live), -1)
 			}
 		case 4:
 			if len(r.live) > 0 {
-				r.free(int(r.byte())%len(r.live), int(r.byte()))
+				r.free(int(r.Byte())%len(r.live), int(r.Byte()))
 			}
 		case 5:
 			if len(r.live) > 0 {
-				r.realloc(int(r.byte())%len(r.live), r.size())
+				r.realloc(int(r.Byte())%len(r.live), r.Size())
 			}
 		case 6:
 			r.trim()
 		case 7:
-			r.alloc(int(r.byte())*8, 1)
+			r.alloc(int(r.Byte())*8, 1)
 		}
 		r.compare(n)
 	}
@@ -168,7 +141,7 @@ func (r *pairRun) free(j, cut int) {
 		b, rb = b[:cut:cut], rb[:cut:cut]
 	}
 	if err, rerr := r.h.Free(b), r.ref.Free(rb); err != nil || rerr != nil {
-		r.t.Fatalf("Free at byte %d = %v (indexed), %v (linear), want nil", r.i, err, rerr)
+		r.t.Fatalf("Free at byte %d = %v (indexed), %v (linear), want nil", r.Pos(), err, rerr)
 	}
 	last := len(r.live) - 1
 	r.live[j], r.rlv[j] = r.live[last], r.rlv[last]
@@ -190,7 +163,7 @@ func (r *pairRun) trim() {
 	n, err := r.h.Trim()
 	rn, rerr := r.ref.Trim()
 	if n != rn || err != nil || rerr != nil {
-		r.t.Fatalf("Trim at byte %d = %d, %v (indexed), %d, %v (linear); want the same bytes, nil", r.i, n, err, rn, rerr)
+		r.t.Fatalf("Trim at byte %d = %d, %v (indexed), %d, %v (linear); want the same bytes, nil", r.Pos(), n, err, rn, rerr)
 	}
 }
 
@@ -201,7 +174,7 @@ func (r *pairRun) trim() {
 func (r *pairRun) compare(n int) {
 	r.t.Helper()
 	if fp, rfp := r.h.Footprint(), r.ref.Footprint(); fp != rfp {
-		r.t.Fatalf("after byte %d: Footprint() = %d (indexed), %d (linear); want the same", r.i, fp, rfp)
+		r.t.Fatalf("after byte %d: Footprint() = %d (indexed), %d (linear); want the same", r.Pos(), fp, rfp)
 	}
 	if n >= 0 && n%min(r.every, 32) != 0 {
 		return
@@ -210,16 +183,16 @@ func (r *pairRun) compare(n int) {
 	st.Metadata, rst.Metadata = 0, 0      // the index costs what the list does not
 	st.Resident, rst.Resident = 0, 0
 	if st != rst {
-		r.t.Fatalf("after byte %d: Stats() = %+v (indexed), %+v (linear); want the same", r.i, st, rst)
+		r.t.Fatalf("after byte %d: Stats() = %+v (indexed), %+v (linear); want the same", r.Pos(), st, rst)
 	}
 	r.maxFree = max(r.maxFree, st.FreeBlocks)
 	if n >= 0 && n%r.every != 0 {
 		return
 	}
-	mustCheck(r.t, r.h, "byte "+strconv.Itoa(r.i))
-	mustCheck(r.t, r.ref, "byte "+strconv.Itoa(r.i)+" (linear)")
+	mustCheck(r.t, r.h, "byte "+strconv.Itoa(r.Pos()))
+	mustCheck(r.t, r.ref, "byte "+strconv.Itoa(r.Pos())+" (linear)")
 	if l, rl := layout(r.h, nil), layout(r.ref, nil); l != rl {
-		r.t.Fatalf("after byte %d: blocks differ\nindexed: %s\nlinear:  %s", r.i, l, rl)
+		r.t.Fatalf("after byte %d: blocks differ\nindexed: %s\nlinear:  %s", r.Pos(), l, rl)
 	}
 }
 
@@ -278,9 +251,10 @@ func TestIndexPlacement(t *testing.T) {
 			name := strconv.Itoa(seed) + "/cfg=" + strconv.Itoa(cfg)
 			if !t.Run(name, func(t *testing.T) {
 				rnd := rand.New(rand.NewPCG(uint64(seed), uint64(cfg)))
-				r := newPair(t, byte(cfg), pairOps(rnd, n), 256)
+				ops := pairOps(rnd, n)
+				r := newPair(t, byte(cfg), ops, 256)
 				r.run()
-				t.Logf("%d bytes of operations, up to %d free blocks", len(r.ops), r.maxFree)
+				t.Logf("%d bytes of operations, up to %d free blocks", len(ops), r.maxFree)
 			}) {
 				break
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/fit"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -62,7 +63,7 @@ func TestTrimTop(t *testing.T) {
 		bs := make([][]byte, total/(size+8))
 		for i := range bs {
 			bs[i] = mustAllocFast(t, h, size)
-			fill(bs[i], i)
+			heaptest.Fill(bs[i], i)
 		}
 		mustCheck(t, h, "filling")
 		st := checkStats(t, h)
@@ -111,8 +112,8 @@ func TestTrimTop(t *testing.T) {
 				t.Fatalf("Alloc after Trim: byte %d = %#x, want 0 (the OS's fresh pages)", i, c)
 			}
 		}
-		if lo, _ := h.Bounds(); addr(b) != lo+16 {
-			t.Errorf("Alloc after Trim = %#x, want the first block %#x", addr(b), lo+16)
+		if lo, _ := h.Bounds(); heaptest.Addr(b) != lo+16 {
+			t.Errorf("Alloc after Trim = %#x, want the first block %#x", heaptest.Addr(b), lo+16)
 		}
 	})
 }
@@ -137,10 +138,10 @@ func TestTrimKeepsBlocks(t *testing.T) {
 		hole := mustAlloc(t, h, 1<<20, 1)
 		c := mustAlloc(t, h, 100, 1)
 		top := mustAlloc(t, h, 4<<20, 1)
-		fill(a, 1)
-		fill(hole, 2)
-		fill(c, 3)
-		fill(top, 4)
+		heaptest.Fill(a, 1)
+		heaptest.Fill(hole, 2)
+		heaptest.Fill(c, 3)
+		heaptest.Fill(top, 4)
 		mustFree(t, h, hole)
 		mustFree(t, h, top)
 		before := checkStats(t, h)
@@ -158,10 +159,10 @@ func TestTrimKeepsBlocks(t *testing.T) {
 		if rssOK() && after.Resident < after.Footprint-roundPage(1<<20) {
 			t.Errorf("Stats().Resident after Trim = %d, want about the footprint %d (the hole was written)", after.Resident, after.Footprint)
 		}
-		if j := intact(a, 1); j >= 0 {
+		if j := heaptest.Intact(a, 1); j >= 0 {
 			t.Errorf("block a lost byte %d in Trim", j)
 		}
-		if j := intact(c, 3); j >= 0 {
+		if j := heaptest.Intact(c, 3); j >= 0 {
 			t.Errorf("block c lost byte %d in Trim", j)
 		}
 		if !h.Committed(a) || !h.Committed(c) {
@@ -185,7 +186,7 @@ func TestAutoTrim(t *testing.T) {
 		}
 
 		big := mustAlloc(t, h, 1<<20, 1)
-		fill(big, 9)
+		heaptest.Fill(big, 9)
 		grown := checkStats(t, h)
 		rssBefore, _ := mem.RSS()
 		mustFree(t, h, big)
@@ -206,8 +207,8 @@ func TestAutoTrim(t *testing.T) {
 		// Realloc shrinking the last block trims too.
 		b := mustAlloc(t, h, 2<<20, 1)
 		r, err := h.Realloc(b, 100)
-		if err != nil || addr(r) != addr(b) {
-			t.Fatalf("Realloc(2 MiB block, 100) = %#x, %v, want in place at %#x", addr(r), err, addr(b))
+		if err != nil || heaptest.Addr(r) != heaptest.Addr(b) {
+			t.Fatalf("Realloc(2 MiB block, 100) = %#x, %v, want in place at %#x", heaptest.Addr(r), err, heaptest.Addr(b))
 		}
 		mustCheck(t, h, "Realloc")
 		if st := checkStats(t, h); st.Footprint != roundPage(120+112+pad) {
@@ -240,12 +241,12 @@ func TestLargeOffsets(t *testing.T) {
 		var bs [][]byte
 		for i := range 8 {
 			b := mustAllocFast(t, h, 1000+i*1000)
-			fill(b, i)
+			heaptest.Fill(b, i)
 			bs = append(bs, b)
 		}
 		mustCheck(t, h, "allocating past 4 GiB")
 		lo, _ := h.Bounds()
-		if off := addr(bs[0]) - lo; off < 5<<30 {
+		if off := heaptest.Addr(bs[0]) - lo; off < 5<<30 {
 			t.Fatalf("block after 5 GiB at offset %d, want past 5 GiB", off)
 		}
 		mustFree(t, h, bs[2])
@@ -255,12 +256,12 @@ func TestLargeOffsets(t *testing.T) {
 		// The holes: bs[2] and bs[3] merged (7024 bytes), freed last, at
 		// the lower address; bs[5] (6016 bytes).
 		want := map[fit.Policy][]byte{fit.FirstFit: bs[2], fit.NextFit: bs[2], fit.BestFit: bs[5], fit.AddressOrderedFirstFit: bs[2]}[p]
-		if addr(again) != addr(want) {
-			t.Errorf("Alloc(1000) = offset %d, want %d", addr(again)-lo, addr(want)-lo)
+		if heaptest.Addr(again) != heaptest.Addr(want) {
+			t.Errorf("Alloc(1000) = offset %d, want %d", heaptest.Addr(again)-lo, heaptest.Addr(want)-lo)
 		}
 		for i, b := range bs {
 			if i != 2 && i != 3 && i != 5 {
-				if j := intact(b, i); j >= 0 {
+				if j := heaptest.Intact(b, i); j >= 0 {
 					t.Errorf("block %d lost byte %d", i, j)
 				}
 			}

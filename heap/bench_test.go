@@ -1,12 +1,12 @@
 package heap_test
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/carvelab/carve/fit"
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/sizeclass"
 )
 
@@ -26,17 +26,6 @@ var impls = []struct {
 	{"heap", func() (allocator, error) { return heap.New() }},
 	{"best-fit", func() (allocator, error) { return fit.New(fit.BestFit) }},
 	{"sizeclass", func() (allocator, error) { return sizeclass.New() }},
-}
-
-// logUniform returns n sizes drawn log-uniformly from [lo, hi], from a
-// fixed seed.
-func logUniform(n, lo, hi int, seed uint64) []int {
-	r := rand.New(rand.NewPCG(seed, 99))
-	s := make([]int, n)
-	for i := range s {
-		s[i] = int(math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
-	}
-	return s
 }
 
 // BenchmarkPairs measures one alloc+free pair: each iteration allocates a
@@ -59,7 +48,7 @@ func BenchmarkPairs(b *testing.B) {
 		name   string
 		lo, hi int
 	}{{"small", 8, 256}, {"mixed", 8, 4096}, {"large", 4096, 64 << 10}} {
-		ss := logUniform(4096, sizes.lo, sizes.hi, 1)
+		ss := heaptest.LogUniform(4096, sizes.lo, sizes.hi, 1)
 		for _, impl := range impls {
 			b.Run("sizes="+sizes.name+"/impl="+impl.name, func(b *testing.B) {
 				h, err := impl.make()

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 )
 
 // This file holds the invariant checker, which the tests run after every
@@ -294,43 +295,19 @@ func (m *midZone) check() error {
 			want.set(i)
 		}
 	}
-	var used, blocks, freeBytes int64
-	var frees []offset
-	prevInUse := true
-	p := firstBlock
-	for p < m.top {
-		hd := *m.hdr(p)
-		s := hd.size()
-		switch {
-		case s < minBlock || s%granule != 0 || p+offset(s) > m.top:
-			return fmt.Errorf("block at %d: size %d (want a multiple of %d, at least %d, ending by the top at %d)", p, s, granule, minBlock, m.top)
-		case hd.prevInUse() != prevInUse:
-			return fmt.Errorf("block at %d: P flag %t, but the block before is in use: %t", p, hd.prevInUse(), prevInUse)
-		case !hd.inUse() && !prevInUse:
-			return fmt.Errorf("block at %d: free, after a free block (not coalesced)", p)
-		case !hd.inUse() && *m.footer(p, s) != uint64(s):
-			return fmt.Errorf("free block at %d: size %d, footer %d", p, s, *m.footer(p, s))
-		}
+	tl, err := tags.Walk(m.base, m.top, func(p offset, hd header) error {
 		if first[p/ps] == noStart {
 			first[p/ps] = uint16(p % ps)
 		}
-		if hd.inUse() {
-			used += int64(s)
-			blocks++
-		} else {
-			freeBytes += int64(s)
-			frees = append(frees, p)
-			mark(pageRange(p+headerSize, p+offset(s)-2*headerSize))
+		if !hd.InUse() {
+			mark(pageRange(p+headerSize, p+offset(hd.Size())-2*headerSize))
 		}
-		prevInUse = hd.inUse()
-		p += offset(s)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if p != m.top {
-		return fmt.Errorf("blocks end at %d, past the top at %d", p, m.top)
-	}
-	if !prevInUse {
-		return fmt.Errorf("the block before the top at %d is free (not merged into the top)", m.top)
-	}
+	used, blocks, freeBytes, frees := tl.Used, tl.Blocks, tl.FreeBytes, tl.Frees
 	mark(pageRange(m.topStart(), offset(m.committed)))
 	for i, f := range first {
 		if m.first[i] != f {
@@ -354,53 +331,16 @@ func (m *midZone) check() error {
 // checkIndex verifies that the bins and the tree hold exactly the free
 // blocks frees, once each, each where its size puts it.
 func (m *midZone) checkIndex(frees []offset) error {
-	seen := make(map[offset]bool, len(frees))
-	for _, p := range frees {
-		seen[p] = false
-	}
-	visit := func(l link, where string) error {
-		p := l.offset()
-		done, ok := seen[p]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: offset %d is not a free block", where, p)
-		case done:
-			return fmt.Errorf("%s: free block at %d is there twice", where, p)
-		}
-		seen[p] = true
-		return nil
-	}
-	x := &m.idx
-	for i, head := range x.bins {
-		if (head != 0) != (x.binmap&(1<<i) != 0) {
-			return fmt.Errorf("bin %d has head %d, bitmap bit %t", i, head.offset(), x.binmap&(1<<i) != 0)
-		}
-		size := uintptr(i) << granShift
-		var prev link
-		for l, n := head, 0; l != 0; l, n = m.links(l.offset())[0], n+1 {
-			if n > len(frees) {
-				return fmt.Errorf("bin %d: longer than the %d free blocks (a cycle?)", i, len(frees))
-			}
-			if err := visit(l, fmt.Sprintf("bin %d", i)); err != nil {
-				return err
-			}
-			q := l.offset()
-			if s := m.hdr(q).size(); s != size {
-				return fmt.Errorf("bin %d: block at %d of %d bytes does not belong there", i, q, s)
-			}
-			if back := m.links(q)[1]; back != prev {
-				return fmt.Errorf("bin %d: block at %d links back to %d, want %d", i, q, back.offset(), prev.offset())
-			}
-			prev = l
-		}
+	seen := tags.NewSeen(frees)
+	visit := seen.Visit
+	if err := m.idx.bins.Check(m.base, visit); err != nil {
+		return err
 	}
 	if err := m.checkTreap(visit, len(frees)); err != nil {
 		return err
 	}
-	for p, done := range seen {
-		if !done {
-			return fmt.Errorf("free block at %d is missing from the index", p)
-		}
+	if p, ok := seen.Missing(); ok {
+		return fmt.Errorf("free block at %d is missing from the index", p)
 	}
 	return nil
 }
@@ -424,19 +364,19 @@ func (m *midZone) checkTreap(visit func(link, string) error, frees int) error {
 			return err
 		}
 		k := m.key(x)
-		switch s := m.hdr(x.offset()).size(); {
+		switch s := m.hdr(x.Offset()).Size(); {
 		case s < binMax:
-			return fmt.Errorf("tree: the block at %d has %d bytes, under %d", x.offset(), s, binMax)
-		case !root && prio(k) >= pmax:
-			return fmt.Errorf("tree: block at %d has a priority above its parent's", x.offset())
+			return fmt.Errorf("tree: the block at %d has %d bytes, under %d", x.Offset(), s, binMax)
+		case !root && tags.Prio(k) >= pmax:
+			return fmt.Errorf("tree: block at %d has a priority above its parent's", x.Offset())
 		case k <= lo && lo != 0 || k >= hi:
-			return fmt.Errorf("tree: block at %d (%d bytes) out of order", x.offset(), s)
+			return fmt.Errorf("tree: block at %d (%d bytes) out of order", x.Offset(), s)
 		}
 		kids := m.kids(x)
-		if err := walk(kids[0], lo, k, prio(k), false); err != nil {
+		if err := walk(kids[0], lo, k, tags.Prio(k), false); err != nil {
 			return err
 		}
-		return walk(kids[1], k, hi, prio(k), false)
+		return walk(kids[1], k, hi, tags.Prio(k), false)
 	}
 	if err := walk(m.idx.tree.root, 0, ^uint64(0), 0, true); err != nil {
 		return err

@@ -339,7 +339,7 @@ func (h *Heap) UsableSize(b []byte) (int, error) {
 	if err != nil {
 		return 0, h.notOwned(b, err)
 	}
-	return int(h.mid.hdr(p).size() - headerSize), nil
+	return int(h.mid.hdr(p).Size() - headerSize), nil
 }
 
 // Contains reports whether the bytes of b, up to its capacity, lie wholly

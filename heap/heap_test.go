@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 func TestNewOptions(t *testing.T) {
@@ -91,18 +92,18 @@ func TestAlloc(t *testing.T) {
 		if err != nil || len(b) != tt.size || cap(b) != tt.size || b == nil {
 			t.Fatalf("Alloc(%d, %d) = len %d cap %d, %v; want len == cap == %d, nil", tt.size, tt.align, len(b), cap(b), err, tt.size)
 		}
-		if addr(b)%uintptr(tt.align) != 0 {
-			t.Fatalf("Alloc(%d, %d) = %#x, not aligned", tt.size, tt.align, addr(b))
+		if heaptest.Addr(b)%uintptr(tt.align) != 0 {
+			t.Fatalf("Alloc(%d, %d) = %#x, not aligned", tt.size, tt.align, heaptest.Addr(b))
 		}
 		slo, shi, mlo, mhi := h.Zones()
-		if small := addr(b) >= slo && addr(b) < shi; small != tt.small || !small && (addr(b) < mlo || addr(b) >= mhi) {
-			t.Fatalf("Alloc(%d, %d) = %#x: in the small zone %t, want %t", tt.size, tt.align, addr(b), small, tt.small)
+		if small := heaptest.Addr(b) >= slo && heaptest.Addr(b) < shi; small != tt.small || !small && (heaptest.Addr(b) < mlo || heaptest.Addr(b) >= mhi) {
+			t.Fatalf("Alloc(%d, %d) = %#x: in the small zone %t, want %t", tt.size, tt.align, heaptest.Addr(b), small, tt.small)
 		}
 		if u, err := h.UsableSize(b); u != tt.usable || err != nil {
 			t.Fatalf("UsableSize(Alloc(%d, %d)) = %d, %v, want %d, nil", tt.size, tt.align, u, err, tt.usable)
 		}
 		live += int64(tt.size)
-		fill(b, tt.size)
+		heaptest.Fill(b, tt.size)
 		mustCheck(t, h, "Alloc")
 		if st := checkStats(t, h); st.Live != live {
 			t.Fatalf("Stats().Live = %d, want %d", st.Live, live)
@@ -121,8 +122,8 @@ func TestSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i > 0 && addr(b) != addr(bs[i-1])+40 {
-			t.Fatalf("Alloc(40) #%d = %#x, want %#x, one slot after the last", i, addr(b), addr(bs[i-1])+40)
+		if i > 0 && heaptest.Addr(b) != heaptest.Addr(bs[i-1])+40 {
+			t.Fatalf("Alloc(40) #%d = %#x, want %#x, one slot after the last", i, heaptest.Addr(b), heaptest.Addr(bs[i-1])+40)
 		}
 		bs = append(bs, b)
 	}
@@ -133,8 +134,8 @@ func TestSlots(t *testing.T) {
 	}
 	for _, want := range []int{2, 5, 7} {
 		b, err := h.Alloc(33, 1)
-		if err != nil || addr(b) != addr(bs[want]) {
-			t.Fatalf("Alloc(33) = %#x, %v, want the lowest free slot %#x", addr(b), err, addr(bs[want]))
+		if err != nil || heaptest.Addr(b) != heaptest.Addr(bs[want]) {
+			t.Fatalf("Alloc(33) = %#x, %v, want the lowest free slot %#x", heaptest.Addr(b), err, heaptest.Addr(bs[want]))
 		}
 	}
 	mustCheck(t, h, "reuse")
@@ -150,7 +151,7 @@ func TestSlabsGiveBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fill(b, 1)
+		heaptest.Fill(b, 1)
 		bs = append(bs, b)
 	}
 	if st := checkStats(t, h); st.Slabs != 4 || st.Footprint != 4*4096 || st.Resident != 4*4096 {
@@ -175,9 +176,9 @@ func TestHolesGiveBack(t *testing.T) {
 	a, _ := h.Alloc(1000, 1)
 	big, _ := h.Alloc(256<<10, 1)
 	c, _ := h.Alloc(1000, 1)
-	fill(a, 1)
-	fill(big, 2)
-	fill(c, 3)
+	heaptest.Fill(a, 1)
+	heaptest.Fill(big, 2)
+	heaptest.Fill(c, 3)
 	before := checkStats(t, h)
 	if err := h.Free(big); err != nil {
 		t.Fatal(err)
@@ -187,16 +188,16 @@ func TestHolesGiveBack(t *testing.T) {
 	if gone := before.Resident - st.Resident; gone < 256<<10-2*4096 || st.Dirty != 0 {
 		t.Fatalf("Free of a 256 KiB block between two live ones gave back %d resident bytes, %d dirty left; want at least 256 KiB less two pages, none", gone, st.Dirty)
 	}
-	if intact(a, 1) >= 0 || intact(c, 3) >= 0 {
+	if heaptest.Intact(a, 1) >= 0 || heaptest.Intact(c, 3) >= 0 {
 		t.Fatal("the neighbours of a purged block lost their bytes")
 	}
 	again, err := h.Alloc(200<<10, 1)
-	if err != nil || addr(again) != addr(big) {
-		t.Fatalf("Alloc(200 KiB) = %#x, %v, want the hole at %#x", addr(again), err, addr(big))
+	if err != nil || heaptest.Addr(again) != heaptest.Addr(big) {
+		t.Fatalf("Alloc(200 KiB) = %#x, %v, want the hole at %#x", heaptest.Addr(again), err, heaptest.Addr(big))
 	}
-	fill(again, 4)
+	heaptest.Fill(again, 4)
 	mustCheck(t, h, "reuse")
-	if intact(again, 4) >= 0 {
+	if heaptest.Intact(again, 4) >= 0 {
 		t.Fatal("a block on purged pages does not keep its bytes")
 	}
 }
@@ -208,7 +209,7 @@ func TestRetain(t *testing.T) {
 	a, _ := h.Alloc(1000, 1)
 	b, _ := h.Alloc(32<<10, 1)
 	c, _ := h.Alloc(1000, 1)
-	fill(b, 1)
+	heaptest.Fill(b, 1)
 	_, _ = a, c
 	if err := h.Free(b); err != nil {
 		t.Fatal(err)
@@ -248,15 +249,15 @@ func TestRealloc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fill(b, 7)
+			heaptest.Fill(b, 7)
 			n, err := h.Realloc(b, tt.to)
 			if err != nil || len(n) != tt.to || cap(n) != tt.to {
 				t.Fatalf("Realloc(%d -> %d) = len %d cap %d, %v", tt.from, tt.to, len(n), cap(n), err)
 			}
-			if moved := addr(n) != addr(b); moved == tt.inPlace {
+			if moved := heaptest.Addr(n) != heaptest.Addr(b); moved == tt.inPlace {
 				t.Fatalf("Realloc(%d -> %d) moved %t, want %t", tt.from, tt.to, moved, !tt.inPlace)
 			}
-			if i := intact(n[:min(tt.from, tt.to)], 7); i >= 0 {
+			if i := heaptest.Intact(n[:min(tt.from, tt.to)], 7); i >= 0 {
 				t.Fatalf("Realloc(%d -> %d) lost byte %d", tt.from, tt.to, i)
 			}
 			mustCheck(t, h, "Realloc")
@@ -270,10 +271,10 @@ func TestRealloc(t *testing.T) {
 	next, _ := h.Alloc(5000, 1)
 	guard, _ := h.Alloc(300, 1)
 	h.Free(next)
-	fill(a, 9)
+	heaptest.Fill(a, 9)
 	n, err := h.Realloc(a, 6000)
-	if err != nil || addr(n) != addr(a) || intact(n[:2000], 9) >= 0 {
-		t.Fatalf("Realloc into the free block after = %#x, %v, want in place at %#x, bytes kept", addr(n), err, addr(a))
+	if err != nil || heaptest.Addr(n) != heaptest.Addr(a) || heaptest.Intact(n[:2000], 9) >= 0 {
+		t.Fatalf("Realloc into the free block after = %#x, %v, want in place at %#x, bytes kept", heaptest.Addr(n), err, heaptest.Addr(a))
 	}
 	mustCheck(t, h, "Realloc into the next block")
 	h.Free(n)
@@ -306,12 +307,12 @@ func TestMisuse(t *testing.T) {
 		{"nil", nil, heap.ErrForeign},
 		{"Go memory", make([]byte, 64), heap.ErrForeign},
 		{"another heap's slot", foreign, heap.ErrForeign},
-		{"inside a slot", at(slot, 8, 8), heap.ErrForeign},
-		{"inside a block", at(block, 16, 8), heap.ErrForeign},
-		{"off the granule", at(block, 1, 8), heap.ErrForeign},
+		{"inside a slot", heaptest.At(slot, 8, 8), heap.ErrForeign},
+		{"inside a block", heaptest.At(block, 16, 8), heap.ErrForeign},
+		{"off the granule", heaptest.At(block, 1, 8), heap.ErrForeign},
 		{"a slot freed", freedSlot, heap.ErrDoubleFree},
 		{"a block freed", freedBlock, heap.ErrDoubleFree},
-		{"inside a free block", at(freedBlock, 64, 8), heap.ErrDoubleFree},
+		{"inside a free block", heaptest.At(freedBlock, 64, 8), heap.ErrDoubleFree},
 		{"the top", h.At(mlo+uintptr(h.TopOffset()), 8), heap.ErrDoubleFree},
 		{"a free page of the small zone", h.At(slo+uintptr(h.SmallCommitted())-heap.PageSize, 8), heap.ErrDoubleFree},
 		{"past the small zone's pages", h.At(shi-64, 8), heap.ErrForeign},
@@ -324,7 +325,7 @@ func TestMisuse(t *testing.T) {
 				t.Fatalf("Free = %v, want %v", err, tt.want)
 			}
 			if n, err := h.Realloc(tt.b, 10); n != nil || !errors.Is(err, tt.want) {
-				t.Fatalf("Realloc = %#x, %v, want nil, %v", addr(n), err, tt.want)
+				t.Fatalf("Realloc = %#x, %v, want nil, %v", heaptest.Addr(n), err, tt.want)
 			}
 			if n, err := h.UsableSize(tt.b); n != 0 || !errors.Is(err, tt.want) {
 				t.Fatalf("UsableSize = %d, %v, want 0, %v", n, err, tt.want)
@@ -363,7 +364,7 @@ func TestBadArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.call()
 			if got != nil || !errors.Is(err, tt.want) {
-				t.Fatalf("= %#x, %v, want nil, %v", addr(got), err, tt.want)
+				t.Fatalf("= %#x, %v, want nil, %v", heaptest.Addr(got), err, tt.want)
 			}
 			mustCheck(t, h, tt.name)
 		})
@@ -385,7 +386,7 @@ func TestLimit(t *testing.T) {
 				}
 				break
 			}
-			fill(b, len(bs))
+			heaptest.Fill(b, len(bs))
 			bs = append(bs, b)
 		}
 		mustCheck(t, h, "filling")
@@ -394,7 +395,7 @@ func TestLimit(t *testing.T) {
 		}
 	}
 	for i, b := range bs {
-		if intact(b, i) >= 0 {
+		if heaptest.Intact(b, i) >= 0 {
 			t.Fatalf("block %d lost its bytes", i)
 		}
 		if err := h.Free(b); err != nil {
@@ -497,7 +498,7 @@ func TestClassTable(t *testing.T) {
 		}
 		u, _ := h.UsableSize(b)
 		exact := slices.Contains(all[29:], u)
-		if small := addr(b) >= slo && addr(b) < shi; small != exact || exact && u-n >= 8 {
+		if small := heaptest.Addr(b) >= slo && heaptest.Addr(b) < shi; small != exact || exact && u-n >= 8 {
 			t.Fatalf("Alloc(%d): a block of %d usable bytes, in the small zone %t: want an exact class for 0 to 7 bytes under a power of two from 512 to 4096, a best-fit block otherwise", n, u, small)
 		}
 		h.Free(b)
@@ -556,7 +557,7 @@ func TestUsableSize(t *testing.T) {
 			t.Fatalf("UsableSize(Alloc(%d)) = %d, %v", size, u, err)
 		}
 		n, err := h.Realloc(b, u)
-		if err != nil || addr(n) != addr(b) {
+		if err != nil || heaptest.Addr(n) != heaptest.Addr(b) {
 			t.Fatalf("Realloc(Alloc(%d), UsableSize %d) moved the block, or failed: %v", size, u, err)
 		}
 		h.Free(n)

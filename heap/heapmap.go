@@ -81,8 +81,8 @@ func (mz *midZone) appendMap(m *heapmap.Map) {
 	mz.appendFree(m, heapmap.Padding, 0, firstBlock-headerSize)
 	for p := firstBlock; p < mz.top; {
 		hd := *mz.hdr(p)
-		s := offset(hd.size())
-		if hd.inUse() {
+		s := offset(hd.Size())
+		if hd.InUse() {
 			m.Append(heapmap.Header, 0, headerSize)
 			m.Append(heapmap.Live, 0, int64(s-headerSize))
 		} else {

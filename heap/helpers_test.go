@@ -2,41 +2,10 @@ package heap_test
 
 import (
 	"testing"
-	"unsafe"
 
 	"github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/heapmap"
 )
-
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// at returns n bytes starting delta bytes from the start of c. The tests
-// use it only to build slices for Free to refuse: the memory is never
-// touched.
-func at(c []byte, delta, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
-}
-
-// pattern is the byte a test writes at index i of the block of object id.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
-// fill writes object id's pattern into b.
-func fill(b []byte, id int) {
-	for i := range b {
-		b[i] = pattern(id, i)
-	}
-}
-
-// intact returns the index of the first byte of b that lost object id's
-// pattern, or -1.
-func intact(b []byte, id int) int {
-	for i := range b {
-		if b[i] != pattern(id, i) {
-			return i
-		}
-	}
-	return -1
-}
 
 // newHeap returns a heap with opts, closed at the end of the test.
 func newHeap(t testing.TB, opts ...heap.Option) *heap.Heap {

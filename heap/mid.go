@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/carvelab/carve/internal/invariants"
+	"github.com/carvelab/carve/internal/tags"
 )
 
 // This file holds the best-fit zone, for the requests no size class
@@ -11,8 +12,8 @@ import (
 // and the top.
 //
 // The zone is a sequence of blocks tiling its region from offset 8, then
-// the top: the free space past the last block. The layout is fit's (see
-// block.go). What the zone adds is its pages' states (see pages.go): the
+// the top: the free space past the last block. The layout is fit's, in
+// package tags (see block.go). What the zone adds is its pages' states (see pages.go): the
 // whole pages inside a free block, past its header and links and before
 // its footer, are free, and so are the whole pages of the top; the purge
 // ring gives them back to the OS, so a hole costs no memory but the
@@ -108,7 +109,7 @@ func (m *midZone) markReleased(lo, hi, near, nearEnd offset) {
 // alloc returns a best-fit block of size bytes aligned to align.
 func (m *midZone) alloc(size, align int) ([]byte, error) {
 	h := m.h
-	s := blockSize(size)
+	s := tags.BlockSize(size)
 	var p offset
 	var err error
 	switch {
@@ -132,7 +133,7 @@ func (m *midZone) alloc(size, align int) ([]byte, error) {
 // would be smaller than minBlock, else the first s bytes, the rest
 // becoming a free block.
 func (m *midZone) take(p offset, s uintptr) error {
-	b := m.hdr(p).size()
+	b := m.hdr(p).Size()
 	split := b-s >= minBlock
 	hi := p - headerSize + offset(b)
 	if split {
@@ -147,15 +148,15 @@ func (m *midZone) take(p offset, s uintptr) error {
 	m.markUsed(p-headerSize, hi)
 	if split {
 		r := p + offset(s)
-		m.setFree(r, b-s) // its footer is p's
+		tags.SetFree(m.base, r, b-s) // its footer is p's
 		m.addStart(r)
 		m.replace(p, b, r, b-s)
 	} else {
 		m.remove(p, b)
 		s = b
-		m.setPrev(p+offset(b), true) // a free block never borders the top
+		tags.SetPrev(m.base, p+offset(b), true) // a free block never borders the top
 	}
-	*m.hdr(p) = mkHeader(s, true, true) // a free block's predecessor is in use
+	*m.hdr(p) = tags.NewHeader(s, true, true) // a free block's predecessor is in use
 	m.used += int64(s)
 	m.blocks++
 	return nil
@@ -167,14 +168,14 @@ func (m *midZone) take(p offset, s uintptr) error {
 func (m *midZone) use(p offset, b, s uintptr, prevInUse bool) {
 	if b-s >= minBlock {
 		r := p + offset(s)
-		m.setFree(r, b-s)
+		tags.SetFree(m.base, r, b-s)
 		m.addStart(r)
 		m.insert(r, b-s)
 	} else {
 		s = b
-		m.setPrev(p+offset(b), true)
+		tags.SetPrev(m.base, p+offset(b), true)
 	}
-	*m.hdr(p) = mkHeader(s, true, prevInUse)
+	*m.hdr(p) = tags.NewHeader(s, true, prevInUse)
 	m.used += int64(s)
 	m.blocks++
 }
@@ -191,7 +192,7 @@ func (m *midZone) fromTop(s uintptr) (offset, error) {
 		return 0, err
 	}
 	m.markUsed(p-headerSize, end)
-	*m.hdr(p) = mkHeader(s, true, true) // the block before the top is in use
+	*m.hdr(p) = tags.NewHeader(s, true, true) // the block before the top is in use
 	m.addStart(p)
 	m.top = p + offset(s)
 	m.used += int64(s)
@@ -209,7 +210,7 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 	p := m.find(s + align + granule)
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
-		b = m.hdr(p).size()
+		b = m.hdr(p).Size()
 	} else {
 		p = m.top
 	}
@@ -236,11 +237,11 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 			if invariants.Enabled {
 				m.poisonFree(p, p+offset(gap)-headerSize) // fresh from the top
 			}
-			m.setFree(p, gap)
+			tags.SetFree(m.base, p, gap)
 			m.addStart(p)
 			m.insert(p, gap)
 		}
-		*m.hdr(q) = mkHeader(s, true, gap == 0)
+		*m.hdr(q) = tags.NewHeader(s, true, gap == 0)
 		m.addStart(q)
 		m.top = q + offset(s)
 		m.used += int64(s)
@@ -261,7 +262,7 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 	m.markUsed(lo, hi)
 	m.remove(p, b)
 	if gap > 0 {
-		m.setFree(p, gap)
+		tags.SetFree(m.base, p, gap)
 		m.insert(p, gap)
 		m.addStart(q)
 	}
@@ -278,13 +279,13 @@ func (m *midZone) owned(a uintptr) (offset, error) {
 		if f := m.first[p>>pageShift]; f != noStart {
 			q := p&^(pageSize-1) + offset(f)
 			for q < p {
-				n := m.hdr(q).size()
+				n := m.hdr(q).Size()
 				if n < minBlock {
 					break // a header overwritten by a write out of bounds
 				}
 				q += offset(n)
 			}
-			if q == p && m.hdr(p).inUse() {
+			if q == p && m.hdr(p).InUse() {
 				return p, nil
 			}
 		}
@@ -308,14 +309,14 @@ func (m *midZone) notOwned(p offset, a uintptr) error {
 	q := m.blockAt(p)
 	hd := *m.hdr(q)
 	switch {
-	case hd.inUse():
+	case hd.InUse():
 		return fmt.Errorf("%w: %#x (offset %d) lies inside the block at offset %d (%d bytes), not at its start",
-			ErrForeign, a, p, q, hd.size())
+			ErrForeign, a, p, q, hd.Size())
 	case q == p:
 		return fmt.Errorf("%w: the block at %#x (offset %d) is free", ErrDoubleFree, a, p)
 	default:
 		return fmt.Errorf("%w: %#x (offset %d) lies in the free block at offset %d (%d bytes)",
-			ErrDoubleFree, a, p, q, hd.size())
+			ErrDoubleFree, a, p, q, hd.Size())
 	}
 }
 
@@ -335,7 +336,7 @@ func (m *midZone) blockAt(p offset) offset {
 		}
 	}
 	for {
-		n := q + offset(m.hdr(q).size())
+		n := q + offset(m.hdr(q).Size())
 		if n > p {
 			return q
 		}
@@ -348,7 +349,7 @@ func (m *midZone) blockAt(p offset) offset {
 func (m *midZone) freeBlock(p offset, n int) {
 	h := m.h
 	hd := *m.hdr(p)
-	s := hd.size()
+	s := hd.Size()
 	h.live -= int64(min(uintptr(n), s-headerSize))
 	m.used -= int64(s)
 	m.blocks--
@@ -356,9 +357,9 @@ func (m *midZone) freeBlock(p offset, n int) {
 	if invariants.Enabled && p+offset(s) != m.top {
 		poison(m.bytes(p, int(s-headerSize)))
 	}
-	if !hd.prevInUse() {
+	if !hd.PrevInUse() {
 		// Merge with the free block before: its footer gives its size.
-		ps := uintptr(*m.prevFooter(p))
+		ps := uintptr(*tags.PrevFooter(m.base, p))
 		q := p - offset(ps)
 		m.remove(q, ps)
 		m.removeStart(p, m.startAfter(p+offset(s)))
@@ -385,10 +386,10 @@ func (m *midZone) releaseBlock(p offset, s uintptr, x, xEnd offset) {
 		return
 	}
 	nh := *m.hdr(next)
-	if nh.inUse() {
-		*m.hdr(next) = nh.withPrev(false)
+	if nh.InUse() {
+		*m.hdr(next) = nh.WithPrev(false)
 	} else {
-		ns := nh.size()
+		ns := nh.Size()
 		m.remove(next, ns)
 		m.removeStart(next, next+offset(ns)) // a free block is followed by a block in use
 		if invariants.Enabled {
@@ -396,7 +397,7 @@ func (m *midZone) releaseBlock(p offset, s uintptr, x, xEnd offset) {
 		}
 		s += ns
 	}
-	m.setFree(p, s)
+	tags.SetFree(m.base, p, s)
 	m.insert(p, s)
 	m.markReleased(p+headerSize, p+offset(s)-2*headerSize, near, nearEnd)
 }
@@ -411,14 +412,14 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Realloc(%d): size exceeds the limit %d", ErrExhausted, size, h.limit)
 	}
 	hd := *m.hdr(p)
-	s := hd.size()
+	s := hd.Size()
 	old := int(min(uintptr(len(b)), s-headerSize))
-	need := blockSize(size)
+	need := tags.BlockSize(size)
 	next := p + offset(s)
 	switch {
 	case need <= s:
 		if s-need >= minBlock {
-			*m.hdr(p) = mkHeader(need, true, hd.prevInUse())
+			*m.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 			m.used -= int64(s - need)
 			t := p + offset(need)
 			if invariants.Enabled && next != m.top {
@@ -436,11 +437,11 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
 		m.markUsed(next-headerSize, end)
-		*m.hdr(p) = mkHeader(need, true, hd.prevInUse())
+		*m.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 		m.top = p + offset(need)
 		m.used += int64(need - s)
-	case !m.hdr(next).inUse() && s+m.hdr(next).size() >= need:
-		ns := m.hdr(next).size()
+	case !m.hdr(next).InUse() && s+m.hdr(next).Size() >= need:
+		ns := m.hdr(next).Size()
 		hi := next - headerSize + offset(ns)
 		if s+ns-need >= minBlock {
 			hi = p + offset(need) + headerSize
@@ -456,7 +457,7 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 		m.removeStart(next, next+offset(ns))
 		m.used -= int64(s)
 		m.blocks--
-		m.use(p, s+ns, need, hd.prevInUse())
+		m.use(p, s+ns, need, hd.PrevInUse())
 	default:
 		return h.move(b[:old], size)
 	}

@@ -1,12 +1,12 @@
 package heap
 
-import "math/bits"
+import "github.com/carvelab/carve/internal/tags"
 
 // This file holds the best-fit zone's index of free blocks, fit's best
 // fit (see package fit) with its tree moved into the free blocks:
-// exact-size bins for blocks under binMax bytes and, for the rest, a
-// treap; both threaded through the free blocks' two links, so that the
-// index costs no Go memory.
+// exact-size bins for blocks under binMax bytes (tags.Bins, shared with
+// fit) and, for the rest, a treap; both threaded through the free blocks'
+// two links, so that the index costs no Go memory.
 //
 // The treap is a binary search tree on the key (size in granules, link):
 // one 64-bit compare orders blocks by size, then by address. A node's
@@ -19,32 +19,28 @@ import "math/bits"
 // page the heap purged.
 
 // binMax is the size from which free blocks go to the treap rather than a
-// bin: 64 bins of 16-byte steps (the first two, sizes 0 and 16, stay
-// empty), one bitmap word.
-const binMax = 1024
+// bin.
+const binMax = tags.BinMax
 
 // index is the best-fit zone's free blocks.
 type index struct {
-	binmap uint64                 // bit i set: bins[i] is not empty
-	bins   [binMax / granule]link // blocks of i granules, linked through links[0] (next), links[1] (previous)
-	tree   treap
+	bins tags.Bins // blocks under binMax bytes, one list per size
+	tree treap
 }
 
 // find returns the smallest free block of at least s bytes, or 0.
 func (m *midZone) find(s uintptr) offset {
-	if i := s >> granShift; i < 64 {
-		if b := m.idx.binmap &^ (1<<i - 1); b != 0 {
-			return m.idx.bins[bits.TrailingZeros64(b)].offset()
-		}
+	if p := m.idx.bins.Fit(s); p != 0 {
+		return p
 	}
 	if s > uintptr(m.reserved) {
 		return 0
 	}
-	k, ok := m.treeCeil(tkey(s, 0))
+	k, ok := m.treeCeil(tags.TreapKey(s, 0))
 	if !ok {
 		return 0
 	}
-	return link(k).offset()
+	return link(k).Offset()
 }
 
 // insert adds the free block at p, of size s, to the index.
@@ -52,12 +48,10 @@ func (m *midZone) insert(p offset, s uintptr) {
 	m.freeBlocks++
 	m.freeBytes += int64(s)
 	if s < binMax {
-		i := s >> granShift
-		m.push(&m.idx.bins[i], p)
-		m.idx.binmap |= 1 << i
+		m.idx.bins.Insert(m.base, p, s)
 		return
 	}
-	m.treeInsert(tkey(s, p.link()))
+	m.treeInsert(tags.TreapKey(s, p.Link()))
 }
 
 // remove takes the free block at p, of size s, out of the index.
@@ -65,14 +59,10 @@ func (m *midZone) remove(p offset, s uintptr) {
 	m.freeBlocks--
 	m.freeBytes -= int64(s)
 	if s < binMax {
-		i := s >> granShift
-		m.unlink(&m.idx.bins[i], p)
-		if m.idx.bins[i] == 0 {
-			m.idx.binmap &^= 1 << i
-		}
+		m.idx.bins.Remove(m.base, p, s)
 		return
 	}
-	m.treeRemove(tkey(s, p.link()))
+	m.treeRemove(tags.TreapKey(s, p.Link()))
 }
 
 // replace puts the free block at r, of size rs, in the place of the block
@@ -87,66 +77,22 @@ func (m *midZone) largest() uintptr {
 	if k, ok := m.treeLast(); ok {
 		return uintptr(k>>32) << granShift
 	}
-	if m.idx.binmap == 0 {
-		return 0
-	}
-	return uintptr(63-bits.LeadingZeros64(m.idx.binmap)) << granShift
+	return m.idx.bins.Largest()
 }
-
-// push puts the free block at p at the head of the list *head.
-func (m *midZone) push(head *link, p offset) {
-	l := p.link()
-	old := *head
-	*m.links(p) = [2]link{old, 0}
-	if old != 0 {
-		m.links(old.offset())[1] = l
-	}
-	*head = l
-}
-
-// unlink takes the block at p out of the list *head.
-func (m *midZone) unlink(head *link, p offset) {
-	l := m.links(p)
-	next, prev := l[0], l[1]
-	if prev == 0 {
-		*head = next
-	} else {
-		m.links(prev.offset())[0] = next
-	}
-	if next != 0 {
-		m.links(next.offset())[1] = prev
-	}
-}
-
-// tkey is the treap key of a block of s bytes at l.
-func tkey(s uintptr, l link) uint64 { return uint64(s>>granShift)<<32 | uint64(l) }
 
 // treap is an ordered set of free blocks, threaded through them: a node is
 // a free block of at least binMax bytes, its two links its left and right
-// children, its key read from its header (see tkey).
+// children, its key read from its header (see tags.TreapKey).
 type treap struct {
 	root link
 	n    int // nodes
 }
 
 // key returns the key of the free block l, from its header.
-func (m *midZone) key(l link) uint64 { return tkey(m.hdr(l.offset()).size(), l) }
+func (m *midZone) key(l link) uint64 { return tags.TreapKey(m.hdr(l.Offset()).Size(), l) }
 
 // kids returns the children of node l: its links.
-func (m *midZone) kids(l link) *[2]link { return m.links(l.offset()) }
-
-// prio is a key's treap priority: a bijective mix of its low 32 bits (the
-// link, distinct for distinct blocks), so that no two nodes tie and the
-// order of addresses tells nothing of the order of priorities.
-func prio(k uint64) uint32 {
-	x := uint32(k)
-	x ^= x >> 16
-	x *= 0x7feb352d
-	x ^= x >> 15
-	x *= 0x846ca68b
-	x ^= x >> 16
-	return x
-}
+func (m *midZone) kids(l link) *[2]link { return m.links(l.Offset()) }
 
 // treeInsert adds the free block of key k, not in the tree, whose header
 // holds its size. The new node goes where its priority puts it: in place
@@ -156,9 +102,9 @@ func (m *midZone) treeInsert(k uint64) {
 	t := &m.idx.tree
 	n := link(k)
 	t.n++
-	pk := prio(k)
+	pk := tags.Prio(k)
 	slot := &t.root
-	for *slot != 0 && prio(uint64(*slot)) > pk {
+	for *slot != 0 && tags.Prio(uint64(*slot)) > pk {
 		x := *slot
 		if k < m.key(x) {
 			slot = &m.kids(x)[0]
@@ -205,7 +151,7 @@ func (m *midZone) treeRemove(k uint64) {
 			*slot = b
 		case b == 0:
 			*slot = a
-		case prio(uint64(a)) > prio(uint64(b)):
+		case tags.Prio(uint64(a)) > tags.Prio(uint64(b)):
 			*slot, slot, a = a, &m.kids(a)[1], m.kids(a)[1]
 			continue
 		default:

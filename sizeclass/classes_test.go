@@ -1,41 +1,16 @@
 package sizeclass
 
 import (
-	"math/bits"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"testing"
-
+	"github.com/carvelab/carve/internal/gentest"
 	"github.com/carvelab/carve/pool"
+	"math/bits"
+	"testing"
 )
 
 // TestClassesUpToDate runs the generator and compares its output with
 // classes.go: the table must be the generator's, not edited by hand.
 func TestClassesUpToDate(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go not on PATH, and CI=true: cannot check that classes.go is generated: %v", err)
-		}
-		t.Skipf("go not on PATH: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "classes.go")
-	cmd := exec.Command(gobin, "run", "mkclasses.go", "-output", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go run mkclasses.go: %v\n%s", err, b)
-	}
-	want, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("classes.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("classes.go differs from what mkclasses.go generates; run go generate ./sizeclass")
-	}
+	gentest.UpToDate(t, "mkclasses.go", "classes.go", "sizeclass")
 }
 
 // TestClassTable checks the properties the heap relies on, against brute

@@ -1,6 +1,10 @@
-// Package heaptest drives carve's general-purpose heaps with operations
-// decoded from bytes, for the fuzz and random tests of the packages that
-// share the heaps' interface (fit, buddy).
+// Package heaptest holds what the tests of carve's general-purpose heaps
+// share: RunOps drives a heap with operations decoded from bytes, for the
+// map tests of fit and buddy; Run, Ops and Model are the differential
+// tests of fit and heap (the decoding of their fuzz inputs and the
+// reference model they check the heap against); and the helpers every
+// such test needs (Addr, At, the byte patterns written into blocks,
+// LogUniform sizes).
 package heaptest
 
 import "testing"
