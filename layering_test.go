@@ -9,7 +9,7 @@ import (
 // The library's packages: the root and everything a Go program imports
 // from carve, with the internal packages they share.
 var library = []string{".", "./mem/...", "./pool/...", "./arena/...", "./lockfree/...", "./fit/...", "./buddy/...",
-	"./sizeclass/...", "./heapmap/...", "./internal/..."}
+	"./sizeclass/...", "./heap/...", "./heapmap/...", "./internal/..."}
 
 // TestLayering holds the two wings apart: no package of the library
 // depends on a package of the lab (lab/...), in release and in checked
