@@ -131,6 +131,11 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 		fmt.Fprintln(w, e)
 	}
 	for _, r := range t.Rows {
+		if r.RSSNote != "" && !stable {
+			fmt.Fprintf(w, "  %s: no RSS/live: %s\n", r.Allocator, r.RSSNote)
+		}
+	}
+	for _, r := range t.Rows {
 		if r.FirstTraceError != "" {
 			// The trace's errors are the trace's: every row meets the same.
 			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects or the budget; the first: %s\n", r.FirstTraceError)

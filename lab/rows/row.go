@@ -39,6 +39,10 @@ type Row struct {
 	// the same measure for every row.
 	PeakRSS  int64   `json:"peak_rss"`
 	RSSRatio float64 `json:"peak_rss_over_peak_live"`
+	// RSSNote says why a row that replayed has no headline: its RSS
+	// never rose a page above its baseline (NoRSS), the trace's live
+	// bytes fitting in pages its process held already. RSSRatio is 0 then.
+	RSSNote string `json:"rss_note,omitempty"`
 	// Best marks the row with the lowest headline of its table.
 	Best bool `json:"best,omitempty"`
 
@@ -141,6 +145,9 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 	return rw
 }
 
+// NoRSS is the RSSNote of a row whose RSS never rose above its baseline.
+const NoRSS = "its RSS never rose a page above its baseline: the trace's live bytes fit in pages its process held before the replay"
+
 // setRSS sets the headline from the samples' peak and hwm, the kernel's
 // high-water mark (0 when the row has none). A mark above every sample is
 // drawn at the sample nearest below it, so that the series' highest point
@@ -148,9 +155,12 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 func (rw *Row) setRSS(hwm int64) {
 	rw.PeakRSSHWM = hwm
 	rw.PeakRSS = max(rw.PeakResident, hwm)
-	rw.RSSRatio = 0
+	rw.RSSRatio, rw.RSSNote = 0, ""
 	if rw.PeakLive > 0 {
 		rw.RSSRatio = float64(rw.PeakRSS) / float64(rw.PeakLive)
+	}
+	if rw.PeakLive > 0 && rw.PeakRSS == 0 && rw.Error == "" {
+		rw.RSSNote = NoRSS
 	}
 	top := -1
 	for i, p := range rw.Series {
@@ -187,7 +197,7 @@ func MarkBest(rs []Row) int {
 // collector). The trace's figures (events, live memory, trace errors)
 // stay. Unstable names what was left out.
 func (rw Row) ForStable() Row {
-	rw.Stable, rw.Best = true, false
+	rw.Stable, rw.Best, rw.RSSNote = true, false, ""
 	rw.NsPerOp, rw.PeakResident, rw.PeakRSS, rw.RSSRatio, rw.PeakRSSHWM, rw.StartupRSS = 0, 0, 0, 0, 0, 0
 	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_above_baseline, startup_rss, the resident bytes of phases and series"
 	rw.Phases = append([]Phase(nil), rw.Phases...)

@@ -33,10 +33,8 @@ func (t Table) Findings() []string {
 		r, ok := t.row(name)
 		switch {
 		case !ok || r.Allocator == b.Allocator || r.Error != "":
-		case r.RSSRatio == 0:
-			// Its resident memory never rose a page above the baseline:
-			// the trace's blocks fit in pages the process held already.
-			others = append(others, fmt.Sprintf("%s -, its RSS never rose a page above its baseline", name))
+		case r.RSSNote != "":
+			others = append(others, fmt.Sprintf("%s -, %s", name, r.RSSNote))
 		default:
 			others = append(others, fmt.Sprintf("%s %.3f, %s", name, r.RSSRatio, compare(r.PeakRSS, b.PeakRSS, b.Allocator)))
 		}

@@ -8,10 +8,8 @@ import (
 // row is a measured row: peak RSS rss for peak live live, and, with
 // phases, footprints at the ends of two phases.
 func row(name string, live, rss int64, fp ...int64) Row {
-	r := Row{Allocator: name, PeakLive: live, PeakRSS: rss}
-	if live > 0 {
-		r.RSSRatio = float64(rss) / float64(live)
-	}
+	r := Row{Allocator: name, PeakLive: live, PeakResident: rss}
+	r.setRSS(0)
 	for i, f := range fp {
 		r.Phases = append(r.Phases, Phase{Name: []string{"setup", "second wave"}[i], Footprint: f})
 	}
@@ -47,7 +45,7 @@ func TestFindings(t *testing.T) {
 			[]Row{row("jemalloc", 16, 4096), row("glibc", 16, 0)},
 			[]string{
 				"lowest peak RSS / peak live: jemalloc, 256.000 (4.0 KiB resident for 16 B live)",
-				"glibc -, its RSS never rose a page above its baseline",
+				"glibc -, " + NoRSS,
 			},
 		},
 		{
