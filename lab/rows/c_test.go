@@ -100,12 +100,14 @@ func testAgreement(t *testing.T, args []string, minLive int64) {
 				}
 			}
 			// The two at once, each in its process: each measures its own
-			// RSS, and the machine's two cores halve the test's time. Run
-			// side by side, either process now and then reads 2 MiB above
-			// its usual figure (tcmalloc, about one run in twenty here; the
-			// same process run alone does not), so a pair that disagrees
-			// is measured again, up to attempts times: an allocator the row
-			// measures wrongly disagrees every time.
+			// RSS, and the machine's two cores halve the test's time.
+			// tcmalloc's peak RSS moves by exactly 2 MiB with where address
+			// space randomization puts its heap (about one run in five of
+			// any program; the same program under setarch -R does not
+			// move), so either process may read 2 MiB above the other's
+			// layout: a pair that disagrees is measured again, up to
+			// attempts times, and an allocator the row measures wrongly
+			// disagrees every time.
 			const attempts = 3
 			for attempt := 1; ; attempt++ {
 				var got refResult
