@@ -256,10 +256,15 @@ func (z *smallZone) check() error {
 			return fmt.Errorf("the %d-byte class: %d partial slabs, its set holds %d", cl.size, partial[c], cl.partial.n)
 		case cl.next != cl.partial.first()+1:
 			return fmt.Errorf("the %d-byte class: next %d, its lowest partial slab %d", cl.size, cl.next, cl.partial.first())
-		case len(cl.bits)%max(cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/cl.words != slabs[c]+len(cl.spare)):
-			return fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], len(cl.spare))
+		case len(cl.bits)%max(cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/cl.words != slabs[c]+cl.nspare):
+			return fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], cl.nspare)
 		}
-		for _, i := range cl.spare {
+		n := 0
+		for s := cl.spare; s != 0; s = uint32(cl.bits[int(s-1)*cl.words]) {
+			i := s - 1
+			if n++; n > cl.nspare || int(i) >= len(cl.bits)/max(cl.words, 1) {
+				return fmt.Errorf("the %d-byte class: the spare list passes %d bitmaps or leaves the %d there are (at %d)", cl.size, cl.nspare, len(cl.bits)/max(cl.words, 1), i)
+			}
 			if o, dup := owner[c][i]; dup {
 				return fmt.Errorf("the %d-byte class: bitmap %d is spare and page %d's", cl.size, i, o)
 			}
@@ -267,6 +272,9 @@ func (z *smallZone) check() error {
 				owner[c] = map[uint32]int{}
 			}
 			owner[c][i] = -1
+		}
+		if n != cl.nspare {
+			return fmt.Errorf("the %d-byte class: %d bitmaps on the spare list, it counts %d", cl.size, n, cl.nspare)
 		}
 	}
 	if used != z.used || nSlabs != z.nSlabs {

@@ -168,6 +168,48 @@ func TestSlabsGiveBack(t *testing.T) {
 	}
 }
 
+// TestSlabsRefill is the block-allocator article's connection scenario in
+// the small zone: 1 KiB buffers and 64-byte sessions allocated in turn,
+// every buffer freed (its slabs given back), then as many buffers again.
+// The heap must end where it was after the setup, its side metadata
+// included: the bitmaps of freed slabs are reused, and the list of them
+// costs nothing of its own.
+func TestSlabsRefill(t *testing.T) {
+	h := newHeap(t)
+	const n = 20000
+	bufs := make([][]byte, n)
+	alloc := func(size int) []byte {
+		b, err := h.Alloc(size, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for i := range bufs {
+		bufs[i] = alloc(1024)
+		alloc(64)
+	}
+	setup := checkStats(t, h)
+	for _, b := range bufs {
+		if err := h.Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCheck(t, h, "freeing the buffers")
+	if st := checkStats(t, h); st.Footprint >= setup.Footprint/4 {
+		t.Errorf("after freeing the buffers the footprint is %d of the setup's %d: their slabs were not given back", st.Footprint, setup.Footprint)
+	}
+	for i := range bufs {
+		bufs[i] = alloc(1024)
+	}
+	mustCheck(t, h, "the buffers again")
+	again := checkStats(t, h)
+	if again.Footprint != setup.Footprint || again.Metadata != setup.Metadata {
+		t.Errorf("the buffers again: footprint %d, metadata %d; after the setup %d and %d: the refill grew the heap",
+			again.Footprint, again.Metadata, setup.Footprint, setup.Metadata)
+	}
+}
+
 // TestHolesGiveBack checks that the whole pages inside a free best-fit
 // block go back to the OS though the block is far from the top, and come
 // back when the block is used again.

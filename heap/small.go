@@ -41,7 +41,8 @@ type class struct {
 	slots   int       // slots per slab
 	words   int       // bitmap words per slab
 	bits    []uint64  // the slabs' bitmaps, words apiece: bit set, slot free
-	spare   []uint32  // bitmaps no slab uses
+	spare   uint32    // 1 + the first bitmap no slab uses, 0: none; its first word holds the next's spare value
+	nspare  int       // bitmaps no slab uses
 	partial searchSet // pages of the class's slabs that have a free slot
 	inUse   int64     // slots handed out
 	slabs   int       // slabs
@@ -171,8 +172,11 @@ func (h *Heap) newSlab(c uint8) error {
 	h.used(&z.zonePages, pg, pg+1)
 	cl := &z.classes[c]
 	var idx uint32
-	if n := len(cl.spare); n > 0 {
-		idx, cl.spare = cl.spare[n-1], cl.spare[:n-1]
+	if cl.spare != 0 {
+		// A bitmap of a slab freed before: its first word links the next.
+		idx = cl.spare - 1
+		cl.spare = uint32(cl.bits[int(idx)*cl.words])
+		cl.nspare--
 	} else {
 		idx = uint32(len(cl.bits) / cl.words)
 		cl.bits = append(cl.bits, make([]uint64, cl.words)...)
@@ -287,7 +291,12 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	if cl.next == pg+1 {
 		cl.next = cl.partial.first() + 1
 	}
-	cl.spare = append(cl.spare, z.slabs[pg].bits)
+	// The slab's bitmap goes on the class's spare list, linked through
+	// its own first word, so that the list costs no memory of its own.
+	idx := z.slabs[pg].bits
+	cl.bits[int(idx)*cl.words] = uint64(cl.spare)
+	cl.spare = idx + 1
+	cl.nspare++
 	z.slabs[pg] = slab{}
 	cl.slabs--
 	z.nSlabs--

@@ -129,7 +129,7 @@ func (h *Heap) metadata() int64 {
 	}
 	for c := 1; c < numClasses; c++ {
 		cl := &h.small.classes[c]
-		n += int64(cap(cl.bits))*8 + int64(cap(cl.spare))*4 + cl.partial.bytes()
+		n += int64(cap(cl.bits))*8 + cl.partial.bytes()
 	}
 	return n
 }
