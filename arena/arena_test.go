@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 )
@@ -36,12 +37,10 @@ func mustCheck(t testing.TB, a *Arena, after string) {
 	}
 }
 
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
 // owner returns the index of the block holding b, or -1. An empty b must
 // still point inside a block.
 func (a *Arena) owner(b []byte) int {
-	p, n := addr(b), uintptr(max(len(b), 1))
+	p, n := heaptest.Addr(b), uintptr(max(len(b), 1))
 	for i, bl := range a.blocks {
 		lo := uintptr(bl.r.Base())
 		if p >= lo && p+n <= lo+uintptr(bl.size) {
@@ -54,11 +53,11 @@ func (a *Arena) owner(b []byte) int {
 // overlap returns an error naming two of bufs that share a byte.
 func overlap(bufs [][]byte) error {
 	sorted := slices.Clone(bufs)
-	slices.SortFunc(sorted, func(x, y []byte) int { return int(addr(x)) - int(addr(y)) })
+	slices.SortFunc(sorted, func(x, y []byte) int { return int(heaptest.Addr(x)) - int(heaptest.Addr(y)) })
 	for i := 1; i < len(sorted); i++ {
 		prev, cur := sorted[i-1], sorted[i]
-		if len(prev) > 0 && len(cur) > 0 && addr(prev)+uintptr(len(prev)) > addr(cur) {
-			return fmt.Errorf("[%#x, +%d) overlaps [%#x, +%d)", addr(prev), len(prev), addr(cur), len(cur))
+		if len(prev) > 0 && len(cur) > 0 && heaptest.Addr(prev)+uintptr(len(prev)) > heaptest.Addr(cur) {
+			return fmt.Errorf("[%#x, +%d) overlaps [%#x, +%d)", heaptest.Addr(prev), len(prev), heaptest.Addr(cur), len(cur))
 		}
 	}
 	return nil
@@ -122,9 +121,9 @@ func TestAlignment(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Alloc(%d, %d) = %v, want nil error", size, align, err)
 			}
-			if addr(b)%uintptr(align) != 0 || len(b) != size || cap(b) != size || a.owner(b) < 0 {
+			if heaptest.Addr(b)%uintptr(align) != 0 || len(b) != size || cap(b) != size || a.owner(b) < 0 {
 				t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d in block %d, want aligned, len == cap == %d, in a block",
-					size, align, addr(b), len(b), cap(b), a.owner(b), size)
+					size, align, heaptest.Addr(b), len(b), cap(b), a.owner(b), size)
 			}
 			all = append(all, b)
 			mustCheck(t, a, fmt.Sprintf("Alloc(%d, %d)", size, align))
@@ -132,8 +131,8 @@ func TestAlignment(t *testing.T) {
 	}
 	for _, align := range []int{1 << 13, 1 << 16, 1 << 20, 1 << 24} {
 		b, err := a.Alloc(100, align)
-		if err != nil || addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
-			t.Fatalf("Alloc(100, %d) = %#x, %v; want aligned in a block", align, addr(b), err)
+		if err != nil || heaptest.Addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
+			t.Fatalf("Alloc(100, %d) = %#x, %v; want aligned in a block", align, heaptest.Addr(b), err)
 		}
 		all = append(all, b)
 		mustCheck(t, a, fmt.Sprintf("Alloc(100, %d)", align))
@@ -180,9 +179,9 @@ func run(t *testing.T, a *Arena, steps []step) [][]byte {
 				if b != nil {
 					t.Fatalf("failed Alloc(%d, %d) returned a slice", s.size, s.align)
 				}
-			} else if len(b) != s.size || cap(b) != s.size || addr(b)%uintptr(s.align) != 0 || a.owner(b) < 0 {
+			} else if len(b) != s.size || cap(b) != s.size || heaptest.Addr(b)%uintptr(s.align) != 0 || a.owner(b) < 0 {
 				t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d in block %d, want aligned, len == cap == size, in a block",
-					s.size, s.align, addr(b), len(b), cap(b), a.owner(b))
+					s.size, s.align, heaptest.Addr(b), len(b), cap(b), a.owner(b))
 			}
 		case "reset":
 			a.Reset()
@@ -309,8 +308,8 @@ func TestOversizedKeepsCurrent(t *testing.T) {
 	bs := 4 * mem.PageSize()
 	a := newArena(t, BlockSize(bs))
 	got := run(t, a, []step{alloc(100, 1), alloc(3*bs, 1), alloc(100, 1)})
-	if addr(got[2]) != addr(got[0])+100 {
-		t.Errorf("Alloc(100, 1) after an oversized request = %#x, want %#x", addr(got[2]), addr(got[0])+100)
+	if heaptest.Addr(got[2]) != heaptest.Addr(got[0])+100 {
+		t.Errorf("Alloc(100, 1) after an oversized request = %#x, want %#x", heaptest.Addr(got[2]), heaptest.Addr(got[0])+100)
 	}
 	if a.owner(got[1]) == a.owner(got[0]) {
 		t.Errorf("oversized Alloc(%d, 1) shares block %d with a small one", 3*bs, a.owner(got[1]))
@@ -344,8 +343,8 @@ func TestResetReplays(t *testing.T) {
 
 	second := run(t, a, script)
 	for i := range first {
-		if addr(first[i]) != addr(second[i]) {
-			t.Errorf("after Reset, Alloc(%d, %d) = %#x, want %#x as before", script[i].size, script[i].align, addr(second[i]), addr(first[i]))
+		if heaptest.Addr(first[i]) != heaptest.Addr(second[i]) {
+			t.Errorf("after Reset, Alloc(%d, %d) = %#x, want %#x as before", script[i].size, script[i].align, heaptest.Addr(second[i]), heaptest.Addr(first[i]))
 		}
 	}
 	if after := a.Stats(); after.Blocks != before.Blocks || after.Footprint != before.Footprint ||
@@ -454,9 +453,9 @@ func TestEmptyAlloc(t *testing.T) {
 	a := newArena(t, BlockSize(mem.PageSize()))
 	for _, align := range []int{1, 8, 4096, 1 << 16} {
 		b, err := a.Alloc(0, align)
-		if err != nil || b == nil || len(b) != 0 || cap(b) != 0 || addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
+		if err != nil || b == nil || len(b) != 0 || cap(b) != 0 || heaptest.Addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
 			t.Fatalf("Alloc(0, %d) = %#x (nil %v, len %d, cap %d, block %d), %v; want non-nil, empty, aligned, inside a block",
-				align, addr(b), b == nil, len(b), cap(b), a.owner(b), err)
+				align, heaptest.Addr(b), b == nil, len(b), cap(b), a.owner(b), err)
 		}
 		mustCheck(t, a, fmt.Sprintf("Alloc(0, %d)", align))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -75,13 +76,13 @@ func FuzzArena(f *testing.F) {
 					}
 					break
 				}
-				if b == nil || len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
+				if b == nil || len(b) != size || cap(b) != size || heaptest.Addr(b)%uintptr(align) != 0 || a.owner(b) < 0 {
 					t.Fatalf("Alloc(%d, %d) = %#x (nil %v, len %d, cap %d, block %d), want aligned, len == cap == size, in a block",
-						size, align, addr(b), b == nil, len(b), cap(b), a.owner(b))
+						size, align, heaptest.Addr(b), b == nil, len(b), cap(b), a.owner(b))
 				}
 				for _, l := range model {
-					if len(b) > 0 && len(l.b) > 0 && addr(b) < addr(l.b)+uintptr(len(l.b)) && addr(l.b) < addr(b)+uintptr(len(b)) {
-						t.Fatalf("Alloc(%d, %d) = [%#x, +%d), overlaps live [%#x, +%d)", size, align, addr(b), len(b), addr(l.b), len(l.b))
+					if len(b) > 0 && len(l.b) > 0 && heaptest.Addr(b) < heaptest.Addr(l.b)+uintptr(len(l.b)) && heaptest.Addr(l.b) < heaptest.Addr(b)+uintptr(len(b)) {
+						t.Fatalf("Alloc(%d, %d) = [%#x, +%d), overlaps live [%#x, +%d)", size, align, heaptest.Addr(b), len(b), heaptest.Addr(l.b), len(l.b))
 					}
 				}
 				seed++
@@ -134,7 +135,7 @@ func verify(t *testing.T, a *Arena, model []live) {
 	t.Helper()
 	for i, l := range model {
 		if !l.intact() || a.owner(l.b) < 0 {
-			t.Fatalf("allocation %d of %d, [%#x, +%d): pattern intact %v, block %d", i, len(model), addr(l.b), len(l.b), l.intact(), a.owner(l.b))
+			t.Fatalf("allocation %d of %d, [%#x, +%d): pattern intact %v, block %d", i, len(model), heaptest.Addr(l.b), len(l.b), l.intact(), a.owner(l.b))
 		}
 	}
 }

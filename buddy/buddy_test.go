@@ -1,7 +1,6 @@
 package buddy_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -9,64 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
 // Helpers shared by the package's tests.
 
 var modes = []buddy.Mode{buddy.Plain, buddy.Header}
-
-// addr returns the address of the first byte of b.
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// at returns n bytes starting delta bytes from the start of b. The tests
-// use it only to build addresses for the heap to refuse: the memory is
-// never touched.
-func at(b []byte, delta, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), delta)), n)
-}
-
-// pattern is the byte a test writes at index i of the block of object id.
-// It repeats every 256 bytes.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
-// patternRow returns object id's pattern for one period.
-func patternRow(id int) (row [256]byte) {
-	for i := range row {
-		row[i] = pattern(id, i)
-	}
-	return row
-}
-
-func fill(b []byte, id int) {
-	row := patternRow(id)
-	for i := 0; i < len(b); i += len(row) {
-		copy(b[i:], row[:])
-	}
-}
-
-// intact returns the index of the first of b's first n bytes that lost
-// object id's pattern, or -1.
-func intact(b []byte, id, n int) int {
-	row := patternRow(id)
-	b = b[:min(n, len(b))]
-	for i := 0; i < len(b); i += len(row) {
-		part := b[i:min(i+len(row), len(b))]
-		if bytes.Equal(part, row[:len(part)]) {
-			continue
-		}
-		for j := range part {
-			if part[j] != row[j] {
-				return i + j
-			}
-		}
-	}
-	return -1
-}
 
 // isAny reports whether err wraps one of targets.
 func isAny(err error, targets ...error) bool {
@@ -105,8 +56,8 @@ func mustAlloc(t testing.TB, h *buddy.Heap, size, align int) []byte {
 	if err != nil {
 		t.Fatalf("Alloc(%d, %d) = %v, want nil (stats %+v)", size, align, err, h.Stats().Stats)
 	}
-	if b == nil || len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x (nil %t), len %d, cap %d, want aligned, len == cap == size", size, align, addr(b), b == nil, len(b), cap(b))
+	if b == nil || len(b) != size || cap(b) != size || heaptest.Addr(b)%uintptr(align) != 0 {
+		t.Fatalf("Alloc(%d, %d) = %#x (nil %t), len %d, cap %d, want aligned, len == cap == size", size, align, heaptest.Addr(b), b == nil, len(b), cap(b))
 	}
 	mustCheck(t, h, fmt.Sprintf("Alloc(%d, %d)", size, align))
 	return b
@@ -115,9 +66,9 @@ func mustAlloc(t testing.TB, h *buddy.Heap, size, align int) []byte {
 func mustFree(t testing.TB, h *buddy.Heap, b []byte) {
 	t.Helper()
 	if err := h.Free(b); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(b), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(b), err)
 	}
-	mustCheck(t, h, fmt.Sprintf("Free(%#x)", addr(b)))
+	mustCheck(t, h, fmt.Sprintf("Free(%#x)", heaptest.Addr(b)))
 }
 
 // blockOf returns the block size a request takes, by the rules Alloc
@@ -375,7 +326,7 @@ func TestScript(t *testing.T) {
 			}
 			lo, _ := h.Bounds()
 			for name, want := range tt.at {
-				if got := int(addr(named[name].b) - lo); got != want {
+				if got := int(heaptest.Addr(named[name].b) - lo); got != want {
 					t.Errorf("%s at offset %d, want %d", name, got, want)
 				}
 			}
@@ -411,7 +362,7 @@ func runScript(t *testing.T, h *buddy.Heap, steps []string) map[string]object {
 		case strings.HasPrefix(op, "-"):
 			o := named[op[1:]]
 			if live[op[1:]] {
-				if i := intact(o.b, o.id, len(o.b)); i >= 0 {
+				if i := heaptest.Intact(o.b, o.id); i >= 0 {
 					t.Fatalf("step %q: byte %d lost its pattern", step, i)
 				}
 			}
@@ -426,14 +377,14 @@ func runScript(t *testing.T, h *buddy.Heap, steps []string) map[string]object {
 			var b []byte
 			b, err = h.Realloc(o.b, size)
 			if err == nil {
-				if len(b) != size || cap(b) != size || addr(b)%16 != 0 {
-					t.Fatalf("step %q: Realloc = %#x len %d cap %d, want 16-aligned, len == cap == %d", step, addr(b), len(b), cap(b), size)
+				if len(b) != size || cap(b) != size || heaptest.Addr(b)%16 != 0 {
+					t.Fatalf("step %q: Realloc = %#x len %d cap %d, want 16-aligned, len == cap == %d", step, heaptest.Addr(b), len(b), cap(b), size)
 				}
-				if i := intact(b, o.id, min(size, len(o.b))); i >= 0 {
+				if i := heaptest.Intact(b[:min(size, len(o.b))], o.id); i >= 0 {
 					t.Fatalf("step %q: byte %d lost its pattern", step, i)
 				}
 				id++
-				fill(b, id)
+				heaptest.Fill(b, id)
 				named[name] = object{b, id}
 			}
 		default:
@@ -450,12 +401,12 @@ func runScript(t *testing.T, h *buddy.Heap, steps []string) map[string]object {
 			var b []byte
 			b, err = h.Alloc(size, align)
 			if err == nil {
-				if b == nil || len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 {
+				if b == nil || len(b) != size || cap(b) != size || heaptest.Addr(b)%uintptr(align) != 0 {
 					t.Fatalf("step %q: Alloc = %#x (nil %t) len %d cap %d, want aligned to %d, len == cap == %d",
-						step, addr(b), b == nil, len(b), cap(b), align, size)
+						step, heaptest.Addr(b), b == nil, len(b), cap(b), align, size)
 				}
 				id++
-				fill(b, id)
+				heaptest.Fill(b, id)
 				named[name] = object{b, id}
 				live[name] = true
 			} else if b != nil {
@@ -481,8 +432,8 @@ func runScript(t *testing.T, h *buddy.Heap, steps []string) map[string]object {
 		}
 	}
 	for name := range live {
-		if o := named[name]; intact(o.b, o.id, len(o.b)) >= 0 {
-			t.Fatalf("%s lost byte %d of its pattern", name, intact(o.b, o.id, len(o.b)))
+		if o := named[name]; heaptest.Intact(o.b, o.id) >= 0 {
+			t.Fatalf("%s lost byte %d of its pattern", name, heaptest.Intact(o.b, o.id))
 		}
 	}
 	return named
@@ -505,7 +456,7 @@ func TestTooLarge(t *testing.T) {
 		for _, size := range []int{1<<20 + 1, 1 << 30, int(^uint(0) >> 1)} {
 			b, err := h.Alloc(size, 1)
 			if b != nil || !errors.Is(err, buddy.ErrSize) || !errors.Is(err, buddy.ErrExhausted) {
-				t.Errorf("%v: Alloc(%d, 1) = %#x, %v, want nil and an error matching %v and %v", mode, size, addr(b), err, buddy.ErrSize, buddy.ErrExhausted)
+				t.Errorf("%v: Alloc(%d, 1) = %#x, %v, want nil and an error matching %v and %v", mode, size, heaptest.Addr(b), err, buddy.ErrSize, buddy.ErrExhausted)
 			}
 		}
 		mustCheck(t, h, "requests too large")
@@ -523,7 +474,7 @@ func TestAlignment(t *testing.T) {
 			for align := 1; align <= buddy.MaxAlign; align *= 2 {
 				for _, size := range []int{0, 1, 15, 16, 17, 31, 32, 33, 100, 1000, 4095, 4096, 4097} {
 					b := mustAlloc(t, h, size, align)
-					fill(b, len(all))
+					heaptest.Fill(b, len(all))
 					all = append(all, b)
 					wantUsed += int64(blockOf(mode, size, align, 16))
 					if n, err := h.UsableSize(b); err != nil || n < size {
@@ -535,7 +486,7 @@ func TestAlignment(t *testing.T) {
 				t.Errorf("Stats().Used = %d, want %d", s.Used, wantUsed)
 			}
 			for i, b := range all {
-				if j := intact(b, i, len(b)); j >= 0 {
+				if j := heaptest.Intact(b, i); j >= 0 {
 					t.Fatalf("block %d lost byte %d", i, j)
 				}
 			}
@@ -567,8 +518,8 @@ func TestUsableSize(t *testing.T) {
 			t.Errorf("%v: UsableSize(Alloc(%d, %d)) = %d, %v, want %d, nil", tt.mode, tt.size, tt.align, n, err, tt.want)
 		}
 		// A Realloc up to the usable size stays in place.
-		if r, err := h.Realloc(b, tt.want); err != nil || addr(r) != addr(b) {
-			t.Errorf("%v: Realloc(Alloc(%d, %d), %d) = %#x, %v, want in place at %#x", tt.mode, tt.size, tt.align, tt.want, addr(r), err, addr(b))
+		if r, err := h.Realloc(b, tt.want); err != nil || heaptest.Addr(r) != heaptest.Addr(b) {
+			t.Errorf("%v: Realloc(Alloc(%d, %d), %d) = %#x, %v, want in place at %#x", tt.mode, tt.size, tt.align, tt.want, heaptest.Addr(r), err, heaptest.Addr(b))
 		}
 		mustCheck(t, h, "Realloc")
 	}
@@ -599,11 +550,11 @@ func TestRefused(t *testing.T) {
 				{"interior, 16 bytes in", live[16:], buddy.ErrForeign},
 				{"interior, odd", live[3:], buddy.ErrForeign},
 				{"interior of a large block", big[4096:], buddy.ErrForeign},
-				{"16 bytes before the payload", at(live, -16, 1), buddy.ErrForeign},
+				{"16 bytes before the payload", heaptest.At(live, -16, 1), buddy.ErrForeign},
 				{"a free block", freed, buddy.ErrDoubleFree},
 				{"a free block, resliced", freed[:0], buddy.ErrDoubleFree},
-				{"past the heap", at(live, 1<<20, 1), buddy.ErrForeign},
-				{"before the heap", at(live, -int(addr(live)-lo)-16, 1), buddy.ErrForeign},
+				{"past the heap", heaptest.At(live, 1<<20, 1), buddy.ErrForeign},
+				{"before the heap", heaptest.At(live, -int(heaptest.Addr(live)-lo)-16, 1), buddy.ErrForeign},
 			}
 			for _, tt := range tests {
 				before := h.Stats()
@@ -659,7 +610,7 @@ func TestContentsAcrossRealloc(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := mustNew(t, mode, buddy.Limit(8<<20))
 			b := mustAlloc(t, h, 1, 1)
-			fill(b, 1)
+			heaptest.Fill(b, 1)
 			var others [][]byte
 			sizes := []int{7, 100, 4000, 70000, 1 << 20, 3000, 16, 0, 5, 900000}
 			for i, size := range sizes {
@@ -671,10 +622,10 @@ func TestContentsAcrossRealloc(t *testing.T) {
 					t.Fatalf("Realloc(%d) = %v, want nil", size, err)
 				}
 				mustCheck(t, h, fmt.Sprintf("Realloc(%d)", size))
-				if j := intact(r, i+1, min(len(b), size)); j >= 0 {
+				if j := heaptest.Intact(r[:min(len(b), size)], i+1); j >= 0 {
 					t.Fatalf("Realloc(%d) from %d bytes: byte %d lost", size, len(b), j)
 				}
-				fill(r, i+2)
+				heaptest.Fill(r, i+2)
 				b = r
 				checkStats(t, h)
 			}
@@ -755,17 +706,17 @@ func TestClose(t *testing.T) {
 			}
 			mustCheck(t, h, "Close")
 			if got, err := h.Alloc(100, 8); got != nil || !errors.Is(err, buddy.ErrClosed) {
-				t.Errorf("Alloc after Close = %#x, %v, want nil, %v", addr(got), err, buddy.ErrClosed)
+				t.Errorf("Alloc after Close = %#x, %v, want nil, %v", heaptest.Addr(got), err, buddy.ErrClosed)
 			}
 			for _, x := range [][]byte{b, nil, make([]byte, 8)} {
 				if err := h.Free(x); !errors.Is(err, buddy.ErrClosed) {
-					t.Errorf("Free(%#x) after Close = %v, want %v", addr(x), err, buddy.ErrClosed)
+					t.Errorf("Free(%#x) after Close = %v, want %v", heaptest.Addr(x), err, buddy.ErrClosed)
 				}
 				if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, buddy.ErrClosed) {
-					t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, %v", addr(x), addr(got), err, buddy.ErrClosed)
+					t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, %v", heaptest.Addr(x), heaptest.Addr(got), err, buddy.ErrClosed)
 				}
 				if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, buddy.ErrClosed) {
-					t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, %v", addr(x), n, err, buddy.ErrClosed)
+					t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, %v", heaptest.Addr(x), n, err, buddy.ErrClosed)
 				}
 			}
 			if n, err := h.Trim(); n != 0 || !errors.Is(err, buddy.ErrClosed) {
@@ -775,7 +726,7 @@ func TestClose(t *testing.T) {
 				t.Errorf("second Close = %v, want %v", err, buddy.ErrClosed)
 			}
 			if h.Contains(b) {
-				t.Errorf("Contains(%#x) after Close = true, want false", addr(b))
+				t.Errorf("Contains(%#x) after Close = true, want false", heaptest.Addr(b))
 			}
 			if n := h.Footprint(); n != 0 {
 				t.Errorf("Footprint() after Close = %d, want 0", n)

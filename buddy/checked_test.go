@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 )
 
@@ -22,10 +23,10 @@ func TestPoison(t *testing.T) {
 			h := mustNew(t, mode, buddy.Limit(1<<20))
 			keep := mustAlloc(t, h, 16, 1) // keeps the granule committed
 			b := mustAlloc(t, h, 1000, 1)
-			fill(b, 1)
+			heaptest.Fill(b, 1)
 			mustFree(t, h, b)
 			lo, _ := h.Bounds()
-			whole := at(b, -int(addr(b)-lo)+1024, 1024) // the block: 1024 bytes at offset 1024
+			whole := heaptest.At(b, -int(heaptest.Addr(b)-lo)+1024, 1024) // the block: 1024 bytes at offset 1024
 			for i, c := range whole {
 				if c != invariants.Poison {
 					t.Fatalf("freed block: byte %d = %#x, want poison %#x", i, c, invariants.Poison)
@@ -33,12 +34,12 @@ func TestPoison(t *testing.T) {
 			}
 			// Realloc cuts a block down: the halves it gives up are poisoned.
 			r := mustAlloc(t, h, 4000, 1)
-			fill(r, 2)
+			heaptest.Fill(r, 2)
 			r, err := h.Realloc(r, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, c := range at(r, 64, 1000) {
+			for i, c := range heaptest.At(r, 64, 1000) {
 				if c != invariants.Poison {
 					t.Fatalf("half given up by Realloc: byte %d = %#x, want poison", 64+i, c)
 				}
@@ -59,7 +60,7 @@ func TestWriteAfterFree(t *testing.T) {
 		{"first byte", buddy.Plain, func(b []byte) { b[0] = 1 }},
 		{"last byte", buddy.Plain, func(b []byte) { b[len(b)-1] = 1 }},
 		{"header mode, payload", buddy.Header, func(b []byte) { b[5] = 0 }},
-		{"header mode, the header", buddy.Header, func(b []byte) { at(b, -16, 16)[3] = 7 }},
+		{"header mode, the header", buddy.Header, func(b []byte) { heaptest.At(b, -16, 16)[3] = 7 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +88,7 @@ func TestWriteAfterFree(t *testing.T) {
 func TestDecommittedPoisonForgotten(t *testing.T) {
 	h := mustNew(t, buddy.Plain, buddy.Limit(16<<20), buddy.Retain(0))
 	b := mustAlloc(t, h, 1<<20, 1)
-	fill(b, 3)
+	heaptest.Fill(b, 3)
 	mustFree(t, h, b)
 	if s := checkStats(t, h); s.Footprint != 0 {
 		t.Fatalf("Footprint after Free = %d, want 0", s.Footprint)

@@ -3,6 +3,8 @@ package buddy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // Check exposes the invariant checker to the external tests.
@@ -55,6 +57,6 @@ func (h *Heap) Committed(b []byte) bool {
 	if h.closed {
 		return false
 	}
-	off := addr(b) - uintptr(h.base)
+	off := heaptest.Addr(b) - uintptr(h.base)
 	return off < uintptr(h.span) && h.region.IsCommitted(int(off), max(len(b), 1))
 }

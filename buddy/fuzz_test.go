@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -293,7 +294,7 @@ func (r *runner) alloc(size, align int) {
 	b, err := r.h.Alloc(size, align)
 	if err != nil {
 		if b != nil {
-			t.Fatalf("%s: Alloc(%d, %d) = %#x, %v, want nil with the error", r.step, size, align, addr(b), err)
+			t.Fatalf("%s: Alloc(%d, %d) = %#x, %v, want nil with the error", r.step, size, align, heaptest.Addr(b), err)
 		}
 		r.refused("Alloc", err, before)
 		switch {
@@ -316,8 +317,8 @@ func (r *runner) alloc(size, align int) {
 	if block == 0 {
 		t.Fatalf("%s: Alloc(%d, %d) succeeded, larger than MaxBlock %d", r.step, size, align, r.maxBlock)
 	}
-	if len(b) != size || cap(b) != size || addr(b)%uintptr(align) != 0 {
-		t.Fatalf("%s: Alloc(%d, %d) = %#x len %d cap %d, want aligned, len == cap == size", r.step, size, align, addr(b), len(b), cap(b))
+	if len(b) != size || cap(b) != size || heaptest.Addr(b)%uintptr(align) != 0 {
+		t.Fatalf("%s: Alloc(%d, %d) = %#x len %d cap %d, want aligned, len == cap == size", r.step, size, align, heaptest.Addr(b), len(b), cap(b))
 	}
 	r.checkSplit(before, block)
 	r.add(model{b: b, block: block, d: d})
@@ -348,7 +349,7 @@ func (r *runner) checkSplit(before buddy.Stats, block int) {
 func (r *runner) add(m model) {
 	t := r.t
 	lo, hi := r.h.Bounds()
-	start := addr(m.b) - uintptr(m.d)
+	start := heaptest.Addr(m.b) - uintptr(m.d)
 	if start < lo || start+uintptr(m.block) > hi || (start-lo)%uintptr(m.block) != 0 {
 		t.Fatalf("%s: block [%#x, +%d) outside the heap [%#x, %#x) or not aligned to its size", r.step, start, m.block, lo, hi)
 	}
@@ -356,7 +357,7 @@ func (r *runner) add(m model) {
 		t.Fatalf("%s: block at %#x is not committed", r.step, start)
 	}
 	for _, o := range r.objs {
-		os := addr(o.b) - uintptr(o.d)
+		os := heaptest.Addr(o.b) - uintptr(o.d)
 		if start < os+uintptr(o.block) && os < start+uintptr(m.block) {
 			t.Fatalf("%s: block [%#x, +%d) overlaps the live block [%#x, +%d)", r.step, start, m.block, os, o.block)
 		}
@@ -366,7 +367,7 @@ func (r *runner) add(m model) {
 	}
 	m.id = r.nextID
 	r.nextID++
-	fill(m.b, m.id)
+	heaptest.Fill(m.b, m.id)
 	r.objs = append(r.objs, m)
 }
 
@@ -374,11 +375,11 @@ func (r *runner) add(m model) {
 func (r *runner) free(j int) {
 	t := r.t
 	o := r.objs[j]
-	if i := intact(o.b, o.id, len(o.b)); i >= 0 {
-		t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, addr(o.b), i)
+	if i := heaptest.Intact(o.b, o.id); i >= 0 {
+		t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, heaptest.Addr(o.b), i)
 	}
 	if err := r.h.Free(o.b); err != nil {
-		t.Fatalf("%s: Free(%#x) = %v, want nil", r.step, addr(o.b), err)
+		t.Fatalf("%s: Free(%#x) = %v, want nil", r.step, heaptest.Addr(o.b), err)
 	}
 	r.objs = slices.Delete(r.objs, j, j+1)
 	r.forget(o.b)
@@ -396,8 +397,8 @@ func (r *runner) forget(b []byte) {
 func (r *runner) realloc(j, size int) {
 	t := r.t
 	o := r.objs[j]
-	if i := intact(o.b, o.id, len(o.b)); i >= 0 {
-		t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, addr(o.b), i)
+	if i := heaptest.Intact(o.b, o.id); i >= 0 {
+		t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, heaptest.Addr(o.b), i)
 	}
 	before := r.h.Stats()
 	inPlace := blockOf(r.mode, size, 1, r.minBlock)
@@ -415,15 +416,15 @@ func (r *runner) realloc(j, size int) {
 		}
 		return
 	}
-	if len(b) != size || cap(b) != size || addr(b)%16 != 0 {
-		t.Fatalf("%s: Realloc = %#x len %d cap %d, want 16-aligned, len == cap == %d", r.step, addr(b), len(b), cap(b), size)
+	if len(b) != size || cap(b) != size || heaptest.Addr(b)%16 != 0 {
+		t.Fatalf("%s: Realloc = %#x len %d cap %d, want 16-aligned, len == cap == %d", r.step, heaptest.Addr(b), len(b), cap(b), size)
 	}
-	if i := intact(b, o.id, min(size, len(o.b))); i >= 0 {
+	if i := heaptest.Intact(b[:min(size, len(o.b))], o.id); i >= 0 {
 		t.Fatalf("%s: Realloc(%d bytes, %d) lost byte %d", r.step, len(o.b), size, i)
 	}
 	r.objs = slices.Delete(r.objs, j, j+1)
 	m := model{b: b, block: inPlace, d: o.d}
-	if addr(b) != addr(o.b) {
+	if heaptest.Addr(b) != heaptest.Addr(o.b) {
 		if inPlace <= o.block {
 			t.Fatalf("%s: Realloc(%d bytes, %d) moved a block that fits in place", r.step, len(o.b), size)
 		}
@@ -458,7 +459,7 @@ func (r *runner) probe(variant int) {
 		if some == nil {
 			return
 		}
-		b = at(some, 1+15*(variant-2), 1)
+		b = heaptest.At(some, 1+15*(variant-2), 1)
 		want = append(want, buddy.ErrDoubleFree) // past a short payload, in a free block
 	case 4:
 		c, err := r.other.Alloc(100, 1)
@@ -476,18 +477,18 @@ func (r *runner) probe(variant int) {
 		if some == nil {
 			return
 		}
-		b = at(some, -16, 1)
+		b = heaptest.At(some, -16, 1)
 		want = append(want, buddy.ErrDoubleFree)
 	case 8: // at the block's end
 		if some == nil {
 			return
 		}
 		o := r.objs[len(r.objs)/2]
-		b = at(some, o.block-o.d, 1)
+		b = heaptest.At(some, o.block-o.d, 1)
 		want = append(want, buddy.ErrDoubleFree)
 	}
 	for _, o := range r.objs {
-		if addr(o.b) == addr(b) {
+		if heaptest.Addr(o.b) == heaptest.Addr(b) {
 			return // a live payload: the heap cannot tell, and must not
 		}
 	}
@@ -497,7 +498,7 @@ func (r *runner) probe(variant int) {
 	_, uerr := r.h.UsableSize(b)
 	for _, e := range []error{err, rerr, uerr} {
 		if !isAny(e, want...) {
-			r.t.Fatalf("%s: probe %d at %#x: Free, Realloc, UsableSize = %v, %v, %v, want one of %v", r.step, variant, addr(b), err, rerr, uerr, want)
+			r.t.Fatalf("%s: probe %d at %#x: Free, Realloc, UsableSize = %v, %v, %v, want one of %v", r.step, variant, heaptest.Addr(b), err, rerr, uerr, want)
 		}
 	}
 	r.refused(fmt.Sprintf("probe %d", variant), err, before)
@@ -530,7 +531,7 @@ func (r *runner) verify(step string) {
 		used += int64(o.block)
 		headers += int64(o.d)
 		byOrder[bits.TrailingZeros(uint(o.block))]++
-		start := addr(o.b) - uintptr(o.d) - lo
+		start := heaptest.Addr(o.b) - uintptr(o.d) - lo
 		for g := start / uintptr(r.granule); g <= (start+uintptr(o.block)-1)/uintptr(r.granule); g++ {
 			granules[g] = true
 		}
@@ -548,8 +549,8 @@ func (r *runner) verify(step string) {
 // verifyContents checks every live object's bytes.
 func (r *runner) verifyContents() {
 	for _, o := range r.objs {
-		if i := intact(o.b, o.id, len(o.b)); i >= 0 {
-			r.t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, addr(o.b), i)
+		if i := heaptest.Intact(o.b, o.id); i >= 0 {
+			r.t.Fatalf("%s: object %d at %#x lost byte %d", r.step, o.id, heaptest.Addr(o.b), i)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // A Heap is not safe for concurrent use, but one heap per goroutine is,
@@ -35,7 +36,7 @@ func churn(h *buddy.Heap, seed uint64, rounds int, lock, unlock func()) error {
 				return fmt.Errorf("Alloc(%d) = %v", size, err)
 			}
 			id := int(seed)*100000 + i
-			fill(b, id)
+			heaptest.Fill(b, id)
 			live = append(live, held{b, id})
 			continue
 		}
@@ -43,14 +44,14 @@ func churn(h *buddy.Heap, seed uint64, rounds int, lock, unlock func()) error {
 		o := live[k]
 		live[k] = live[len(live)-1]
 		live = live[:len(live)-1]
-		if j := intact(o.b, o.id, len(o.b)); j >= 0 {
-			return fmt.Errorf("block %#x lost byte %d while held", addr(o.b), j)
+		if j := heaptest.Intact(o.b, o.id); j >= 0 {
+			return fmt.Errorf("block %#x lost byte %d while held", heaptest.Addr(o.b), j)
 		}
 		lock()
 		err := h.Free(o.b)
 		unlock()
 		if err != nil {
-			return fmt.Errorf("Free(%#x) = %v", addr(o.b), err)
+			return fmt.Errorf("Free(%#x) = %v", heaptest.Addr(o.b), err)
 		}
 	}
 	for _, o := range live {

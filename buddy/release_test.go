@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // TestReuseKeepsBytes pins the release build's contract: the heap never
@@ -17,14 +18,14 @@ func TestReuseKeepsBytes(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := mustNew(t, mode, buddy.Limit(1<<20))
 			b := mustAlloc(t, h, 100, 1)
-			fill(b, 9)
+			heaptest.Fill(b, 9)
 			mustFree(t, h, b)
 			r := mustAlloc(t, h, 100, 1)
-			if addr(r) != addr(b) {
-				t.Fatalf("Alloc() = %#x, want the freed block %#x", addr(r), addr(b))
+			if heaptest.Addr(r) != heaptest.Addr(b) {
+				t.Fatalf("Alloc() = %#x, want the freed block %#x", heaptest.Addr(r), heaptest.Addr(b))
 			}
-			if i := intact(r, 9, len(r)); i >= 0 {
-				t.Fatalf("reused block: byte %d = %#x, want the old %#x", i, r[i], pattern(9, i))
+			if i := heaptest.Intact(r, 9); i >= 0 {
+				t.Fatalf("reused block: byte %d = %#x, want the old %#x", i, r[i], heaptest.Pattern(9, i))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/buddy"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -114,8 +115,8 @@ func TestRetain(t *testing.T) {
 			s.Footprint, s.Idle, s.Commits, s.Decommits, buddy.DefaultRetain/2)
 	}
 	lo, _ := h.Bounds()
-	kept := at(b, int(lo-addr(b)), buddy.DefaultRetain/2)
-	if !h.Committed(kept) || h.Committed(at(b, buddy.DefaultRetain/2, 1)) {
+	kept := heaptest.At(b, int(lo-heaptest.Addr(b)), buddy.DefaultRetain/2)
+	if !h.Committed(kept) || h.Committed(heaptest.At(b, buddy.DefaultRetain/2, 1)) {
 		t.Errorf("the granules kept are not the lowest %d bytes", buddy.DefaultRetain/2)
 	}
 	// Churn within the retained memory makes no system call.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/lockfree"
 )
 
@@ -39,8 +40,8 @@ func TestCacheBatches(t *testing.T) {
 	if err := c.Free(first); err != nil {
 		t.Fatalf("Free() = %v, want nil", err)
 	}
-	if again, _ := c.Alloc(); addr(again) != addr(first) {
-		t.Fatalf("Alloc() after Free = %#x, want the chunk freed last %#x", addr(again), addr(first))
+	if again, _ := c.Alloc(); heaptest.Addr(again) != heaptest.Addr(first) {
+		t.Fatalf("Alloc() after Free = %#x, want the chunk freed last %#x", heaptest.Addr(again), heaptest.Addr(first))
 	}
 
 	// 100 chunks: four batches.
@@ -50,7 +51,7 @@ func TestCacheBatches(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Alloc() #%d = %v, want nil", len(held), err)
 		}
-		fill(b, len(held))
+		heaptest.Fill(b, len(held))
 		held = append(held, b)
 		mustCheckCaches(t, p, "Alloc", c)
 	}
@@ -61,7 +62,7 @@ func TestCacheBatches(t *testing.T) {
 	// Freeing them all overflows the cache into the depot a batch at a
 	// time.
 	for id, b := range held {
-		if i := intact(b, id); id > 0 && i >= 0 {
+		if i := heaptest.Intact(b, id); id > 0 && i >= 0 {
 			t.Fatalf("chunk %d lost byte %d", id, i)
 		}
 		if err := c.Free(b); err != nil {
@@ -99,8 +100,8 @@ func TestCacheBatches(t *testing.T) {
 		t.Fatalf("cache Free(chunk of the shared Alloc) = %v, want nil", err)
 	}
 	b, err := c.Alloc()
-	if err != nil || addr(b) != addr(shared) {
-		t.Fatalf("cache Alloc() = %#x, %v, want %#x", addr(b), err, addr(shared))
+	if err != nil || heaptest.Addr(b) != heaptest.Addr(shared) {
+		t.Fatalf("cache Alloc() = %#x, %v, want %#x", heaptest.Addr(b), err, heaptest.Addr(shared))
 	}
 	mustFree(t, p, b)
 	mustCheckCaches(t, p, "cross frees", c)
@@ -178,8 +179,8 @@ func TestCacheExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := b.Alloc()
-	if err != nil || addr(got) != addr(held[0]) {
-		t.Fatalf("Alloc() after a flushed = %#x, %v, want %#x", addr(got), err, addr(held[0]))
+	if err != nil || heaptest.Addr(got) != heaptest.Addr(held[0]) {
+		t.Fatalf("Alloc() after a flushed = %#x, %v, want %#x", heaptest.Addr(got), err, heaptest.Addr(held[0]))
 	}
 	mustCheckCaches(t, p, "exhaustion", a, b)
 	st := checkStats(t, p)
@@ -209,7 +210,7 @@ func TestCacheForeign(t *testing.T) {
 		{"nil", nil},
 		{"Go slice", make([]byte, 64)},
 		{"interior", first[8:]},
-		{"uncarved", at(first, 64*60, 64)},
+		{"uncarved", heaptest.At(first, 64*60, 64)},
 		{"other pool", oc},
 	} {
 		before, n := p.Stats(), c.Len()

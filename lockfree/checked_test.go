@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/lockfree"
 )
 
@@ -116,8 +117,8 @@ func TestWriteAfterFree(t *testing.T) {
 				t.Fatalf("Alloc() of the chunk written after free = %v, want %v", err, lockfree.ErrCorrupt)
 			}
 			got, err := alloc()
-			if err != nil || addr(got) != addr(b) {
-				t.Fatalf("Alloc() after the quarantine = %#x, %v, want the next free chunk %#x", addr(got), err, addr(b))
+			if err != nil || heaptest.Addr(got) != heaptest.Addr(b) {
+				t.Fatalf("Alloc() after the quarantine = %#x, %v, want the next free chunk %#x", heaptest.Addr(got), err, heaptest.Addr(b))
 			}
 			mustCheckCaches(t, p, "quarantine", c)
 			if err := free(a); !errors.Is(err, lockfree.ErrDoubleFree) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/lockfree"
 	"github.com/carvelab/carve/mem"
@@ -201,7 +202,7 @@ func (r *runner) alloc(c *lockfree.Cache) {
 	}
 	if err != nil {
 		if b != nil || !errors.Is(err, lockfree.ErrExhausted) {
-			t.Fatalf("Alloc() = %#x, %v, want a chunk or nil, %v", addr(b), err, lockfree.ErrExhausted)
+			t.Fatalf("Alloc() = %#x, %v, want a chunk or nil, %v", heaptest.Addr(b), err, lockfree.ErrExhausted)
 		}
 		// Only a pool with nothing to give may say so: everything carved,
 		// nothing on the free list or in the depot, nothing in this cache.
@@ -211,7 +212,7 @@ func (r *runner) alloc(c *lockfree.Cache) {
 		}
 		return
 	}
-	a := addr(b)
+	a := heaptest.Addr(b)
 	if len(b) != r.chunk || cap(b) != r.chunk {
 		t.Fatalf("Alloc() = len %d cap %d, want %d", len(b), cap(b), r.chunk)
 	}
@@ -225,7 +226,7 @@ func (r *runner) alloc(c *lockfree.Cache) {
 	if _, dup := r.live[a]; dup {
 		t.Fatalf("Alloc() = %#x, which is live already", a)
 	}
-	fill(b, r.nextID)
+	heaptest.Fill(b, r.nextID)
 	r.live[a] = modelChunk{b, r.nextID}
 	r.order = append(r.order, a)
 	r.nextID++
@@ -241,8 +242,8 @@ func (r *runner) free(c *lockfree.Cache, k int) {
 	k %= len(r.order)
 	a := r.order[k]
 	m := r.live[a]
-	if i := intact(m.b, m.id); i >= 0 {
-		t.Fatalf("chunk %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.b[i], pattern(m.id, i))
+	if i := heaptest.Intact(m.b, m.id); i >= 0 {
+		t.Fatalf("chunk %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.b[i], heaptest.Pattern(m.id, i))
 	}
 	var err error
 	if c != nil {
@@ -292,7 +293,7 @@ func (r *runner) probe(c *lockfree.Cache, variant int) {
 			return
 		}
 		for _, f := range r.freed {
-			if _, ok := r.live[addr(f)]; !ok {
+			if _, ok := r.live[heaptest.Addr(f)]; !ok {
 				b = f
 				want = lockfree.ErrDoubleFree
 				break
@@ -310,10 +311,10 @@ func (r *runner) probe(c *lockfree.Cache, variant int) {
 		err = r.p.Free(b)
 	}
 	if !errors.Is(err, want) {
-		t.Fatalf("Free(%#x) (probe %d) = %v, want %v", addr(b), variant, err, want)
+		t.Fatalf("Free(%#x) (probe %d) = %v, want %v", heaptest.Addr(b), variant, err, want)
 	}
 	if after := r.p.Stats(); after != before || c.Len() != n {
-		t.Fatalf("Stats() after a refused Free(%#x) (probe %d) = %+v, want unchanged %+v", addr(b), variant, after, before)
+		t.Fatalf("Stats() after a refused Free(%#x) (probe %d) = %+v, want unchanged %+v", heaptest.Addr(b), variant, after, before)
 	}
 }
 

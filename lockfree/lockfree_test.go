@@ -8,43 +8,13 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/lockfree"
 	"github.com/carvelab/carve/mem"
 )
 
 // Helpers shared by the package's tests.
-
-// addr returns the address of the first byte of b.
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// at returns n bytes starting delta bytes from the start of c. The tests
-// use it only to build addresses for Free to refuse: the memory is never
-// touched.
-func at(c []byte, delta, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
-}
-
-// pattern is the byte a test writes at index i of the chunk of object id.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
-// fill writes object id's pattern into the whole chunk.
-func fill(c []byte, id int) {
-	for i := range c {
-		c[i] = pattern(id, i)
-	}
-}
-
-// intact returns the index of the first byte of c that lost object id's
-// pattern, or -1.
-func intact(c []byte, id int) int {
-	for i := range c {
-		if c[i] != pattern(id, i) {
-			return i
-		}
-	}
-	return -1
-}
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
@@ -98,7 +68,7 @@ func mustAlloc(t testing.TB, p *lockfree.Pool) []byte {
 func mustFree(t testing.TB, p *lockfree.Pool, c []byte) {
 	t.Helper()
 	if err := p.Free(c); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
 	}
 	mustCheck(t, p, "Free")
 }
@@ -190,12 +160,12 @@ func TestNew(t *testing.T) {
 				t.Fatalf("Stats() of a new pool = %+v, want %+v", st, want)
 			}
 			c := mustAlloc(t, p)
-			if a := addr(c); a%uintptr(tt.align) != 0 {
+			if a := heaptest.Addr(c); a%uintptr(tt.align) != 0 {
 				t.Errorf("Alloc() = %#x, want aligned to %d", a, tt.align)
 			}
 			if tt.chunk <= 1<<20 {
-				fill(c, 7)
-				if i := intact(c, 7); i >= 0 {
+				heaptest.Fill(c, 7)
+				if i := heaptest.Intact(c, 7); i >= 0 {
 					t.Fatalf("chunk lost byte %d", i)
 				}
 			}
@@ -253,8 +223,8 @@ func TestOver(t *testing.T) {
 					}
 					break
 				}
-				if addr(c) < addr(region) || addr(c)+uintptr(len(c)) > addr(region)+uintptr(len(region)) {
-					t.Fatalf("Alloc() = %#x, outside the region [%#x, +%d)", addr(c), addr(region), len(region))
+				if heaptest.Addr(c) < heaptest.Addr(region) || heaptest.Addr(c)+uintptr(len(c)) > heaptest.Addr(region)+uintptr(len(region)) {
+					t.Fatalf("Alloc() = %#x, outside the region [%#x, +%d)", heaptest.Addr(c), heaptest.Addr(region), len(region))
 				}
 				got = append(got, c)
 				mustCheck(t, p, "Alloc")
@@ -283,16 +253,16 @@ func TestLIFO(t *testing.T) {
 	var cs [8][]byte
 	for i := range cs {
 		cs[i] = mustAlloc(t, p)
-		if i > 0 && addr(cs[i]) != addr(cs[i-1])+64 {
-			t.Fatalf("Alloc() #%d = %#x, want the next chunk %#x", i, addr(cs[i]), addr(cs[i-1])+64)
+		if i > 0 && heaptest.Addr(cs[i]) != heaptest.Addr(cs[i-1])+64 {
+			t.Fatalf("Alloc() #%d = %#x, want the next chunk %#x", i, heaptest.Addr(cs[i]), heaptest.Addr(cs[i-1])+64)
 		}
 	}
 	for _, i := range []int{2, 5, 0} {
 		mustFree(t, p, cs[i])
 	}
 	for _, i := range []int{0, 5, 2} {
-		if c := mustAlloc(t, p); addr(c) != addr(cs[i]) {
-			t.Fatalf("Alloc() = %#x, want chunk %d at %#x, freed last", addr(c), i, addr(cs[i]))
+		if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[i]) {
+			t.Fatalf("Alloc() = %#x, want chunk %d at %#x, freed last", heaptest.Addr(c), i, heaptest.Addr(cs[i]))
 		}
 	}
 }
@@ -328,9 +298,9 @@ func TestForeign(t *testing.T) {
 				{"Go slice", make([]byte, 48)},
 				{"interior", cs[3][1:]},
 				{"last byte", cs[3][47:]},
-				{"padding after the chunk", at(cs[3], 48, 1)}, // stride 48: the next chunk
-				{"below the base", at(cs[0], -48, 48)},
-				{"uncarved", at(cs[0], 48*20, 48)},
+				{"padding after the chunk", heaptest.At(cs[3], 48, 1)}, // stride 48: the next chunk
+				{"below the base", heaptest.At(cs[0], -48, 48)},
+				{"uncarved", heaptest.At(cs[0], 48*20, 48)},
 				{"other pool", oc},
 			}
 			for _, pr := range probes {
@@ -453,7 +423,7 @@ func TestGrowth(t *testing.T) {
 			}
 			break
 		}
-		fill(c, len(cs))
+		heaptest.Fill(c, len(cs))
 		cs = append(cs, c)
 		st := checkStats(t, p)
 		slabs := (len(cs)*stride + page - 1) / page
@@ -466,7 +436,7 @@ func TestGrowth(t *testing.T) {
 		t.Fatalf("pool of 4 pages handed out %d chunks of %d, want %d", len(cs), stride, want)
 	}
 	for id, c := range cs {
-		if i := intact(c, id); i >= 0 {
+		if i := heaptest.Intact(c, id); i >= 0 {
 			t.Fatalf("chunk %d lost byte %d", id, i)
 		}
 		mustFree(t, p, c)
@@ -511,7 +481,7 @@ func TestClose(t *testing.T) {
 				t.Errorf("Stats() after Close = %+v, want geometry only", st)
 			}
 			if p.Owns(c) {
-				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+				t.Errorf("Owns(%#x) after Close = true, want false", heaptest.Addr(c))
 			}
 			late := p.NewCache()
 			if b, err := late.Alloc(); b != nil || !errors.Is(err, lockfree.ErrClosed) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/lockfree"
 )
 
@@ -124,7 +125,7 @@ func stressWorker(p *lockfree.Pool, c *lockfree.Cache, m stressMode, id, ops int
 	}
 	var hold []held
 	free := func(h held) error {
-		i := (addr(h.b) - lo) / 64
+		i := (heaptest.Addr(h.b) - lo) / 64
 		if got := binary.LittleEndian.Uint64(h.b); got != uint64(id) {
 			return fmt.Errorf("chunk %d: owner word %d, want %d: someone else wrote it", i, got, id)
 		}
@@ -181,7 +182,7 @@ func stressWorker(p *lockfree.Pool, c *lockfree.Cache, m stressMode, id, ops int
 		if err != nil {
 			return err
 		}
-		i := (addr(b) - lo) / 64
+		i := (heaptest.Addr(b) - lo) / 64
 		if !owners[i].CompareAndSwap(0, int32(id)) {
 			return fmt.Errorf("chunk %d handed to worker %d while worker %d holds it", i, id, owners[i].Load())
 		}

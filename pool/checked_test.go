@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/pool"
 )
@@ -53,8 +54,8 @@ func TestDoubleFree(t *testing.T) {
 			}
 			// Each freed chunk comes back once, last freed first.
 			for k := len(tt.freed) - 1; k >= 0; k-- {
-				if c := mustAlloc(t, p); addr(c) != addr(cs[tt.freed[k]]) {
-					t.Fatalf("Alloc() = %#x, want chunk %d at %#x", addr(c), tt.freed[k], addr(cs[tt.freed[k]]))
+				if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[tt.freed[k]]) {
+					t.Fatalf("Alloc() = %#x, want chunk %d at %#x", heaptest.Addr(c), tt.freed[k], heaptest.Addr(cs[tt.freed[k]]))
 				}
 			}
 			if st := checkStats(t, p); st.Free != 0 || st.InUse != 7 {
@@ -88,7 +89,7 @@ func TestDoubleFreeAfterTrim(t *testing.T) {
 				cs = append(cs, mustAlloc(t, p))
 			}
 			for _, c := range cs {
-				if int((addr(c)-addr(cs[0]))/slab) == tt.slab {
+				if int((heaptest.Addr(c)-heaptest.Addr(cs[0]))/slab) == tt.slab {
 					mustFree(t, p, c)
 					stale = append(stale, c)
 				}
@@ -101,7 +102,7 @@ func TestDoubleFreeAfterTrim(t *testing.T) {
 			for _, c := range []([]byte){stale[0], stale[len(stale)/2], stale[len(stale)-1]} {
 				err := p.Free(c)
 				if !isAny(err, tt.want) {
-					t.Fatalf("Free(%#x) after Trim = %v, want one of %v", addr(c), err, tt.want)
+					t.Fatalf("Free(%#x) after Trim = %v, want one of %v", heaptest.Addr(c), err, tt.want)
 				}
 				mustCheck(t, p, "double free after Trim")
 			}
@@ -120,7 +121,7 @@ func TestPoison(t *testing.T) {
 	var cs [][]byte
 	for i := range 3 * 64 {
 		c := mustAlloc(t, p)
-		fill(c, i)
+		heaptest.Fill(c, i)
 		cs = append(cs, c)
 	}
 	poisoned := func(c []byte) int {
@@ -135,7 +136,7 @@ func TestPoison(t *testing.T) {
 	for _, c := range cs[:64] {
 		mustFree(t, p, c)
 		if i := poisoned(c); i >= 0 {
-			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", heaptest.Addr(c), i, c[i], invariants.Poison)
 		}
 	}
 	// Trim gives the first slab back; the next Alloc revives it.
@@ -148,7 +149,7 @@ func TestPoison(t *testing.T) {
 	mustAlloc(t, p)
 	for _, c := range cs[64:127] {
 		if i := poisoned(c); i >= 0 {
-			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", heaptest.Addr(c), i, c[i], invariants.Poison)
 		}
 	}
 	// The free list holds slabs 1 and 2; empty it, then see the revived
@@ -157,12 +158,12 @@ func TestPoison(t *testing.T) {
 		mustAlloc(t, p)
 	}
 	r := mustAlloc(t, p)
-	if addr(r) != addr(cs[0]) {
-		t.Fatalf("Alloc() = %#x, want the first chunk of the revived slab, %#x", addr(r), addr(cs[0]))
+	if heaptest.Addr(r) != heaptest.Addr(cs[0]) {
+		t.Fatalf("Alloc() = %#x, want the first chunk of the revived slab, %#x", heaptest.Addr(r), heaptest.Addr(cs[0]))
 	}
 	for _, c := range cs[1:64] {
 		if i := poisoned(c); i >= 0 {
-			t.Fatalf("revived chunk %#x: byte %d = %#x, want poison %#x", addr(c), i, c[i], invariants.Poison)
+			t.Fatalf("revived chunk %#x: byte %d = %#x, want poison %#x", heaptest.Addr(c), i, c[i], invariants.Poison)
 		}
 	}
 }
@@ -179,11 +180,11 @@ func TestWriteAfterFree(t *testing.T) {
 	}{
 		{"one byte past the link", 5, func(c []byte, _ [][]byte, _ uintptr) { c[pool.LinkSize] = 1 }},
 		{"last byte", 5, func(c []byte, _ [][]byte, _ uintptr) { c[len(c)-1] ^= 0xff }},
-		{"padding past the chunk size", 5, func(c []byte, _ [][]byte, _ uintptr) { at(c, chunk+3, 1)[0] = 7 }},
+		{"padding past the chunk size", 5, func(c []byte, _ [][]byte, _ uintptr) { heaptest.At(c, chunk+3, 1)[0] = 7 }},
 		{"link garbage", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, 0x12345) }},
 		{"link past the cursor", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, 64*64) }},
-		{"link to a live chunk", 5, func(c []byte, cs [][]byte, base uintptr) { setLink(c, addr(cs[2])-base) }},
-		{"link to itself", 5, func(c []byte, _ [][]byte, base uintptr) { setLink(c, addr(c)-base) }},
+		{"link to a live chunk", 5, func(c []byte, cs [][]byte, base uintptr) { setLink(c, heaptest.Addr(cs[2])-base) }},
+		{"link to itself", 5, func(c []byte, _ [][]byte, base uintptr) { setLink(c, heaptest.Addr(c)-base) }},
 		{"link cut (all ones)", 5, func(c []byte, _ [][]byte, _ uintptr) { setLink(c, ^uintptr(0)) }},
 		{"cleared", 5, func(c []byte, _ [][]byte, _ uintptr) { clear(c) }},
 		{"cleared, chunk at offset 0", 0, func(c []byte, _ [][]byte, _ uintptr) { clear(c) }},
@@ -205,7 +206,7 @@ func TestWriteAfterFree(t *testing.T) {
 			for _, i := range []int{0, 1, 3, 5} {
 				if i != tt.victim {
 					mustFree(t, p, cs[i])
-					free[addr(cs[i])] = true
+					free[heaptest.Addr(cs[i])] = true
 				}
 			}
 			mustFree(t, p, cs[tt.victim])
@@ -217,7 +218,7 @@ func TestWriteAfterFree(t *testing.T) {
 			p.CheckDue()
 			c, err := p.Alloc()
 			if c != nil || !errors.Is(err, pool.ErrCorrupt) {
-				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", addr(victim), addr(c), err, pool.ErrCorrupt)
+				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", heaptest.Addr(victim), heaptest.Addr(c), err, pool.ErrCorrupt)
 			}
 			mustCheck(t, p, "Alloc of a corrupt chunk")
 			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 4 || st.Free != 3 {
@@ -227,15 +228,15 @@ func TestWriteAfterFree(t *testing.T) {
 			// the corrupt chunk never.
 			for k := range 3 + 4 {
 				c := mustAlloc(t, p)
-				switch a := addr(c); {
-				case a == addr(victim):
+				switch a := heaptest.Addr(c); {
+				case a == heaptest.Addr(victim):
 					t.Fatalf("Alloc() #%d = the quarantined chunk %#x", k, a)
 				case k < 3 && !free[a]:
 					t.Fatalf("Alloc() #%d = %#x, want one of the 3 other free chunks", k, a)
-				case k >= 3 && a < addr(cs[7]):
+				case k >= 3 && a < heaptest.Addr(cs[7]):
 					t.Fatalf("Alloc() #%d = %#x, want a fresh chunk", k, a)
 				}
-				delete(free, addr(c))
+				delete(free, heaptest.Addr(c))
 			}
 			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 11 || st.Free != 0 {
 				t.Errorf("Stats() = Quarantined %d, InUse %d, Free %d, want 1, 11, 0", st.Quarantined, st.InUse, st.Free)

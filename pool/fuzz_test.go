@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/pool"
@@ -187,9 +188,9 @@ func (r *runner) open() bool {
 		off := int(cfg.regionOff % 64)
 		r.region = make([]byte, off+int(cfg.regionLen))[off:]
 		p, err := pool.Over(r.region, r.chunk, pool.Align(r.align))
-		pad := int(-addr(r.region) & uintptr(r.align-1))
+		pad := int(-heaptest.Addr(r.region) & uintptr(r.align-1))
 		if fits := len(r.region) >= pad+r.stride; fits != (err == nil) {
-			t.Fatalf("Over(%d bytes at %#x, %d, Align(%d)) = %v, want a pool: %t", len(r.region), addr(r.region), r.chunk, r.align, err, fits)
+			t.Fatalf("Over(%d bytes at %#x, %d, Align(%d)) = %v, want a pool: %t", len(r.region), heaptest.Addr(r.region), r.chunk, r.align, err, fits)
 		}
 		if err != nil {
 			if !errors.Is(err, pool.ErrChunkSize) {
@@ -224,7 +225,7 @@ func (r *runner) alloc() bool {
 	c, err := r.p.Alloc()
 	if err != nil {
 		if c != nil || !errors.Is(err, pool.ErrExhausted) {
-			t.Fatalf("Alloc() = %#x, %v, want a chunk or nil, %v", addr(c), err, pool.ErrExhausted)
+			t.Fatalf("Alloc() = %#x, %v, want a chunk or nil, %v", heaptest.Addr(c), err, pool.ErrExhausted)
 		}
 		// Only a pool that is really full may say so.
 		st := r.p.Stats()
@@ -242,7 +243,7 @@ func (r *runner) alloc() bool {
 		t.Fatalf("Alloc() took the pool from %d to %d slabs with %d chunks free, want one more slab and only when none is free",
 			before.Slabs, after.Slabs, before.Free)
 	}
-	a := addr(c)
+	a := heaptest.Addr(c)
 	if len(c) != r.chunk || cap(c) != r.chunk {
 		t.Fatalf("Alloc() = len %d cap %d, want %d", len(c), cap(c), r.chunk)
 	}
@@ -258,7 +259,7 @@ func (r *runner) alloc() bool {
 		t.Fatalf("Alloc() = %#x, which overlaps a live chunk (chunk size %d)", a, r.chunk)
 	}
 	r.addrs = slices.Insert(r.addrs, pos, a)
-	fill(c, r.nextID)
+	heaptest.Fill(c, r.nextID)
 	r.live[a] = modelChunk{c, r.nextID}
 	r.nextID++
 	return true
@@ -268,8 +269,8 @@ func (r *runner) alloc() bool {
 func (r *runner) free(a uintptr) {
 	t := r.t
 	m := r.live[a]
-	if i := intact(m.c, m.id); i >= 0 {
-		t.Fatalf("chunk %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.c[i], pattern(m.id, i))
+	if i := heaptest.Intact(m.c, m.id); i >= 0 {
+		t.Fatalf("chunk %#x (id %d): byte %d = %#x, want %#x", a, m.id, i, m.c[i], heaptest.Pattern(m.id, i))
 	}
 	if err := r.p.Free(m.c); err != nil {
 		t.Fatalf("Free(%#x) = %v, want nil", a, err)
@@ -323,9 +324,9 @@ func (r *runner) probe(variant int) {
 		cur := r.p.Cursor()
 		switch {
 		case r.cfg.over && cur < hi:
-			b = r.region[cur-addr(r.region):]
+			b = r.region[cur-heaptest.Addr(r.region):]
 		case !r.cfg.over && some != nil && cur < hi:
-			b = at(some, int(cur)-int(addr(some)), r.chunk)
+			b = heaptest.At(some, int(cur)-int(heaptest.Addr(some)), r.chunk)
 		default:
 			return
 		}
@@ -337,7 +338,7 @@ func (r *runner) probe(variant int) {
 		b = c
 	case 5: // past the last whole chunk: a slab's tail, the region's end
 		if r.cfg.over {
-			pad := int(-addr(r.region) & uintptr(r.align-1))
+			pad := int(-heaptest.Addr(r.region) & uintptr(r.align-1))
 			end := pad + (len(r.region)-pad)/r.stride*r.stride
 			if end >= len(r.region) {
 				return
@@ -348,15 +349,15 @@ func (r *runner) probe(variant int) {
 			if some == nil || usable == r.slab {
 				return
 			}
-			s := int(addr(some)-lo) / r.slab
-			b = at(some, s*r.slab+usable-int(addr(some)-lo), 1)
+			s := int(heaptest.Addr(some)-lo) / r.slab
+			b = heaptest.At(some, s*r.slab+usable-int(heaptest.Addr(some)-lo), 1)
 		}
 	case 6: // a double free, which only checked builds detect
 		if !invariants.Enabled {
 			return
 		}
 		for _, c := range r.freed {
-			if _, ok := r.live[addr(c)]; !ok {
+			if _, ok := r.live[heaptest.Addr(c)]; !ok {
 				b = c
 				want = []error{pool.ErrDoubleFree, pool.ErrForeign}
 				break
@@ -369,10 +370,10 @@ func (r *runner) probe(variant int) {
 	before := r.p.Stats()
 	err := r.p.Free(b)
 	if !isAny(err, want) {
-		t.Fatalf("Free(%#x) (probe %d) = %v, want one of %v", addr(b), variant, err, want)
+		t.Fatalf("Free(%#x) (probe %d) = %v, want one of %v", heaptest.Addr(b), variant, err, want)
 	}
 	if after := r.p.Stats(); after != before {
-		t.Fatalf("Stats() after a refused Free(%#x) (probe %d) = %+v, want unchanged %+v", addr(b), variant, after, before)
+		t.Fatalf("Stats() after a refused Free(%#x) (probe %d) = %+v, want unchanged %+v", heaptest.Addr(b), variant, after, before)
 	}
 }
 
@@ -416,7 +417,7 @@ func (r *runner) verify(step string) {
 		t.Fatalf("Stats() = ChunkSize %d, Stride %d, Align %d, want %d, %d, %d", st.ChunkSize, st.Stride, st.Align, r.chunk, r.stride, r.align)
 	}
 	if r.cfg.over {
-		pad := int(-addr(r.region) & uintptr(r.align-1))
+		pad := int(-heaptest.Addr(r.region) & uintptr(r.align-1))
 		if capacity := int64((len(r.region) - pad) / r.stride); st.Capacity != capacity || st.Slabs != 1 || st.Footprint != int64(len(r.region)) {
 			t.Fatalf("Stats() after %s = Capacity %d, Slabs %d, Footprint %d, want %d, 1, %d", step, st.Capacity, st.Slabs, st.Footprint, capacity, len(r.region))
 		}
@@ -437,8 +438,8 @@ func (r *runner) verifyAll(step string) {
 		if !r.p.Committed(m.c) {
 			r.t.Fatalf("after %s: live chunk %#x is not committed", step, a)
 		}
-		if i := intact(m.c, m.id); i >= 0 {
-			r.t.Fatalf("after %s: chunk %#x (id %d): byte %d = %#x, want %#x", step, a, m.id, i, m.c[i], pattern(m.id, i))
+		if i := heaptest.Intact(m.c, m.id); i >= 0 {
+			r.t.Fatalf("after %s: chunk %#x (id %d): byte %d = %#x, want %#x", step, a, m.id, i, m.c[i], heaptest.Pattern(m.id, i))
 		}
 	}
 }

@@ -7,43 +7,13 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/pool"
 )
 
 // Helpers shared by the package's tests.
-
-// addr returns the address of the first byte of b.
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// at returns n bytes starting delta bytes from the start of c. The tests
-// use it only to build addresses for Free to refuse: the memory is never
-// touched (it may be reserved but not committed).
-func at(c []byte, delta, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c)), delta)), n)
-}
-
-// pattern is the byte a test writes at index i of the chunk of object id.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
-// fill writes object id's pattern into the whole chunk.
-func fill(c []byte, id int) {
-	for i := range c {
-		c[i] = pattern(id, i)
-	}
-}
-
-// intact returns the index of the first byte of c that lost object id's
-// pattern, or -1.
-func intact(c []byte, id int) int {
-	for i := range c {
-		if c[i] != pattern(id, i) {
-			return i
-		}
-	}
-	return -1
-}
 
 // isAny reports whether err wraps one of targets.
 func isAny(err error, targets []error) bool {
@@ -105,7 +75,7 @@ func mustAlloc(t testing.TB, p *pool.Pool) []byte {
 func mustFree(t testing.TB, p *pool.Pool, c []byte) {
 	t.Helper()
 	if err := p.Free(c); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
 	}
 	mustCheck(t, p, "Free")
 }
@@ -250,7 +220,7 @@ func TestOver(t *testing.T) {
 			mustCheck(t, p, "Over")
 			st := checkStats(t, p)
 			if tt.capacity == 0 { // depends on where the region starts
-				pad := -addr(tt.region) & uintptr(st.Align-1)
+				pad := -heaptest.Addr(tt.region) & uintptr(st.Align-1)
 				tt.capacity = int64((uintptr(len(tt.region)) - pad) / uintptr(st.Stride))
 			}
 			if st.Capacity != tt.capacity || st.Slabs != 1 || st.Footprint != int64(len(tt.region)) || st.Carved != 0 {
@@ -260,8 +230,8 @@ func TestOver(t *testing.T) {
 			// Every chunk it holds is handed out, then it is exhausted.
 			for i := range tt.capacity {
 				c := mustAlloc(t, p)
-				lo, hi := addr(tt.region), addr(tt.region)+uintptr(len(tt.region))
-				if a := addr(c); a < lo || a+uintptr(len(c)) > hi || a%uintptr(st.Align) != 0 {
+				lo, hi := heaptest.Addr(tt.region), heaptest.Addr(tt.region)+uintptr(len(tt.region))
+				if a := heaptest.Addr(c); a < lo || a+uintptr(len(c)) > hi || a%uintptr(st.Align) != 0 {
 					t.Fatalf("Alloc() #%d = [%#x, %#x), want inside [%#x, %#x) aligned to %d", i, a, a+uintptr(len(c)), lo, hi, st.Align)
 				}
 			}
@@ -304,8 +274,8 @@ func TestStride(t *testing.T) {
 				var prev []byte
 				for i := range n {
 					c := mustAlloc(t, p)
-					if prev != nil && addr(c)-addr(prev) != uintptr(tt.stride) {
-						t.Errorf("Alloc() #%d at %#x, %d bytes after the previous, want the stride %d", i, addr(c), addr(c)-addr(prev), tt.stride)
+					if prev != nil && heaptest.Addr(c)-heaptest.Addr(prev) != uintptr(tt.stride) {
+						t.Errorf("Alloc() #%d at %#x, %d bytes after the previous, want the stride %d", i, heaptest.Addr(c), heaptest.Addr(c)-heaptest.Addr(prev), tt.stride)
 					}
 					prev = c
 				}
@@ -360,8 +330,8 @@ func TestExhausted(t *testing.T) {
 			// Free one, allocate one: the freed chunk comes back.
 			victim := cs[tt.capacity/2]
 			mustFree(t, p, victim)
-			if c := mustAlloc(t, p); addr(c) != addr(victim) {
-				t.Errorf("Alloc() after Free(%#x) = %#x, want the freed chunk", addr(victim), addr(c))
+			if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(victim) {
+				t.Errorf("Alloc() after Free(%#x) = %#x, want the freed chunk", heaptest.Addr(victim), heaptest.Addr(c))
 			}
 			if _, err := p.Alloc(); !errors.Is(err, pool.ErrExhausted) {
 				t.Errorf("Alloc() = %v, want %v", err, pool.ErrExhausted)
@@ -413,13 +383,13 @@ func TestLIFO(t *testing.T) {
 				name string
 				want uintptr
 			}{
-				{"last freed", addr(c)},
-				{"first freed", addr(a)},
-				{"fresh", addr(c) + 64},
+				{"last freed", heaptest.Addr(c)},
+				{"first freed", heaptest.Addr(a)},
+				{"fresh", heaptest.Addr(c) + 64},
 			}
 			for _, s := range steps {
-				if got := mustAlloc(t, p); addr(got) != s.want {
-					t.Errorf("Alloc() = %#x, want %#x (%s)", addr(got), s.want, s.name)
+				if got := mustAlloc(t, p); heaptest.Addr(got) != s.want {
+					t.Errorf("Alloc() = %#x, want %#x (%s)", heaptest.Addr(got), s.want, s.name)
 				}
 			}
 			if st := checkStats(t, p); st.InUse != 4 || st.Free != 0 || st.Carved != 4 {
@@ -434,17 +404,17 @@ func TestLIFO(t *testing.T) {
 func TestAppendStaysInChunk(t *testing.T) {
 	p := mustNew(t, 64)
 	a, b := mustAlloc(t, p), mustAlloc(t, p)
-	if addr(b) != addr(a)+64 {
-		t.Fatalf("Alloc() = %#x, %#x, want adjacent chunks", addr(a), addr(b))
+	if heaptest.Addr(b) != heaptest.Addr(a)+64 {
+		t.Fatalf("Alloc() = %#x, %#x, want adjacent chunks", heaptest.Addr(a), heaptest.Addr(b))
 	}
-	fill(a, 1)
-	fill(b, 2)
+	heaptest.Fill(a, 1)
+	heaptest.Fill(b, 2)
 	grown := append(a, 0xee)
-	if i := intact(b, 2); i >= 0 {
-		t.Fatalf("append to the chunk at %#x wrote byte %d of the next chunk", addr(a), i)
+	if i := heaptest.Intact(b, 2); i >= 0 {
+		t.Fatalf("append to the chunk at %#x wrote byte %d of the next chunk", heaptest.Addr(a), i)
 	}
-	if addr(grown) == addr(a) {
-		t.Errorf("append(chunk, x) = %#x, want a copy elsewhere", addr(grown))
+	if heaptest.Addr(grown) == heaptest.Addr(a) {
+		t.Errorf("append(chunk, x) = %#x, want a copy elsewhere", heaptest.Addr(grown))
 	}
 	mustCheck(t, p, "append")
 }
@@ -490,13 +460,13 @@ func TestAlignment(t *testing.T) {
 						n = int(p.Stats().Capacity)
 					}
 					lo, hi := p.Bounds()
-					if region != nil && (lo != addr(region) || hi != addr(region)+uintptr(len(region))) {
-						t.Fatalf("Bounds() = [%#x, %#x), want the region [%#x, %#x)", lo, hi, addr(region), addr(region)+uintptr(len(region)))
+					if region != nil && (lo != heaptest.Addr(region) || hi != heaptest.Addr(region)+uintptr(len(region))) {
+						t.Fatalf("Bounds() = [%#x, %#x), want the region [%#x, %#x)", lo, hi, heaptest.Addr(region), heaptest.Addr(region)+uintptr(len(region)))
 					}
 					var addrs []uintptr
 					for i := range n {
 						c := mustAlloc(t, p)
-						a := addr(c)
+						a := heaptest.Addr(c)
 						if a%uintptr(align) != 0 {
 							t.Fatalf("Alloc() #%d = %#x, want aligned to %d", i, a, align)
 						}
@@ -545,8 +515,8 @@ func TestFreeForeign(t *testing.T) {
 		cs = append(cs, mustAlloc(t, p))
 	}
 	first, last := cs[0], cs[len(cs)-1]
-	if addr(last) != addr(first)+slab+4*size {
-		t.Fatalf("Alloc() #69 = %#x, want the fifth chunk of the second slab, %#x", addr(last), addr(first)+slab+4*size)
+	if heaptest.Addr(last) != heaptest.Addr(first)+slab+4*size {
+		t.Fatalf("Alloc() #69 = %#x, want the fifth chunk of the second slab, %#x", heaptest.Addr(last), heaptest.Addr(first)+slab+4*size)
 	}
 	mustFree(t, p, cs[3])
 	mustFree(t, p, cs[7])
@@ -558,7 +528,7 @@ func TestFreeForeign(t *testing.T) {
 		ocs = append(ocs, mustAlloc(t, over))
 	}
 	ofirst := ocs[0]
-	pad := int(addr(ofirst) - addr(region))
+	pad := int(heaptest.Addr(ofirst) - heaptest.Addr(region))
 
 	tests := []struct {
 		name  string
@@ -572,12 +542,12 @@ func TestFreeForeign(t *testing.T) {
 		{"interior at the stride", p, func() []byte { return cs[10][8:] }},
 		{"last byte", p, func() []byte { return cs[10][size-1:] }},
 		{"chunk of another pool", p, func() []byte { return otherChunk }},
-		{"uncarved chunk at the cursor", p, func() []byte { return at(last, size, size) }},
-		{"uncarved chunk beyond the cursor", p, func() []byte { return at(last, 10*size, size) }},
-		{"tail of a full slab", p, func() []byte { return at(first, 65*size, 8) }},
-		{"uncommitted slab", p, func() []byte { return at(first, 2*slab, size) }},
-		{"last slab of the reservation", p, func() []byte { return at(first, (1<<30)-slab, size) }},
-		{"before the pool", p, func() []byte { return at(first, -size, size) }},
+		{"uncarved chunk at the cursor", p, func() []byte { return heaptest.At(last, size, size) }},
+		{"uncarved chunk beyond the cursor", p, func() []byte { return heaptest.At(last, 10*size, size) }},
+		{"tail of a full slab", p, func() []byte { return heaptest.At(first, 65*size, 8) }},
+		{"uncommitted slab", p, func() []byte { return heaptest.At(first, 2*slab, size) }},
+		{"last slab of the reservation", p, func() []byte { return heaptest.At(first, (1<<30)-slab, size) }},
+		{"before the pool", p, func() []byte { return heaptest.At(first, -size, size) }},
 		{"Over: tail of the region", over, func() []byte { return region[pad+4*size:] }},
 		{"Over: padding before the first chunk", over, func() []byte { return region[pad-3:] }},
 		{"Over: region start", over, func() []byte { return region }},
@@ -591,24 +561,24 @@ func TestFreeForeign(t *testing.T) {
 			before := tt.pool.Stats()
 			err := tt.pool.Free(b)
 			if !errors.Is(err, pool.ErrForeign) {
-				t.Fatalf("Free(%#x) = %v, want %v", addr(b), err, pool.ErrForeign)
+				t.Fatalf("Free(%#x) = %v, want %v", heaptest.Addr(b), err, pool.ErrForeign)
 			}
 			if errors.Is(err, pool.ErrClosed) || errors.Is(err, pool.ErrDoubleFree) {
-				t.Errorf("Free(%#x) = %v, want only %v", addr(b), err, pool.ErrForeign)
+				t.Errorf("Free(%#x) = %v, want only %v", heaptest.Addr(b), err, pool.ErrForeign)
 			}
 			if err.Error() == "" {
-				t.Errorf("Free(%#x) = an error with no message", addr(b))
+				t.Errorf("Free(%#x) = an error with no message", heaptest.Addr(b))
 			}
 			mustCheck(t, tt.pool, "Free of a foreign slice")
 			if after := tt.pool.Stats(); after != before {
-				t.Errorf("Stats() after Free(%#x) = %+v, want unchanged %+v", addr(b), after, before)
+				t.Errorf("Stats() after Free(%#x) = %+v, want unchanged %+v", heaptest.Addr(b), after, before)
 			}
 		})
 	}
 	// The free list is as it was: the last freed chunk, then the one before.
 	for _, want := range [][]byte{cs[7], cs[3]} {
-		if c := mustAlloc(t, p); addr(c) != addr(want) {
-			t.Errorf("Alloc() = %#x, want %#x", addr(c), addr(want))
+		if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(want) {
+			t.Errorf("Alloc() = %#x, want %#x", heaptest.Addr(c), heaptest.Addr(want))
 		}
 	}
 }
@@ -659,7 +629,7 @@ func TestClose(t *testing.T) {
 			}
 			for _, b := range [][]byte{c, nil, make([]byte, 64)} {
 				if err := p.Free(b); !errors.Is(err, pool.ErrClosed) {
-					t.Errorf("Free(%#x) after Close = %v, want %v", addr(b), err, pool.ErrClosed)
+					t.Errorf("Free(%#x) after Close = %v, want %v", heaptest.Addr(b), err, pool.ErrClosed)
 				}
 			}
 			if err := p.Close(); !errors.Is(err, pool.ErrClosed) {
@@ -669,7 +639,7 @@ func TestClose(t *testing.T) {
 				t.Errorf("Trim() after Close = %d, %v, want 0, %v", n, err, pool.ErrClosed)
 			}
 			if c != nil && p.Owns(c) {
-				t.Errorf("Owns(%#x) after Close = true, want false", addr(c))
+				t.Errorf("Owns(%#x) after Close = true, want false", heaptest.Addr(c))
 			}
 			if n := p.Footprint(); n != 0 {
 				t.Errorf("Footprint() after Close = %d, want 0", n)
@@ -741,7 +711,7 @@ func TestTrimNothingFree(t *testing.T) {
 	var cs [][]byte
 	for i := range 200 { // four slabs, the last partly carved
 		c := mustAlloc(t, p)
-		fill(c, i)
+		heaptest.Fill(c, i)
 		cs = append(cs, c)
 	}
 	for i := 0; i < len(cs); i += 2 {
@@ -756,7 +726,7 @@ func TestTrimNothingFree(t *testing.T) {
 		t.Errorf("Stats() after Trim = %+v, want unchanged %+v", after, before)
 	}
 	for i := 1; i < len(cs); i += 2 {
-		if j := intact(cs[i], i); j >= 0 {
+		if j := heaptest.Intact(cs[i], i); j >= 0 {
 			t.Fatalf("chunk %d lost byte %d in Trim", i, j)
 		}
 	}
@@ -837,7 +807,7 @@ func mustAllocQuiet(t testing.TB, p *pool.Pool) []byte {
 func mustFreeQuiet(t testing.TB, p *pool.Pool, c []byte) {
 	t.Helper()
 	if err := p.Free(c); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/pool"
 )
 
@@ -39,7 +40,7 @@ func churn(p *pool.Pool, seed uint64, rounds int, lock, unlock func()) error {
 				}
 				continue
 			}
-			fill(c, int(seed)*1000000+i)
+			heaptest.Fill(c, int(seed)*1000000+i)
 			live = append(live, held{c, int(seed)*1000000 + i})
 			continue
 		}
@@ -47,14 +48,14 @@ func churn(p *pool.Pool, seed uint64, rounds int, lock, unlock func()) error {
 		h := live[k]
 		live[k] = live[len(live)-1]
 		live = live[:len(live)-1]
-		if j := intact(h.c, h.id); j >= 0 {
-			return fmt.Errorf("chunk %#x lost byte %d while held", addr(h.c), j)
+		if j := heaptest.Intact(h.c, h.id); j >= 0 {
+			return fmt.Errorf("chunk %#x lost byte %d while held", heaptest.Addr(h.c), j)
 		}
 		lock()
 		err := p.Free(h.c)
 		unlock()
 		if err != nil {
-			return fmt.Errorf("Free(%#x) = %v", addr(h.c), err)
+			return fmt.Errorf("Free(%#x) = %v", heaptest.Addr(h.c), err)
 		}
 	}
 	for _, h := range live {
@@ -62,7 +63,7 @@ func churn(p *pool.Pool, seed uint64, rounds int, lock, unlock func()) error {
 		err := p.Free(h.c)
 		unlock()
 		if err != nil {
-			return fmt.Errorf("Free(%#x) = %v", addr(h.c), err)
+			return fmt.Errorf("Free(%#x) = %v", heaptest.Addr(h.c), err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ package pool_test
 import (
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/pool"
 )
 
@@ -21,15 +22,15 @@ func TestReuseKeepsBytes(t *testing.T) {
 				p = mustOver(t, make([]byte, 4*64), 64)
 			}
 			c := mustAlloc(t, p)
-			fill(c, 9)
+			heaptest.Fill(c, 9)
 			mustFree(t, p, c)
 			r := mustAlloc(t, p)
-			if addr(r) != addr(c) {
-				t.Fatalf("Alloc() = %#x, want the freed chunk %#x", addr(r), addr(c))
+			if heaptest.Addr(r) != heaptest.Addr(c) {
+				t.Fatalf("Alloc() = %#x, want the freed chunk %#x", heaptest.Addr(r), heaptest.Addr(c))
 			}
 			for i := pool.LinkSize; i < len(r); i++ {
-				if r[i] != pattern(9, i) {
-					t.Fatalf("reused chunk: byte %d = %#x, want the old %#x", i, r[i], pattern(9, i))
+				if r[i] != heaptest.Pattern(9, i) {
+					t.Fatalf("reused chunk: byte %d = %#x, want the old %#x", i, r[i], heaptest.Pattern(9, i))
 				}
 			}
 		})
@@ -52,8 +53,8 @@ func TestDoubleFreeCorrupts(t *testing.T) {
 		t.Fatalf("Free(c) again = %v, want nil: release builds do not detect it", err)
 	}
 	a, b := mustAllocNoCheck(t, p), mustAllocNoCheck(t, p)
-	if addr(a) != addr(c) || addr(b) != addr(c) {
-		t.Errorf("Alloc(), Alloc() after a double free = %#x, %#x, want the freed chunk %#x twice", addr(a), addr(b), addr(c))
+	if heaptest.Addr(a) != heaptest.Addr(c) || heaptest.Addr(b) != heaptest.Addr(c) {
+		t.Errorf("Alloc(), Alloc() after a double free = %#x, %#x, want the freed chunk %#x twice", heaptest.Addr(a), heaptest.Addr(b), heaptest.Addr(c))
 	}
 }
 

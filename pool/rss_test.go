@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/pool"
 )
@@ -43,7 +44,7 @@ func TestTrimReleasesAll(t *testing.T) {
 	}
 	for _, c := range cs {
 		if err := p.Free(c); err != nil {
-			t.Fatalf("Free(%#x) = %v, want nil", addr(c), err)
+			t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
 		}
 	}
 	mustCheck(t, p, "freeing everything")
@@ -75,8 +76,8 @@ func TestTrimReleasesAll(t *testing.T) {
 
 	// The pool starts again from its first slab, with fresh zero pages.
 	c := mustAlloc(t, p)
-	if lo, _ := p.Bounds(); addr(c) != lo || !p.Committed(c) {
-		t.Errorf("Alloc() after Trim = %#x, want the first chunk, %#x, committed", addr(c), lo)
+	if lo, _ := p.Bounds(); heaptest.Addr(c) != lo || !p.Committed(c) {
+		t.Errorf("Alloc() after Trim = %#x, want the first chunk, %#x, committed", heaptest.Addr(c), lo)
 	}
 	for i, b := range c {
 		if b != 0 {
@@ -98,10 +99,10 @@ func TestTrimPartial(t *testing.T) {
 	cs := make([][]byte, nslabs*perSlab)
 	for i := range cs {
 		cs[i] = mustAlloc(t, p)
-		fill(cs[i], i)
+		heaptest.Fill(cs[i], i)
 	}
-	base := addr(cs[0])
-	slabOf := func(c []byte) int { return int((addr(c) - base) / slab) }
+	base := heaptest.Addr(cs[0])
+	slabOf := func(c []byte) int { return int((heaptest.Addr(c) - base) / slab) }
 	empty := map[int]bool{1: true, 3: true, 4: true, 7: true} // 7 holds the cursor
 	live := map[int]bool{}
 	var halfFreed []int
@@ -132,7 +133,7 @@ func TestTrimPartial(t *testing.T) {
 		t.Errorf("Stats().Resident after Trim = %d, want the %d bytes of the slabs kept, all written", st.Resident, st.Footprint)
 	}
 	for i := range live {
-		if j := intact(cs[i], i); j >= 0 {
+		if j := heaptest.Intact(cs[i], i); j >= 0 {
 			t.Fatalf("chunk %d (slab %d) lost byte %d in Trim", i, slabOf(cs[i]), j)
 		}
 		if !p.Committed(cs[i]) {
@@ -144,7 +145,7 @@ func TestTrimPartial(t *testing.T) {
 	// vacant slabs 1, 3 and 4, each in address order; then slab 7 afresh.
 	var want []uintptr
 	for k := len(halfFreed) - 1; k >= 0; k-- {
-		want = append(want, addr(cs[halfFreed[k]]))
+		want = append(want, heaptest.Addr(cs[halfFreed[k]]))
 	}
 	for _, s := range []int{1, 3, 4, 7} {
 		for k := range perSlab {
@@ -153,11 +154,11 @@ func TestTrimPartial(t *testing.T) {
 	}
 	for k, w := range want {
 		c := mustAlloc(t, p)
-		if addr(c) != w {
-			t.Fatalf("Alloc() #%d after Trim = %#x (slab %d), want %#x (slab %d)", k, addr(c), slabOf(c), w, int((w-base)/slab))
+		if heaptest.Addr(c) != w {
+			t.Fatalf("Alloc() #%d after Trim = %#x (slab %d), want %#x (slab %d)", k, heaptest.Addr(c), slabOf(c), w, int((w-base)/slab))
 		}
-		if addr(c)%8 != 0 || !p.Committed(c) {
-			t.Fatalf("Alloc() #%d after Trim = %#x, want aligned and committed", k, addr(c))
+		if heaptest.Addr(c)%8 != 0 || !p.Committed(c) {
+			t.Fatalf("Alloc() #%d after Trim = %#x, want aligned and committed", k, heaptest.Addr(c))
 		}
 		wantSlabs := kept
 		if k >= len(halfFreed) {
@@ -168,7 +169,7 @@ func TestTrimPartial(t *testing.T) {
 		}
 	}
 	for i := range live {
-		if j := intact(cs[i], i); j >= 0 {
+		if j := heaptest.Intact(cs[i], i); j >= 0 {
 			t.Fatalf("chunk %d lost byte %d after the revival", i, j)
 		}
 	}
@@ -213,10 +214,10 @@ func TestTrimCursorSlab(t *testing.T) {
 			for range tt.alloc {
 				cs = append(cs, mustAlloc(t, p))
 			}
-			base := addr(cs[0])
+			base := heaptest.Addr(cs[0])
 			for _, c := range cs {
 				for _, s := range tt.free {
-					if int((addr(c)-base)/slab) == s {
+					if int((heaptest.Addr(c)-base)/slab) == s {
 						mustFree(t, p, c)
 					}
 				}
@@ -227,8 +228,8 @@ func TestTrimCursorSlab(t *testing.T) {
 			mustCheck(t, p, "Trim")
 			checkStats(t, p)
 			for k, off := range tt.nextOffset {
-				if c := mustAlloc(t, p); addr(c) != base+uintptr(off) {
-					t.Fatalf("Alloc() #%d after Trim = offset %d, want %d", k, int(addr(c)-base), off)
+				if c := mustAlloc(t, p); heaptest.Addr(c) != base+uintptr(off) {
+					t.Fatalf("Alloc() #%d after Trim = offset %d, want %d", k, int(heaptest.Addr(c)-base), off)
 				}
 				checkStats(t, p)
 			}
@@ -266,8 +267,8 @@ func TestReviveAtLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Alloc() #%d after Trim = %v, want chunk %d of the revived slab (stats %+v)", k, err, k, p.Stats())
 		}
-		if addr(c) != addr(cs[k]) {
-			t.Fatalf("Alloc() #%d after Trim = %#x, want %#x", k, addr(c), addr(cs[k]))
+		if heaptest.Addr(c) != heaptest.Addr(cs[k]) {
+			t.Fatalf("Alloc() #%d after Trim = %#x, want %#x", k, heaptest.Addr(c), heaptest.Addr(cs[k]))
 		}
 		mustCheck(t, p, "Alloc")
 		if st := checkStats(t, p); st.Slabs != 2 || st.Footprint != 2*slab {

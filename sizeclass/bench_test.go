@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/pool"
 	"github.com/carvelab/carve/sizeclass"
 )
@@ -193,7 +194,7 @@ func BenchmarkClassOf(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		addrs = append(addrs, addr(blk))
+		addrs = append(addrs, heaptest.Addr(blk))
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	r.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })

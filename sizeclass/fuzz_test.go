@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/sizeclass"
 )
 
@@ -185,15 +186,11 @@ func runOps(t *testing.T, limitSel uint8, ops []byte) {
 	}
 }
 
-// pattern is the byte object id holds at index i. It repeats every 256
-// bytes, so fill and verify work a period at a time.
-func pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
-
 // period returns two periods of object id's pattern.
 func period(id int) []byte {
 	p := make([]byte, 512)
 	for i := range p {
-		p[i] = pattern(id, i)
+		p[i] = heaptest.Pattern(id, i)
 	}
 	return p
 }
@@ -212,8 +209,8 @@ func (m *model) verify(o object, n int, when string) {
 		k := min(n-i, 256-i%256)
 		if !bytes.Equal(o.b[i:i+k], p[i%256:i%256+k]) {
 			for j := i; j < i+k; j++ {
-				if o.b[j] != pattern(o.id, j) {
-					m.t.Fatalf("%s: block %d (%#x, %d bytes): byte %d = %#x, want %#x", when, o.id, addr(o.b), len(o.b), j, o.b[j], pattern(o.id, j))
+				if o.b[j] != heaptest.Pattern(o.id, j) {
+					m.t.Fatalf("%s: block %d (%#x, %d bytes): byte %d = %#x, want %#x", when, o.id, heaptest.Addr(o.b), len(o.b), j, o.b[j], heaptest.Pattern(o.id, j))
 				}
 			}
 		}
@@ -231,17 +228,17 @@ func (m *model) verifyAll() {
 func (m *model) place(o object, skip int) {
 	b := o.b
 	n, err := m.h.UsableSize(b)
-	if err != nil || cap(b) != n || addr(b)%uintptr(o.align) != 0 || !m.h.Contains(b[:cap(b)]) {
+	if err != nil || cap(b) != n || heaptest.Addr(b)%uintptr(o.align) != 0 || !m.h.Contains(b[:cap(b)]) {
 		m.t.Fatalf("block %d at %#x: len %d cap %d, UsableSize %d (%v), inside the heap %v, want cap == UsableSize, aligned to %d, inside",
-			o.id, addr(b), len(b), cap(b), n, err, m.h.Contains(b[:cap(b)]), o.align)
+			o.id, heaptest.Addr(b), len(b), cap(b), n, err, m.h.Contains(b[:cap(b)]), o.align)
 	}
 	// The capacity is the caller's to write: it must not reach another block.
-	lo, hi := addr(b), addr(b)+uintptr(cap(b))
+	lo, hi := heaptest.Addr(b), heaptest.Addr(b)+uintptr(cap(b))
 	for i, other := range m.live {
 		if i == skip {
 			continue
 		}
-		olo, ohi := addr(other.b), addr(other.b)+uintptr(max(len(other.b), 1))
+		olo, ohi := heaptest.Addr(other.b), heaptest.Addr(other.b)+uintptr(max(len(other.b), 1))
 		if lo < ohi && olo < hi {
 			m.t.Fatalf("block %d [%#x, %#x) overlaps block %d [%#x, %#x)", o.id, lo, hi, other.id, olo, ohi)
 		}
@@ -316,7 +313,7 @@ func (m *model) free(i int) {
 	o := m.live[i]
 	m.verify(o, len(o.b), "Free")
 	if err := m.h.Free(o.b); err != nil {
-		m.t.Fatalf("Free(block %d at %#x) = %v", o.id, addr(o.b), err)
+		m.t.Fatalf("Free(block %d at %#x) = %v", o.id, heaptest.Addr(o.b), err)
 	}
 	m.live = slices.Delete(m.live, i, i+1)
 	if len(m.freed) < 64 {
@@ -353,7 +350,7 @@ func (m *model) realloc(i, size int) {
 		m.verify(o, len(o.b), "failed Realloc")
 		return
 	}
-	if moved := addr(b) != addr(o.b); moved == stays {
+	if moved := heaptest.Addr(b) != heaptest.Addr(o.b); moved == stays {
 		m.t.Fatalf("Realloc(block %d of %d bytes in %d, %d) moved = %v, want %v", o.id, len(o.b), old, size, moved, !stays)
 	}
 	if !stays {
@@ -381,16 +378,16 @@ func (m *model) misuse(variant byte) {
 			return
 		}
 		b := m.freed[int(variant)/6%len(m.freed)]
-		if m.isLive(addr(b)) {
+		if m.isLive(heaptest.Addr(b)) {
 			return
 		}
 		err := m.h.Free(b)
 		m.refused(before, err, "Free(freed block)")
 		if !errors.Is(err, sizeclass.ErrDoubleFree) && !errors.Is(err, sizeclass.ErrForeign) {
-			m.t.Fatalf("Free(freed block %#x) = %v, want ErrDoubleFree or ErrForeign", addr(b), err)
+			m.t.Fatalf("Free(freed block %#x) = %v, want ErrDoubleFree or ErrForeign", heaptest.Addr(b), err)
 		}
 		if _, err := m.h.Realloc(b, 10); !errors.Is(err, sizeclass.ErrDoubleFree) && !errors.Is(err, sizeclass.ErrForeign) {
-			m.t.Fatalf("Realloc(freed block %#x) = %v, want ErrDoubleFree or ErrForeign", addr(b), err)
+			m.t.Fatalf("Realloc(freed block %#x) = %v, want ErrDoubleFree or ErrForeign", heaptest.Addr(b), err)
 		}
 	case 1: // inside a live block
 		if len(m.live) == 0 {
@@ -401,7 +398,7 @@ func (m *model) misuse(variant byte) {
 			return
 		}
 		in := sizeclass.At(o.b, 1+int(variant)%(len(o.b)-1), 1)
-		if m.isLive(addr(in)) {
+		if m.isLive(heaptest.Addr(in)) {
 			return
 		}
 		err := m.h.Free(in)
@@ -443,7 +440,7 @@ func (m *model) misuse(variant byte) {
 
 func (m *model) isLive(a uintptr) bool {
 	for _, o := range m.live {
-		if addr(o.b) == a {
+		if heaptest.Addr(o.b) == a {
 			return true
 		}
 	}

@@ -6,18 +6,15 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"unsafe"
 
 	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/invariants"
 	"github.com/carvelab/carve/mem"
 	"github.com/carvelab/carve/sizeclass"
 )
 
 // Helpers shared by the package's tests.
-
-// addr returns the address of the first byte of b.
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // page rounds n up to whole pages: a large object's size.
 func page(n int) int {
@@ -52,8 +49,8 @@ func mustAlloc(t testing.TB, h *sizeclass.Heap, size, align int) []byte {
 	if err != nil {
 		t.Fatalf("Alloc(%d, %d) = %v, want nil (stats %+v)", size, align, err, h.Stats().Stats)
 	}
-	if n, _ := h.UsableSize(b); b == nil || len(b) != size || cap(b) != n || addr(b)%uintptr(align) != 0 {
-		t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d, want non-nil, len %d, cap %d (UsableSize), aligned", size, align, addr(b), len(b), cap(b), size, n)
+	if n, _ := h.UsableSize(b); b == nil || len(b) != size || cap(b) != n || heaptest.Addr(b)%uintptr(align) != 0 {
+		t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d, want non-nil, len %d, cap %d (UsableSize), aligned", size, align, heaptest.Addr(b), len(b), cap(b), size, n)
 	}
 	mustCheck(t, h, "Alloc")
 	return b
@@ -63,7 +60,7 @@ func mustAlloc(t testing.TB, h *sizeclass.Heap, size, align int) []byte {
 func mustFree(t testing.TB, h *sizeclass.Heap, b []byte) {
 	t.Helper()
 	if err := h.Free(b); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", addr(b), err)
+		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(b), err)
 	}
 	mustCheck(t, h, "Free")
 }
@@ -246,9 +243,9 @@ func TestOps(t *testing.T) {
 				case "alloc":
 					var b []byte
 					if b, err = h.Alloc(o.size, o.align); err == nil {
-						if n, _ := h.UsableSize(b); len(b) != o.size || cap(b) != n || addr(b)%uintptr(o.align) != 0 {
+						if n, _ := h.UsableSize(b); len(b) != o.size || cap(b) != n || heaptest.Addr(b)%uintptr(o.align) != 0 {
 							t.Fatalf("step %d: Alloc(%d, %d) = %#x len %d cap %d, want len == size, cap == UsableSize %d, aligned",
-								i, o.size, o.align, addr(b), len(b), cap(b), n)
+								i, o.size, o.align, heaptest.Addr(b), len(b), cap(b), n)
 						}
 						blocks[o.id] = b
 					}
@@ -271,7 +268,7 @@ func TestOps(t *testing.T) {
 						if n, _ := h.UsableSize(nb); len(nb) != o.size || cap(nb) != n {
 							t.Fatalf("step %d: Realloc(%d) = len %d cap %d, want cap == UsableSize %d", i, o.size, len(nb), cap(nb), n)
 						}
-						if moved := addr(nb) != addr(b); moved != o.moved {
+						if moved := heaptest.Addr(nb) != heaptest.Addr(b); moved != o.moved {
 							t.Fatalf("step %d: Realloc(%s, %d) moved = %v, want %v", i, o.id, o.size, moved, o.moved)
 						}
 						blocks[o.id] = nb
@@ -479,24 +476,24 @@ func TestClose(t *testing.T) {
 	}
 	for _, size := range []int{64, 1 << 20} {
 		if got, err := h.Alloc(size, 8); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
-			t.Errorf("Alloc(%d, 8) after Close = %#x, %v, want nil, ErrClosed", size, addr(got), err)
+			t.Errorf("Alloc(%d, 8) after Close = %#x, %v, want nil, ErrClosed", size, heaptest.Addr(got), err)
 		}
 	}
 	if got, err := h.Realloc(nil, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
-		t.Errorf("Realloc(nil, 10) after Close = %#x, %v, want nil, ErrClosed", addr(got), err)
+		t.Errorf("Realloc(nil, 10) after Close = %#x, %v, want nil, ErrClosed", heaptest.Addr(got), err)
 	}
 	for _, x := range [][]byte{b, large, nil, make([]byte, 64)} {
 		if err := h.Free(x); !errors.Is(err, sizeclass.ErrClosed) {
-			t.Errorf("Free(%#x) after Close = %v, want ErrClosed", addr(x), err)
+			t.Errorf("Free(%#x) after Close = %v, want ErrClosed", heaptest.Addr(x), err)
 		}
 		if got, err := h.Realloc(x, 10); got != nil || !errors.Is(err, sizeclass.ErrClosed) {
-			t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, ErrClosed", addr(x), addr(got), err)
+			t.Errorf("Realloc(%#x, 10) after Close = %#x, %v, want nil, ErrClosed", heaptest.Addr(x), heaptest.Addr(got), err)
 		}
 		if n, err := h.UsableSize(x); n != 0 || !errors.Is(err, sizeclass.ErrClosed) {
-			t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, ErrClosed", addr(x), n, err)
+			t.Errorf("UsableSize(%#x) after Close = %d, %v, want 0, ErrClosed", heaptest.Addr(x), n, err)
 		}
 		if h.Contains(x) {
-			t.Errorf("Contains(%#x) after Close = true, want false", addr(x))
+			t.Errorf("Contains(%#x) after Close = true, want false", heaptest.Addr(x))
 		}
 	}
 	if _, err := h.Trim(); !errors.Is(err, sizeclass.ErrClosed) {

@@ -1,6 +1,7 @@
 package heaptest
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -21,21 +22,38 @@ func At(c []byte, delta, n int) []byte {
 }
 
 // Pattern is the byte a test writes at index i of the block of object id.
+// It repeats every 256 bytes, so Fill and Intact work a period at a time.
 func Pattern(id, i int) byte { return byte(id*131 + i*7 + 1) }
+
+// period returns object id's pattern for one period.
+func period(id int) (row [256]byte) {
+	for i := range row {
+		row[i] = Pattern(id, i)
+	}
+	return row
+}
 
 // Fill writes object id's pattern into b.
 func Fill(b []byte, id int) {
-	for i := range b {
-		b[i] = Pattern(id, i)
+	row := period(id)
+	for i := 0; i < len(b); i += len(row) {
+		copy(b[i:], row[:])
 	}
 }
 
 // Intact returns the index of the first byte of b that lost object id's
 // pattern, or -1.
 func Intact(b []byte, id int) int {
-	for i := range b {
-		if b[i] != Pattern(id, i) {
-			return i
+	row := period(id)
+	for i := 0; i < len(b); i += len(row) {
+		part := b[i:min(i+len(row), len(b))]
+		if bytes.Equal(part, row[:len(part)]) {
+			continue
+		}
+		for j := range part {
+			if part[j] != row[j] {
+				return i + j
+			}
 		}
 	}
 	return -1

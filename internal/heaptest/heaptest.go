@@ -1,10 +1,12 @@
-// Package heaptest holds what the tests of carve's general-purpose heaps
-// share: RunOps drives a heap with operations decoded from bytes, for the
-// map tests of fit and buddy; Run, Ops and Model are the differential
-// tests of fit and heap (the decoding of their fuzz inputs and the
-// reference model they check the heap against); and the helpers every
-// such test needs (Addr, At, the byte patterns written into blocks,
-// LogUniform sizes).
+// Package heaptest holds what the tests of carve's allocators share: the
+// helpers every such test needs (Addr, At, the byte patterns written into
+// blocks, LogUniform sizes, Poisoned, MustPanic), used by the tests of
+// pool, lockfree, arena, fit, buddy, sizeclass and heap; RunOps, which
+// drives a heap with operations decoded from bytes, for the map tests of
+// fit and buddy; and Run, Ops and Model, the differential tests of fit and
+// heap (the decoding of their fuzz inputs and the reference model they
+// check the heap against). It imports testing: only _test.go files may
+// import it.
 package heaptest
 
 import "testing"
