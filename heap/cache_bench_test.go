@@ -11,6 +11,7 @@ import (
 
 	"github.com/carvelab/carve/fit"
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/heaptest"
 )
 
 // The value cache benchmark: a map from keys to values of log-normally
@@ -328,7 +329,7 @@ func TestValueCache(t *testing.T) {
 				t.Fatalf("no key was deleted and another inserted: next key %d", c.next)
 			}
 			if h, ok := store.(*heap.Heap); ok {
-				mustCheck(t, h, "the churn")
+				heaptest.MustCheck(t, h, "the churn")
 				if got := h.Stats().Live; got != c.live {
 					t.Fatalf("Stats().Live = %d, the cache holds %d", got, c.live)
 				}

@@ -247,7 +247,7 @@ func (r *runner) Trim() {
 func (r *runner) Verify(step string) {
 	t := r.t
 	t.Helper()
-	mustCheck(t, r.h, step)
+	heaptest.MustCheck(t, r.h, step)
 	st := checkStats(t, r.h)
 	if st.Live != r.m.Bytes() || st.Slots+st.Blocks != int64(r.m.Blocks()) {
 		t.Fatalf("Stats() after %s = Live %d, %d slots and %d blocks, want %d, %d", step, st.Live, st.Slots, st.Blocks, r.m.Bytes(), r.m.Blocks())

@@ -33,7 +33,7 @@ func TestNewOptions(t *testing.T) {
 				t.Fatalf("New() = %v, %v, want a heap or nil and %v", h, err, tt.want)
 			}
 			if h != nil {
-				mustCheck(t, h, "New")
+				heaptest.MustCheck(t, h, "New")
 				if err := h.Close(); err != nil {
 					t.Fatalf("Close() = %v", err)
 				}
@@ -104,7 +104,7 @@ func TestAlloc(t *testing.T) {
 		}
 		live += int64(tt.size)
 		heaptest.Fill(b, tt.size)
-		mustCheck(t, h, "Alloc")
+		heaptest.MustCheck(t, h, "Alloc")
 		if st := checkStats(t, h); st.Live != live {
 			t.Fatalf("Stats().Live = %d, want %d", st.Live, live)
 		}
@@ -138,7 +138,7 @@ func TestSlots(t *testing.T) {
 			t.Fatalf("Alloc(33) = %#x, %v, want the lowest free slot %#x", heaptest.Addr(b), err, heaptest.Addr(bs[want]))
 		}
 	}
-	mustCheck(t, h, "reuse")
+	heaptest.MustCheck(t, h, "reuse")
 }
 
 // TestSlabsGiveBack checks that a slab whose slots are all freed gives its
@@ -162,7 +162,7 @@ func TestSlabsGiveBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustCheck(t, h, "freeing three slabs")
+	heaptest.MustCheck(t, h, "freeing three slabs")
 	if st := checkStats(t, h); st.Slabs != 1 || st.Footprint != 4096 || st.Resident != 4096 || st.Purges == 0 {
 		t.Fatalf("Stats() = %d slabs, footprint %d, resident %d, %d purges, want 1 slab, 4 KiB of each, the rest purged", st.Slabs, st.Footprint, st.Resident, st.Purges)
 	}
@@ -195,14 +195,14 @@ func TestSlabsRefill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustCheck(t, h, "freeing the buffers")
+	heaptest.MustCheck(t, h, "freeing the buffers")
 	if st := checkStats(t, h); st.Footprint >= setup.Footprint/4 {
 		t.Errorf("after freeing the buffers the footprint is %d of the setup's %d: their slabs were not given back", st.Footprint, setup.Footprint)
 	}
 	for i := range bufs {
 		bufs[i] = alloc(1024)
 	}
-	mustCheck(t, h, "the buffers again")
+	heaptest.MustCheck(t, h, "the buffers again")
 	again := checkStats(t, h)
 	if again.Footprint != setup.Footprint || again.Metadata != setup.Metadata {
 		t.Errorf("the buffers again: footprint %d, metadata %d; after the setup %d and %d: the refill grew the heap",
@@ -225,7 +225,7 @@ func TestHolesGiveBack(t *testing.T) {
 	if err := h.Free(big); err != nil {
 		t.Fatal(err)
 	}
-	mustCheck(t, h, "Free")
+	heaptest.MustCheck(t, h, "Free")
 	st := checkStats(t, h)
 	if gone := before.Resident - st.Resident; gone < 256<<10-2*4096 || st.Dirty != 0 {
 		t.Fatalf("Free of a 256 KiB block between two live ones gave back %d resident bytes, %d dirty left; want at least 256 KiB less two pages, none", gone, st.Dirty)
@@ -238,7 +238,7 @@ func TestHolesGiveBack(t *testing.T) {
 		t.Fatalf("Alloc(200 KiB) = %#x, %v, want the hole at %#x", heaptest.Addr(again), err, heaptest.Addr(big))
 	}
 	heaptest.Fill(again, 4)
-	mustCheck(t, h, "reuse")
+	heaptest.MustCheck(t, h, "reuse")
 	if heaptest.Intact(again, 4) >= 0 {
 		t.Fatal("a block on purged pages does not keep its bytes")
 	}
@@ -265,7 +265,7 @@ func TestRetain(t *testing.T) {
 	if err != nil || n != st.Dirty || after.Dirty != 0 || after.Footprint != st.Footprint-n {
 		t.Fatalf("Trim() = %d, %v, then dirty %d, footprint %d; want %d, nil, 0, %d", n, err, after.Dirty, after.Footprint, st.Dirty, st.Footprint-st.Dirty)
 	}
-	mustCheck(t, h, "Trim")
+	heaptest.MustCheck(t, h, "Trim")
 }
 
 // TestRealloc checks where Realloc keeps a block and where it moves it.
@@ -302,7 +302,7 @@ func TestRealloc(t *testing.T) {
 			if i := heaptest.Intact(n[:min(tt.from, tt.to)], 7); i >= 0 {
 				t.Fatalf("Realloc(%d -> %d) lost byte %d", tt.from, tt.to, i)
 			}
-			mustCheck(t, h, "Realloc")
+			heaptest.MustCheck(t, h, "Realloc")
 			if err := h.Free(n); err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func TestRealloc(t *testing.T) {
 	if err != nil || heaptest.Addr(n) != heaptest.Addr(a) || heaptest.Intact(n[:2000], 9) >= 0 {
 		t.Fatalf("Realloc into the free block after = %#x, %v, want in place at %#x, bytes kept", heaptest.Addr(n), err, heaptest.Addr(a))
 	}
-	mustCheck(t, h, "Realloc into the next block")
+	heaptest.MustCheck(t, h, "Realloc into the next block")
 	h.Free(n)
 	h.Free(guard)
 	if st := checkStats(t, h); st.Live != 0 || st.Used != 0 {
@@ -375,7 +375,7 @@ func TestMisuse(t *testing.T) {
 			if after := h.Stats(); after.Stats != before.Stats || after.Slots != before.Slots || after.Blocks != before.Blocks {
 				t.Fatalf("Stats() went from %+v to %+v", before.Stats, after.Stats)
 			}
-			mustCheck(t, h, tt.name)
+			heaptest.MustCheck(t, h, tt.name)
 		})
 	}
 	for _, b := range [][]byte{slot, block, keep} {
@@ -408,7 +408,7 @@ func TestBadArguments(t *testing.T) {
 			if got != nil || !errors.Is(err, tt.want) {
 				t.Fatalf("= %#x, %v, want nil, %v", heaptest.Addr(got), err, tt.want)
 			}
-			mustCheck(t, h, tt.name)
+			heaptest.MustCheck(t, h, tt.name)
 		})
 	}
 }
@@ -431,7 +431,7 @@ func TestLimit(t *testing.T) {
 			heaptest.Fill(b, len(bs))
 			bs = append(bs, b)
 		}
-		mustCheck(t, h, "filling")
+		heaptest.MustCheck(t, h, "filling")
 		if st := checkStats(t, h); st.Footprint > limit || st.Footprint < limit-64<<10 {
 			t.Fatalf("Stats().Footprint = %d after a refusal, want within 64 KiB under the limit %d", st.Footprint, limit)
 		}
@@ -449,7 +449,7 @@ func TestLimit(t *testing.T) {
 	} else {
 		h.Free(b)
 	}
-	mustCheck(t, h, "freeing")
+	heaptest.MustCheck(t, h, "freeing")
 }
 
 // TestClosed checks that every method of a closed heap, and of the zero
@@ -491,7 +491,7 @@ func TestClosed(t *testing.T) {
 	if err := h.Close(); !errors.Is(err, heap.ErrClosed) {
 		t.Fatalf("Close twice = %v, want ErrClosed", err)
 	}
-	mustCheck(t, h, "Close")
+	heaptest.MustCheck(t, h, "Close")
 }
 
 // TestClassTable checks the generated table's properties the heap relies
@@ -604,5 +604,5 @@ func TestUsableSize(t *testing.T) {
 		}
 		h.Free(n)
 	}
-	mustCheck(t, h, "UsableSize")
+	heaptest.MustCheck(t, h, "UsableSize")
 }

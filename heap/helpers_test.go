@@ -18,14 +18,6 @@ func newHeap(t testing.TB, opts ...heap.Option) *heap.Heap {
 	return h
 }
 
-// mustCheck fails the test when the heap's invariants do not hold.
-func mustCheck(t testing.TB, h *heap.Heap, step string) {
-	t.Helper()
-	if err := h.Check(); err != nil {
-		t.Fatalf("Check() after %s = %v, want nil", step, err)
-	}
-}
-
 // checkStats verifies the equations the Stats doc states, and returns the
 // statistics.
 func checkStats(t testing.TB, h *heap.Heap) heap.Stats {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -32,7 +33,7 @@ func randomFree(t *testing.T, n, lo, hi int) (peak, st heap.Stats) {
 			t.Fatal(err)
 		}
 	}
-	mustCheck(t, h, "freeing nine in ten")
+	heaptest.MustCheck(t, h, "freeing nine in ten")
 	return peak, checkStats(t, h)
 }
 

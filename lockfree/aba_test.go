@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/lockfree"
 )
 
@@ -154,12 +155,12 @@ func (a *abaPool) push(i int) {
 // newABAPool returns a pool of exactly three chunks, all carved, whose
 // free list is 0 -> 1 -> 2.
 func newABAPool(t *testing.T) *abaPool {
-	a := &abaPool{t: t, p: mustOver(t, make([]byte, 3*64), 64)}
+	a := &abaPool{t: t, p: heaptest.MustOver(t, lockfree.Over, make([]byte, 3*64), 64)}
 	for i := range a.chunks {
-		a.chunks[i] = mustAlloc(t, a.p)
+		a.chunks[i] = heaptest.MustAlloc(t, a.p)
 	}
 	for _, i := range []int{2, 1, 0} {
-		mustFree(t, a.p, a.chunks[i])
+		heaptest.MustFree(t, a.p, a.chunks[i])
 	}
 	return a
 }
@@ -175,7 +176,7 @@ func TestABAPoolHolds(t *testing.T) {
 	if tGot != 0 || held != 1 {
 		t.Fatalf("T popped %d and the test holds %d, want A=0 and B=1", tGot, held)
 	}
-	mustCheck(t, a.p, "the interleaving")
+	heaptest.MustCheck(t, a.p, "the interleaving")
 	next, ok := a.pop()
 	if !ok || next != 2 {
 		t.Fatalf("the next pop = %d, %t, want C=2, the only free chunk", next, ok)

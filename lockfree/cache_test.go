@@ -11,7 +11,7 @@ import (
 // mustCheckCaches checks the pool and each cache.
 func mustCheckCaches(t testing.TB, p *lockfree.Pool, step string, caches ...*lockfree.Cache) {
 	t.Helper()
-	mustCheck(t, p, step)
+	heaptest.MustCheck(t, p, step)
 	for k, c := range caches {
 		if err := c.Check(); err != nil {
 			t.Fatalf("cache %d: Check() after %s = %v, want nil", k, step, err)
@@ -23,7 +23,7 @@ func mustCheckCaches(t testing.TB, p *lockfree.Pool, step string, caches ...*loc
 // shared free list.
 func TestCacheBatches(t *testing.T) {
 	const n = 200
-	p := mustOver(t, make([]byte, n*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, n*64), 64)
 	c := p.NewCache()
 
 	// The first Alloc takes a batch, carved.
@@ -89,7 +89,7 @@ func TestCacheBatches(t *testing.T) {
 	if st := checkStats(t, p); c.Len() != 0 || st.Cached != 0 || st.InUse != 0 || p.DepotLen() != 4*lockfree.Batch {
 		t.Fatalf("after Flush: Len() %d, Stats() = %+v, depot %d, want all %d chunks in the depot", c.Len(), st, p.DepotLen(), 4*lockfree.Batch)
 	}
-	shared := mustAlloc(t, p)
+	shared := heaptest.MustAlloc(t, p)
 	if st := checkStats(t, p); st.Carved != 4*lockfree.Batch || st.InUse != 1 || p.DepotLen() != 3*lockfree.Batch {
 		t.Fatalf("shared Alloc with an empty free list: Stats() = %+v, depot %d, want a batch moved from the depot, nothing carved", st, p.DepotLen())
 	}
@@ -103,20 +103,20 @@ func TestCacheBatches(t *testing.T) {
 	if err != nil || heaptest.Addr(b) != heaptest.Addr(shared) {
 		t.Fatalf("cache Alloc() = %#x, %v, want %#x", heaptest.Addr(b), err, heaptest.Addr(shared))
 	}
-	mustFree(t, p, b)
+	heaptest.MustFree(t, p, b)
 	mustCheckCaches(t, p, "cross frees", c)
 }
 
 // TestCacheRefillOrder: an empty cache takes from the depot first, then
 // from the shared free list (in one swap), then carves.
 func TestCacheRefillOrder(t *testing.T) {
-	p := mustOver(t, make([]byte, 100*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 100*64), 64)
 	var shared [][]byte
 	for range 10 {
-		shared = append(shared, mustAlloc(t, p))
+		shared = append(shared, heaptest.MustAlloc(t, p))
 	}
 	for _, b := range shared {
-		mustFree(t, p, b)
+		heaptest.MustFree(t, p, b)
 	}
 	c := p.NewCache()
 	if _, err := c.Alloc(); err != nil {
@@ -151,7 +151,7 @@ func TestCacheRefillOrder(t *testing.T) {
 // until it gives them back.
 func TestCacheExhausted(t *testing.T) {
 	const n = 40
-	p := mustOver(t, make([]byte, n*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, n*64), 64)
 	a, b := p.NewCache(), p.NewCache()
 	var held [][]byte
 	for range n {
@@ -195,14 +195,14 @@ func TestCacheExhausted(t *testing.T) {
 // TestCacheForeign: a cache refuses what its pool did not hand out, and
 // accepts chunks carved after it last looked.
 func TestCacheForeign(t *testing.T) {
-	p := mustOver(t, make([]byte, 100*64), 64)
-	other := mustOver(t, make([]byte, 4*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 100*64), 64)
+	other := heaptest.MustOver(t, lockfree.Over, make([]byte, 4*64), 64)
 	c := p.NewCache()
 	first, err := c.Alloc() // the cache sees 32 chunks carved
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc := mustAlloc(t, other)
+	oc := heaptest.MustAlloc(t, other)
 	for _, probe := range []struct {
 		name string
 		b    []byte
@@ -223,7 +223,7 @@ func TestCacheForeign(t *testing.T) {
 	}
 	var late []byte
 	for range 40 { // carve past what the cache saw
-		late = mustAlloc(t, p)
+		late = heaptest.MustAlloc(t, p)
 	}
 	if i, _ := p.Index(late); i < lockfree.Batch {
 		t.Fatalf("the last shared Alloc is chunk %d, want one carved after the cache's batch", i)
@@ -239,9 +239,9 @@ func TestCacheForeign(t *testing.T) {
 // while no cache has traded with the pool, and grows as caches park more
 // chunks in the depot: at least 4 bytes per chunk there.
 func TestMetadata(t *testing.T) {
-	p := mustNew(t, 64, lockfree.SlabSize(4096))
+	p := heaptest.MustNew(t, lockfree.New, 64, lockfree.SlabSize(4096))
 	for range 100 {
-		mustAlloc(t, p)
+		heaptest.MustAlloc(t, p)
 	}
 	if st := p.Stats(); st.Metadata > 64 {
 		t.Errorf("Stats().Metadata with no cache = %d, want the page bitmaps' few words (the side table counts in Footprint)", st.Metadata)
@@ -287,5 +287,5 @@ func TestMetadata(t *testing.T) {
 	if err := c.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	mustCheck(t, p, "the caches' trades")
+	heaptest.MustCheck(t, p, "the caches' trades")
 }

@@ -34,11 +34,11 @@ func TestDoubleFree(t *testing.T) {
 	for _, first := range []path{shared, cached, flushed} {
 		for _, second := range []path{shared, cached} {
 			t.Run(first.name+" then "+second.name, func(t *testing.T) {
-				p := mustOver(t, make([]byte, 64*64), 64)
+				p := heaptest.MustOver(t, lockfree.Over, make([]byte, 64*64), 64)
 				c := p.NewCache()
 				var bs [][]byte
 				for range 5 {
-					bs = append(bs, mustAlloc(t, p))
+					bs = append(bs, heaptest.MustAlloc(t, p))
 				}
 				if err := first.free(p, c, bs[2]); err != nil {
 					t.Fatalf("Free() = %v, want nil", err)
@@ -59,9 +59,9 @@ func TestDoubleFree(t *testing.T) {
 // TestDoubleFreeRace frees one chunk from two goroutines at once: exactly
 // one Free succeeds.
 func TestDoubleFreeRace(t *testing.T) {
-	p := mustOver(t, make([]byte, 64*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 64*64), 64)
 	for range 200 {
-		b := mustAlloc(t, p)
+		b := heaptest.MustAlloc(t, p)
 		var ok atomic.Int32
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -81,14 +81,14 @@ func TestDoubleFreeRace(t *testing.T) {
 			t.Fatalf("%d of two racing Frees of one chunk succeeded, want 1", ok.Load())
 		}
 	}
-	mustCheck(t, p, "racing frees")
+	heaptest.MustCheck(t, p, "racing frees")
 }
 
 func TestWriteAfterFree(t *testing.T) {
 	for _, viaCache := range []bool{false, true} {
 		name := map[bool]string{false: "pool", true: "cache"}[viaCache]
 		t.Run(name, func(t *testing.T) {
-			p := mustOver(t, make([]byte, 64*64), 64)
+			p := heaptest.MustOver(t, lockfree.Over, make([]byte, 64*64), 64)
 			c := p.NewCache()
 			alloc := p.Alloc
 			free := p.Free
@@ -138,13 +138,13 @@ func TestWriteAfterFree(t *testing.T) {
 // pop hook) and uses the cache from another: every call is refused and
 // changes nothing.
 func TestCacheBusy(t *testing.T) {
-	p := mustOver(t, make([]byte, 64*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 64*64), 64)
 	var bs [][]byte
 	for range 4 {
-		bs = append(bs, mustAlloc(t, p))
+		bs = append(bs, heaptest.MustAlloc(t, p))
 	}
 	for _, b := range bs[1:] {
-		mustFree(t, p, b)
+		heaptest.MustFree(t, p, b)
 	}
 	hook, stalled, resume := stall()
 	p.SetPopHook(hook)
@@ -211,11 +211,11 @@ func TestSlowPathCheck(t *testing.T) {
 		{"cache, alloc", func(_ *lockfree.Pool, c *lockfree.Cache) { c.BreakCache(); c.CheckDue() },
 			func(_ *lockfree.Pool, c *lockfree.Cache) { c.Alloc() }},
 		{"cache, free", func(_ *lockfree.Pool, c *lockfree.Cache) { c.BreakCache(); c.CheckDue() },
-			func(p *lockfree.Pool, c *lockfree.Cache) { c.Free(mustAlloc(t, p)) }},
+			func(p *lockfree.Pool, c *lockfree.Cache) { c.Free(heaptest.MustAlloc(t, p)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := mustNew(t, 64, lockfree.SlabSize(4096))
+			p := heaptest.MustNew(t, lockfree.New, 64, lockfree.SlabSize(4096))
 			c := p.NewCache()
 			for range 3 {
 				b, err := c.Alloc()
@@ -228,7 +228,7 @@ func TestSlowPathCheck(t *testing.T) {
 			}
 			// Carve the first slab whole: the next carve must grow.
 			for range 4096/64 - lockfree.Batch {
-				mustAlloc(t, p)
+				heaptest.MustAlloc(t, p)
 			}
 			tt.break_(p, c)
 			defer func() {
@@ -247,7 +247,7 @@ func TestSlowPathCheck(t *testing.T) {
 // calls made, so that checked builds stay linear.
 func TestSlowPathCheckLinear(t *testing.T) {
 	const n = 1 << 14
-	p := mustNew(t, 16, lockfree.SlabSize(4096))
+	p := heaptest.MustNew(t, lockfree.New, 16, lockfree.SlabSize(4096))
 	c := p.NewCache()
 	bs := make([][]byte, 0, n)
 	for range n {

@@ -114,7 +114,7 @@ func runOps(t *testing.T, cfg fuzzConfig) {
 	r.stride = (r.chunk + r.align - 1) / r.align * r.align
 	if cfg.over {
 		n := 1 + int(cfg.room)%200
-		r.p = mustOver(t, make([]byte, n*r.stride+r.align-1), r.chunk, lockfree.Align(r.align))
+		r.p = heaptest.MustOver(t, lockfree.Over, make([]byte, n*r.stride+r.align-1), r.chunk, lockfree.Align(r.align))
 		r.maxLive = n
 	} else {
 		page := mem.PageSize()
@@ -123,11 +123,11 @@ func runOps(t *testing.T, cfg fuzzConfig) {
 			slab <<= 1
 		}
 		limit := (1 + int(cfg.room)%4) * slab
-		r.p = mustNew(t, r.chunk, lockfree.Align(r.align), lockfree.SlabSize(page), lockfree.Limit(int64(limit)))
+		r.p = heaptest.MustNew(t, lockfree.New, r.chunk, lockfree.Align(r.align), lockfree.SlabSize(page), lockfree.Limit(int64(limit)))
 		r.maxLive = limit / r.stride
 	}
 	r.caches = [2]*lockfree.Cache{r.p.NewCache(), r.p.NewCache()}
-	r.other = mustOver(t, make([]byte, 4*r.stride), r.chunk, lockfree.Align(r.align))
+	r.other = heaptest.MustOver(t, lockfree.Over, make([]byte, 4*r.stride), r.chunk, lockfree.Align(r.align))
 	r.verify("open")
 
 	ops := cfg.ops

@@ -18,61 +18,6 @@ import (
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// mustCheck fails the test when the pool's invariants do not hold.
-func mustCheck(t testing.TB, p *lockfree.Pool, step string) {
-	t.Helper()
-	if err := p.Check(); err != nil {
-		t.Fatalf("Check() after %s = %v, want nil", step, err)
-	}
-}
-
-// mustNew returns a pool made by New, closed when the test ends.
-func mustNew(t testing.TB, chunk int, opts ...lockfree.Option) *lockfree.Pool {
-	t.Helper()
-	p, err := lockfree.New(chunk, opts...)
-	if err != nil {
-		t.Fatalf("New(%d) = %v, want nil", chunk, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	mustCheck(t, p, "New")
-	return p
-}
-
-// mustOver returns a pool made by Over, closed when the test ends.
-func mustOver(t testing.TB, region []byte, chunk int, opts ...lockfree.Option) *lockfree.Pool {
-	t.Helper()
-	p, err := lockfree.Over(region, chunk, opts...)
-	if err != nil {
-		t.Fatalf("Over(%d bytes, %d) = %v, want nil", len(region), chunk, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	mustCheck(t, p, "Over")
-	return p
-}
-
-// mustAlloc allocates a chunk from the shared pool and checks the pool.
-func mustAlloc(t testing.TB, p *lockfree.Pool) []byte {
-	t.Helper()
-	c, err := p.Alloc()
-	if err != nil {
-		t.Fatalf("Alloc() = %v, want nil (stats %+v)", err, p.Stats())
-	}
-	if len(c) != p.ChunkSize() || cap(c) != p.ChunkSize() {
-		t.Fatalf("Alloc() = len %d cap %d, want both %d", len(c), cap(c), p.ChunkSize())
-	}
-	mustCheck(t, p, "Alloc")
-	return c
-}
-
-// mustFree frees a chunk to the shared pool and checks the pool.
-func mustFree(t testing.TB, p *lockfree.Pool, c []byte) {
-	t.Helper()
-	if err := p.Free(c); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
-	}
-	mustCheck(t, p, "Free")
-}
-
 // checkStats verifies the equations every pool's statistics obey.
 func checkStats(t testing.TB, p *lockfree.Pool) lockfree.Stats {
 	t.Helper()
@@ -153,13 +98,13 @@ func TestNew(t *testing.T) {
 				return
 			}
 			defer p.Close()
-			mustCheck(t, p, "New")
+			heaptest.MustCheck(t, p, "New")
 			st := checkStats(t, p)
 			want := lockfree.Stats{ChunkSize: tt.chunk, Stride: tt.stride, Align: tt.align, SlabSize: tt.slab}
 			if st != want {
 				t.Fatalf("Stats() of a new pool = %+v, want %+v", st, want)
 			}
-			c := mustAlloc(t, p)
+			c := heaptest.MustAlloc(t, p)
 			if a := heaptest.Addr(c); a%uintptr(tt.align) != 0 {
 				t.Errorf("Alloc() = %#x, want aligned to %d", a, tt.align)
 			}
@@ -174,7 +119,7 @@ func TestNew(t *testing.T) {
 				t.Errorf("Stats() after one Alloc = %+v, want one slab of %d bytes holding %d chunks, one in use", st, tt.slab, tt.slab/tt.stride)
 			}
 			if tt.chunk <= 1<<20 { // checked builds poison what is freed: spare the machine a GiB
-				mustFree(t, p, c)
+				heaptest.MustFree(t, p, c)
 			}
 		})
 	}
@@ -227,7 +172,7 @@ func TestOver(t *testing.T) {
 					t.Fatalf("Alloc() = %#x, outside the region [%#x, +%d)", heaptest.Addr(c), heaptest.Addr(region), len(region))
 				}
 				got = append(got, c)
-				mustCheck(t, p, "Alloc")
+				heaptest.MustCheck(t, p, "Alloc")
 			}
 			if len(got) != tt.chunks {
 				t.Fatalf("Over(%d bytes at +%d, %d) handed out %d chunks, want %d", tt.len, tt.offset, tt.chunk, len(got), tt.chunks)
@@ -237,7 +182,7 @@ func TestOver(t *testing.T) {
 				t.Errorf("Stats() = %+v, want Capacity = InUse = %d, Footprint %d + links, 1 slab", st, tt.chunks, tt.len)
 			}
 			for _, c := range got {
-				mustFree(t, p, c)
+				heaptest.MustFree(t, p, c)
 			}
 			if st := checkStats(t, p); st.InUse != 0 || st.Free != int64(tt.chunks) {
 				t.Errorf("Stats() after freeing all = InUse %d, Free %d, want 0, %d", st.InUse, st.Free, tt.chunks)
@@ -249,19 +194,19 @@ func TestOver(t *testing.T) {
 // TestLIFO: the chunk freed last is the next one handed out, as in package
 // pool, and chunks come carved in address order.
 func TestLIFO(t *testing.T) {
-	p := mustOver(t, make([]byte, 8*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 8*64), 64)
 	var cs [8][]byte
 	for i := range cs {
-		cs[i] = mustAlloc(t, p)
+		cs[i] = heaptest.MustAlloc(t, p)
 		if i > 0 && heaptest.Addr(cs[i]) != heaptest.Addr(cs[i-1])+64 {
 			t.Fatalf("Alloc() #%d = %#x, want the next chunk %#x", i, heaptest.Addr(cs[i]), heaptest.Addr(cs[i-1])+64)
 		}
 	}
 	for _, i := range []int{2, 5, 0} {
-		mustFree(t, p, cs[i])
+		heaptest.MustFree(t, p, cs[i])
 	}
 	for _, i := range []int{0, 5, 2} {
-		if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[i]) {
+		if c := heaptest.MustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[i]) {
 			t.Fatalf("Alloc() = %#x, want chunk %d at %#x, freed last", heaptest.Addr(c), i, heaptest.Addr(cs[i]))
 		}
 	}
@@ -275,21 +220,21 @@ func TestForeign(t *testing.T) {
 			var p *lockfree.Pool
 			var region []byte
 			if kind == "New" {
-				p = mustNew(t, 48, lockfree.SlabSize(4096))
+				p = heaptest.MustNew(t, lockfree.New, 48, lockfree.SlabSize(4096))
 			} else {
 				// The region starts inside its Go object, so that addresses
 				// below it stay in the object (checkptr, which -race turns
 				// on, insists).
 				region = make([]byte, 48+40*48+20)[48:]
-				p = mustOver(t, region, 48)
+				p = heaptest.MustOver(t, lockfree.Over, region, 48)
 			}
-			other := mustOver(t, make([]byte, 4*48), 48)
+			other := heaptest.MustOver(t, lockfree.Over, make([]byte, 4*48), 48)
 			var cs [][]byte
 			for range 10 {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
-			mustFree(t, p, cs[9])
-			oc := mustAlloc(t, other)
+			heaptest.MustFree(t, p, cs[9])
+			oc := heaptest.MustAlloc(t, other)
 			probes := []struct {
 				name string
 				b    []byte
@@ -324,7 +269,7 @@ func TestForeign(t *testing.T) {
 				if after := p.Stats(); after != before {
 					t.Errorf("Stats() after Free(%s) = %+v, want unchanged %+v", pr.name, after, before)
 				}
-				mustCheck(t, p, "Free("+pr.name+")")
+				heaptest.MustCheck(t, p, "Free("+pr.name+")")
 			}
 		})
 	}
@@ -392,16 +337,16 @@ func TestHeadWord(t *testing.T) {
 
 // TestVersion: every change to the free list moves the head's version.
 func TestVersion(t *testing.T) {
-	p := mustOver(t, make([]byte, 4*64), 64)
+	p := heaptest.MustOver(t, lockfree.Over, make([]byte, 4*64), 64)
 	_, v0 := p.Head()
-	a := mustAlloc(t, p) // carved: the list does not change
-	b := mustAlloc(t, p)
+	a := heaptest.MustAlloc(t, p) // carved: the list does not change
+	b := heaptest.MustAlloc(t, p)
 	if _, v := p.Head(); v != v0 {
 		t.Fatalf("version after carving = %d, want %d", v, v0)
 	}
-	mustFree(t, p, a)
-	mustFree(t, p, b)
-	mustAlloc(t, p)
+	heaptest.MustFree(t, p, a)
+	heaptest.MustFree(t, p, b)
+	heaptest.MustAlloc(t, p)
 	if i, v := p.Head(); v != v0+3 || i != 0 {
 		t.Fatalf("Head() after two pushes and a pop = %d, version %d, want chunk 0, version %d", i, v, v0+3)
 	}
@@ -411,7 +356,7 @@ func TestVersion(t *testing.T) {
 func TestGrowth(t *testing.T) {
 	page := mem.PageSize()
 	const chunk = 200 // straddles slab boundaries
-	p := mustNew(t, chunk, lockfree.SlabSize(page), lockfree.Limit(int64(4*page)))
+	p := heaptest.MustNew(t, lockfree.New, chunk, lockfree.SlabSize(page), lockfree.Limit(int64(4*page)))
 	stride := 200
 	want := 4 * page / stride
 	var cs [][]byte
@@ -430,7 +375,7 @@ func TestGrowth(t *testing.T) {
 		if st.Slabs != slabs || st.Capacity != int64(slabs*page/stride) {
 			t.Fatalf("after %d Allocs: Stats() = Slabs %d, Capacity %d, want %d, %d", len(cs), st.Slabs, st.Capacity, slabs, slabs*page/stride)
 		}
-		mustCheck(t, p, "Alloc")
+		heaptest.MustCheck(t, p, "Alloc")
 	}
 	if len(cs) != want {
 		t.Fatalf("pool of 4 pages handed out %d chunks of %d, want %d", len(cs), stride, want)
@@ -439,7 +384,7 @@ func TestGrowth(t *testing.T) {
 		if i := heaptest.Intact(c, id); i >= 0 {
 			t.Fatalf("chunk %d lost byte %d", id, i)
 		}
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 	}
 	st := checkStats(t, p)
 	if st.InUse != 0 || st.Free != int64(want) || st.Footprint != int64(4*page)+st.LinkBytes {
@@ -460,7 +405,7 @@ func TestClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := mustAlloc(t, p)
+			c := heaptest.MustAlloc(t, p)
 			cache := p.NewCache()
 			if _, err := cache.Alloc(); err != nil {
 				t.Fatal(err)
@@ -493,7 +438,7 @@ func TestClose(t *testing.T) {
 			if err := late.Flush(); !errors.Is(err, lockfree.ErrClosed) {
 				t.Errorf("Flush() of a cache made after Close = %v, want %v", err, lockfree.ErrClosed)
 			}
-			mustCheck(t, p, "Close")
+			heaptest.MustCheck(t, p, "Close")
 		})
 	}
 }

@@ -75,9 +75,9 @@ func stress(t *testing.T, m stressMode, ops int) int64 {
 	const size = 64
 	var p *lockfree.Pool
 	if m.over {
-		p = mustOver(t, make([]byte, m.chunks*size), size)
+		p = heaptest.MustOver(t, lockfree.Over, make([]byte, m.chunks*size), size)
 	} else {
-		p = mustNew(t, size, lockfree.Limit(int64(m.chunks*size)), lockfree.SlabSize(m.chunks*size))
+		p = heaptest.MustNew(t, lockfree.New, size, lockfree.Limit(int64(m.chunks*size)), lockfree.SlabSize(m.chunks*size))
 	}
 	lo, _ := p.Bounds()
 	owners := make([]atomic.Int32, m.chunks)
@@ -103,7 +103,7 @@ func stress(t *testing.T, m stressMode, ops int) int64 {
 			t.Fatalf("Flush() = %v", err)
 		}
 	}
-	mustCheck(t, p, "flushing every cache")
+	heaptest.MustCheck(t, p, "flushing every cache")
 	st := checkStats(t, p)
 	if st.InUse != 0 || st.Cached != 0 || st.Free != st.Carved {
 		t.Errorf("Stats() after every chunk was freed and every cache flushed = %+v, want InUse 0, Cached 0, Free = Carved", st)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/lockfree"
 )
 
@@ -125,7 +126,7 @@ func TestOf(t *testing.T) {
 	if err := o.Free(b); err != nil {
 		t.Fatal(err)
 	}
-	mustCheck(t, p, "typed caches")
+	heaptest.MustCheck(t, p, "typed caches")
 	if st := checkStats(t, p); st.InUse != 0 || st.Cached != 0 {
 		t.Fatalf("Stats() after everything went back = %+v, want nothing in use or cached", st)
 	}

@@ -27,34 +27,34 @@ func TestDoubleFree(t *testing.T) {
 		freed []int // chunks freed once, in order
 		again int   // the chunk freed a second time
 	}{
-		{"New, head of the free list", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{1, 3}, 3},
-		{"New, deep in the free list", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{1, 3, 5}, 1},
-		{"New, only free chunk", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }, []int{0}, 0},
-		{"Over", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 8*64)[3:], 64) }, []int{2, 6}, 2},
+		{"New, head of the free list", func(t *testing.T) *pool.Pool { return heaptest.MustNew(t, pool.New, 64) }, []int{1, 3}, 3},
+		{"New, deep in the free list", func(t *testing.T) *pool.Pool { return heaptest.MustNew(t, pool.New, 64) }, []int{1, 3, 5}, 1},
+		{"New, only free chunk", func(t *testing.T) *pool.Pool { return heaptest.MustNew(t, pool.New, 64) }, []int{0}, 0},
+		{"Over", func(t *testing.T) *pool.Pool { return heaptest.MustOver(t, pool.Over, make([]byte, 8*64)[3:], 64) }, []int{2, 6}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.make(t)
 			var cs [][]byte
 			for range 7 {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
 			for _, i := range tt.freed {
-				mustFree(t, p, cs[i])
+				heaptest.MustFree(t, p, cs[i])
 			}
 			before := p.Stats()
 			for range 2 {
 				if err := p.Free(cs[tt.again]); !errors.Is(err, pool.ErrDoubleFree) {
 					t.Fatalf("Free(chunk %d) again = %v, want %v", tt.again, err, pool.ErrDoubleFree)
 				}
-				mustCheck(t, p, "double free")
+				heaptest.MustCheck(t, p, "double free")
 			}
 			if after := p.Stats(); after != before {
 				t.Errorf("Stats() after a double free = %+v, want unchanged %+v", after, before)
 			}
 			// Each freed chunk comes back once, last freed first.
 			for k := len(tt.freed) - 1; k >= 0; k-- {
-				if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[tt.freed[k]]) {
+				if c := heaptest.MustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(cs[tt.freed[k]]) {
 					t.Fatalf("Alloc() = %#x, want chunk %d at %#x", heaptest.Addr(c), tt.freed[k], heaptest.Addr(cs[tt.freed[k]]))
 				}
 			}
@@ -83,28 +83,28 @@ func TestDoubleFreeAfterTrim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := mustNew(t, chunk, pool.SlabSize(slab))
+			p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab))
 			var cs, stale [][]byte
 			for range tt.alloc {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
 			for _, c := range cs {
 				if int((heaptest.Addr(c)-heaptest.Addr(cs[0]))/slab) == tt.slab {
-					mustFree(t, p, c)
+					heaptest.MustFree(t, p, c)
 					stale = append(stale, c)
 				}
 			}
 			if n, err := p.Trim(); n != slab || err != nil {
 				t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, slab)
 			}
-			mustCheck(t, p, "Trim")
+			heaptest.MustCheck(t, p, "Trim")
 			before := p.Stats()
 			for _, c := range []([]byte){stale[0], stale[len(stale)/2], stale[len(stale)-1]} {
 				err := p.Free(c)
 				if !isAny(err, tt.want) {
 					t.Fatalf("Free(%#x) after Trim = %v, want one of %v", heaptest.Addr(c), err, tt.want)
 				}
-				mustCheck(t, p, "double free after Trim")
+				heaptest.MustCheck(t, p, "double free after Trim")
 			}
 			if after := p.Stats(); after != before {
 				t.Errorf("Stats() after double frees = %+v, want unchanged %+v", after, before)
@@ -117,10 +117,10 @@ func TestDoubleFreeAfterTrim(t *testing.T) {
 // also the chunks of a revived slab.
 func TestPoison(t *testing.T) {
 	const chunk = 60 // stride 64: the padding is poisoned too
-	p := mustNew(t, chunk, pool.SlabSize(4096))
+	p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(4096))
 	var cs [][]byte
 	for i := range 3 * 64 {
-		c := mustAlloc(t, p)
+		c := heaptest.MustAlloc(t, p)
 		heaptest.Fill(c, i)
 		cs = append(cs, c)
 	}
@@ -134,7 +134,7 @@ func TestPoison(t *testing.T) {
 		return -1
 	}
 	for _, c := range cs[:64] {
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 		if i := poisoned(c); i >= 0 {
 			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", heaptest.Addr(c), i, c[i], invariants.Poison)
 		}
@@ -144,9 +144,9 @@ func TestPoison(t *testing.T) {
 		t.Fatalf("Trim() = %d, %v, want 4096, nil", n, err)
 	}
 	for _, c := range cs[64:] {
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 	}
-	mustAlloc(t, p)
+	heaptest.MustAlloc(t, p)
 	for _, c := range cs[64:127] {
 		if i := poisoned(c); i >= 0 {
 			t.Fatalf("freed chunk %#x: byte %d = %#x, want poison %#x", heaptest.Addr(c), i, c[i], invariants.Poison)
@@ -155,9 +155,9 @@ func TestPoison(t *testing.T) {
 	// The free list holds slabs 1 and 2; empty it, then see the revived
 	// slab 0 poisoned.
 	for range 127 {
-		mustAlloc(t, p)
+		heaptest.MustAlloc(t, p)
 	}
-	r := mustAlloc(t, p)
+	r := heaptest.MustAlloc(t, p)
 	if heaptest.Addr(r) != heaptest.Addr(cs[0]) {
 		t.Fatalf("Alloc() = %#x, want the first chunk of the revived slab, %#x", heaptest.Addr(r), heaptest.Addr(cs[0]))
 	}
@@ -196,20 +196,20 @@ func TestWriteAfterFree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := mustNew(t, chunk, pool.SlabSize(4096))
+			p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(4096))
 			base, _ := p.Bounds()
 			var cs [][]byte
 			for range 8 {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
 			free := map[uintptr]bool{}
 			for _, i := range []int{0, 1, 3, 5} {
 				if i != tt.victim {
-					mustFree(t, p, cs[i])
+					heaptest.MustFree(t, p, cs[i])
 					free[heaptest.Addr(cs[i])] = true
 				}
 			}
-			mustFree(t, p, cs[tt.victim])
+			heaptest.MustFree(t, p, cs[tt.victim])
 			victim := cs[tt.victim]
 			tt.write(victim, cs, base)
 
@@ -220,14 +220,14 @@ func TestWriteAfterFree(t *testing.T) {
 			if c != nil || !errors.Is(err, pool.ErrCorrupt) {
 				t.Fatalf("Alloc() after a write into freed chunk %#x = %#x, %v, want nil, %v", heaptest.Addr(victim), heaptest.Addr(c), err, pool.ErrCorrupt)
 			}
-			mustCheck(t, p, "Alloc of a corrupt chunk")
+			heaptest.MustCheck(t, p, "Alloc of a corrupt chunk")
 			if st := checkStats(t, p); st.Quarantined != 1 || st.InUse != 4 || st.Free != 3 {
 				t.Fatalf("Stats() = Quarantined %d, InUse %d, Free %d, want 1, 4, 3", st.Quarantined, st.InUse, st.Free)
 			}
 			// The other free chunks come out once each, then fresh ones;
 			// the corrupt chunk never.
 			for k := range 3 + 4 {
-				c := mustAlloc(t, p)
+				c := heaptest.MustAlloc(t, p)
 				switch a := heaptest.Addr(c); {
 				case a == heaptest.Addr(victim):
 					t.Fatalf("Alloc() #%d = the quarantined chunk %#x", k, a)
@@ -249,23 +249,23 @@ func TestWriteAfterFree(t *testing.T) {
 // quarantined: it was freed already, so this is a double free, and the
 // counts must not move.
 func TestQuarantinedFreedAgain(t *testing.T) {
-	p := mustNew(t, 64)
-	a, b := mustAlloc(t, p), mustAlloc(t, p)
-	mustFree(t, p, a)
+	p := heaptest.MustNew(t, pool.New, 64)
+	a, b := heaptest.MustAlloc(t, p), heaptest.MustAlloc(t, p)
+	heaptest.MustFree(t, p, a)
 	a[pool.LinkSize] = 1
 	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
 		t.Fatalf("Alloc() after a write into a freed chunk = %v, want %v", err, pool.ErrCorrupt)
 	}
-	mustCheck(t, p, "Alloc of a corrupt chunk")
+	heaptest.MustCheck(t, p, "Alloc of a corrupt chunk")
 	before := p.Stats()
 	if err := p.Free(a); !errors.Is(err, pool.ErrDoubleFree) {
 		t.Errorf("Free(quarantined chunk) = %v, want %v", err, pool.ErrDoubleFree)
 	}
-	mustCheck(t, p, "Free of the quarantined chunk")
+	heaptest.MustCheck(t, p, "Free of the quarantined chunk")
 	if after := checkStats(t, p); after != before || after.InUse != 1 || after.Quarantined != 1 {
 		t.Errorf("Stats() after Free(quarantined chunk) = %+v, want unchanged %+v (InUse 1, Quarantined 1)", after, before)
 	}
-	mustFree(t, p, b)
+	heaptest.MustFree(t, p, b)
 	if st := checkStats(t, p); st.InUse != 0 || st.Quarantined != 1 {
 		t.Errorf("Stats() = InUse %d, Quarantined %d, want 0, 1", st.InUse, st.Quarantined)
 	}
@@ -274,13 +274,13 @@ func TestQuarantinedFreedAgain(t *testing.T) {
 // TestQuarantineSurvivesTrim checks that a slab holding a quarantined chunk
 // is not given back (the chunk is not free) and that the pool stays whole.
 func TestQuarantineSurvivesTrim(t *testing.T) {
-	p := mustNew(t, 64, pool.SlabSize(4096))
+	p := heaptest.MustNew(t, pool.New, 64, pool.SlabSize(4096))
 	var cs [][]byte
 	for range 2 * 64 {
-		cs = append(cs, mustAlloc(t, p))
+		cs = append(cs, heaptest.MustAlloc(t, p))
 	}
 	for _, c := range cs[:64] {
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 	}
 	cs[63][pool.LinkSize] = 1 // the last freed: the head
 	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
@@ -289,7 +289,7 @@ func TestQuarantineSurvivesTrim(t *testing.T) {
 	if n, err := p.Trim(); n != 0 || err != nil {
 		t.Errorf("Trim() with a quarantined chunk in the only free slab = %d, %v, want 0, nil", n, err)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	if st := checkStats(t, p); st.Slabs != 2 || st.Quarantined != 1 || st.Free != 63 {
 		t.Errorf("Stats() = Slabs %d, Quarantined %d, Free %d, want 2, 1, 63", st.Slabs, st.Quarantined, st.Free)
 	}
@@ -300,9 +300,9 @@ func TestQuarantineSurvivesTrim(t *testing.T) {
 func TestSlowPathCheck(t *testing.T) {
 	for _, op := range []string{"Alloc", "Free", "Trim"} {
 		t.Run(op, func(t *testing.T) {
-			p := mustNew(t, 64, pool.SlabSize(4096))
-			c := mustAlloc(t, p)
-			mustAlloc(t, p)
+			p := heaptest.MustNew(t, pool.New, 64, pool.SlabSize(4096))
+			c := heaptest.MustAlloc(t, p)
+			heaptest.MustAlloc(t, p)
 			p.BreakLiveCount()
 			p.CheckDue()
 			defer func() {
@@ -328,7 +328,7 @@ func TestSlowPathCheck(t *testing.T) {
 // made, so that checked builds stay linear.
 func TestSlowPathCheckLinear(t *testing.T) {
 	const n = 1 << 15
-	p := mustNew(t, 16, pool.SlabSize(4096))
+	p := heaptest.MustNew(t, pool.New, 16, pool.SlabSize(4096))
 	cs := make([][]byte, 0, n)
 	for range n {
 		c, err := p.Alloc()
@@ -353,7 +353,7 @@ func TestSlowPathCheckLinear(t *testing.T) {
 	if work > calls+uint64(n) {
 		t.Errorf("checker took %d steps over %d calls: more than the calls, the checks are not linear", work, calls)
 	}
-	mustCheck(t, p, "the frees")
+	heaptest.MustCheck(t, p, "the frees")
 }
 
 // TestOfDoubleFree frees a *T twice through the typed handle: the second
@@ -378,7 +378,7 @@ func TestOfDoubleFree(t *testing.T) {
 		if err := o.Free(a); !errors.Is(err, pool.ErrDoubleFree) {
 			t.Fatalf("Free(a) again = %v, want %v", err, pool.ErrDoubleFree)
 		}
-		mustCheck(t, o.Pool(), "a double free of a *T")
+		heaptest.MustCheck(t, o.Pool(), "a double free of a *T")
 		if after := o.Pool().Stats(); after != before {
 			t.Fatalf("Stats() after a double free = %+v, want unchanged %+v", after, before)
 		}
@@ -415,17 +415,17 @@ func TestOfDoubleFree(t *testing.T) {
 		if err := o.Free(vs[5]); !errors.Is(err, pool.ErrDoubleFree) {
 			t.Fatalf("Free(a *T of a trimmed slab) = %v, want %v", err, pool.ErrDoubleFree)
 		}
-		mustCheck(t, o.Pool(), "a double free into a trimmed slab")
+		heaptest.MustCheck(t, o.Pool(), "a double free into a trimmed slab")
 	})
 }
 
 // TestCloseQuarantined closes a pool holding a quarantined chunk: Stats
 // afterwards reports an empty pool, not a negative InUse.
 func TestCloseQuarantined(t *testing.T) {
-	p := mustNew(t, 64)
-	a := mustAlloc(t, p)
-	mustAlloc(t, p)
-	mustFree(t, p, a)
+	p := heaptest.MustNew(t, pool.New, 64)
+	a := heaptest.MustAlloc(t, p)
+	heaptest.MustAlloc(t, p)
+	heaptest.MustFree(t, p, a)
 	a[pool.LinkSize] = 1
 	if _, err := p.Alloc(); !errors.Is(err, pool.ErrCorrupt) {
 		t.Fatalf("Alloc() after a write into a freed chunk = %v, want %v", err, pool.ErrCorrupt)
@@ -441,8 +441,8 @@ func TestCloseQuarantined(t *testing.T) {
 // TestCheckLiveBitOutside marks a chunk past the cursor live: the checker
 // of the pool's bookkeeping must find it.
 func TestCheckLiveBitOutside(t *testing.T) {
-	p := mustNew(t, 64, pool.SlabSize(4096))
-	mustAlloc(t, p)
+	p := heaptest.MustNew(t, pool.New, 64, pool.SlabSize(4096))
+	heaptest.MustAlloc(t, p)
 	p.BreakLiveBit()
 	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "outside") {
 		t.Errorf("Check() with a live bit past the cursor = %v, want an error about a bit outside the carved chunks", err)

@@ -408,7 +408,7 @@ func (r *runner) trim() {
 func (r *runner) verify(step string) {
 	t := r.t
 	t.Helper()
-	mustCheck(t, r.p, step)
+	heaptest.MustCheck(t, r.p, step)
 	st := checkStats(t, r.p)
 	if st.InUse != int64(len(r.live)) || st.Quarantined != 0 {
 		t.Fatalf("Stats() after %s = InUse %d, Quarantined %d, want %d live chunks, 0", step, st.InUse, st.Quarantined, len(r.live))

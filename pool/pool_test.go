@@ -25,61 +25,6 @@ func isAny(err error, targets []error) bool {
 	return false
 }
 
-// mustCheck fails the test when the pool's invariants do not hold.
-func mustCheck(t testing.TB, p *pool.Pool, step string) {
-	t.Helper()
-	if err := p.Check(); err != nil {
-		t.Fatalf("Check() after %s = %v, want nil", step, err)
-	}
-}
-
-// mustNew returns a pool made by New, closed when the test ends.
-func mustNew(t testing.TB, chunk int, opts ...pool.Option) *pool.Pool {
-	t.Helper()
-	p, err := pool.New(chunk, opts...)
-	if err != nil {
-		t.Fatalf("New(%d) = %v, want nil", chunk, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	mustCheck(t, p, "New")
-	return p
-}
-
-// mustOver returns a pool made by Over, closed when the test ends.
-func mustOver(t testing.TB, region []byte, chunk int, opts ...pool.Option) *pool.Pool {
-	t.Helper()
-	p, err := pool.Over(region, chunk, opts...)
-	if err != nil {
-		t.Fatalf("Over(%d bytes, %d) = %v, want nil", len(region), chunk, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	mustCheck(t, p, "Over")
-	return p
-}
-
-// mustAlloc allocates a chunk and checks the pool.
-func mustAlloc(t testing.TB, p *pool.Pool) []byte {
-	t.Helper()
-	c, err := p.Alloc()
-	if err != nil {
-		t.Fatalf("Alloc() = %v, want nil (stats %+v)", err, p.Stats())
-	}
-	if len(c) != p.ChunkSize() || cap(c) != p.ChunkSize() {
-		t.Fatalf("Alloc() = len %d cap %d, want both %d", len(c), cap(c), p.ChunkSize())
-	}
-	mustCheck(t, p, "Alloc")
-	return c
-}
-
-// mustFree frees a chunk and checks the pool.
-func mustFree(t testing.TB, p *pool.Pool, c []byte) {
-	t.Helper()
-	if err := p.Free(c); err != nil {
-		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
-	}
-	mustCheck(t, p, "Free")
-}
-
 // checkStats verifies the equations every pool's statistics obey.
 func checkStats(t testing.TB, p *pool.Pool) pool.Stats {
 	t.Helper()
@@ -165,7 +110,7 @@ func TestNew(t *testing.T) {
 				return
 			}
 			defer p.Close()
-			mustCheck(t, p, "New")
+			heaptest.MustCheck(t, p, "New")
 			st := checkStats(t, p)
 			want := pool.Stats{ChunkSize: tt.chunk, Stride: tt.stride, Align: tt.align, SlabSize: tt.slab}
 			if st != want {
@@ -217,7 +162,7 @@ func TestOver(t *testing.T) {
 				return
 			}
 			defer p.Close()
-			mustCheck(t, p, "Over")
+			heaptest.MustCheck(t, p, "Over")
 			st := checkStats(t, p)
 			if tt.capacity == 0 { // depends on where the region starts
 				pad := -heaptest.Addr(tt.region) & uintptr(st.Align-1)
@@ -229,7 +174,7 @@ func TestOver(t *testing.T) {
 			}
 			// Every chunk it holds is handed out, then it is exhausted.
 			for i := range tt.capacity {
-				c := mustAlloc(t, p)
+				c := heaptest.MustAlloc(t, p)
 				lo, hi := heaptest.Addr(tt.region), heaptest.Addr(tt.region)+uintptr(len(tt.region))
 				if a := heaptest.Addr(c); a < lo || a+uintptr(len(c)) > hi || a%uintptr(st.Align) != 0 {
 					t.Fatalf("Alloc() #%d = [%#x, %#x), want inside [%#x, %#x) aligned to %d", i, a, a+uintptr(len(c)), lo, hi, st.Align)
@@ -267,13 +212,13 @@ func TestStride(t *testing.T) {
 			t.Run(tt.name+"/"+kind, func(t *testing.T) {
 				var p *pool.Pool
 				if kind == "New" {
-					p = mustNew(t, tt.chunk, pool.Align(tt.align))
+					p = heaptest.MustNew(t, pool.New, tt.chunk, pool.Align(tt.align))
 				} else {
-					p = mustOver(t, make([]byte, (n+1)*tt.stride+tt.align)[1:], tt.chunk, pool.Align(tt.align))
+					p = heaptest.MustOver(t, pool.Over, make([]byte, (n+1)*tt.stride+tt.align)[1:], tt.chunk, pool.Align(tt.align))
 				}
 				var prev []byte
 				for i := range n {
-					c := mustAlloc(t, p)
+					c := heaptest.MustAlloc(t, p)
 					if prev != nil && heaptest.Addr(c)-heaptest.Addr(prev) != uintptr(tt.stride) {
 						t.Errorf("Alloc() #%d at %#x, %d bytes after the previous, want the stride %d", i, heaptest.Addr(c), heaptest.Addr(c)-heaptest.Addr(prev), tt.stride)
 					}
@@ -300,12 +245,12 @@ func TestExhausted(t *testing.T) {
 		capacity int
 		slabs    int
 	}{
-		{"Over four chunks", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 4*64), 64) }, 4, 1},
+		{"Over four chunks", func(t *testing.T) *pool.Pool { return heaptest.MustOver(t, pool.Over, make([]byte, 4*64), 64) }, 4, 1},
 		{"New at its limit", func(t *testing.T) *pool.Pool {
-			return mustNew(t, 1024, pool.SlabSize(64<<10), pool.Limit(128<<10))
+			return heaptest.MustNew(t, pool.New, 1024, pool.SlabSize(64<<10), pool.Limit(128<<10))
 		}, 128, 2},
 		{"New one slab of big chunks", func(t *testing.T) *pool.Pool {
-			return mustNew(t, 8<<10, pool.SlabSize(mem.PageSize()), pool.Limit(64<<10))
+			return heaptest.MustNew(t, pool.New, 8<<10, pool.SlabSize(mem.PageSize()), pool.Limit(64<<10))
 		}, 8, 1},
 	}
 	for _, tt := range tests {
@@ -313,14 +258,14 @@ func TestExhausted(t *testing.T) {
 			p := tt.make(t)
 			var cs [][]byte
 			for range tt.capacity {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
 			for i := range 3 {
 				c, err := p.Alloc()
 				if c != nil || !errors.Is(err, pool.ErrExhausted) {
 					t.Fatalf("Alloc() past the limit, try %d = %p, %v, want nil, %v", i, unsafe.SliceData(c), err, pool.ErrExhausted)
 				}
-				mustCheck(t, p, "Alloc past the limit")
+				heaptest.MustCheck(t, p, "Alloc past the limit")
 			}
 			st := checkStats(t, p)
 			if st.InUse != int64(tt.capacity) || st.Free != 0 || st.Slabs != tt.slabs || st.Capacity != int64(tt.capacity) {
@@ -329,14 +274,14 @@ func TestExhausted(t *testing.T) {
 			}
 			// Free one, allocate one: the freed chunk comes back.
 			victim := cs[tt.capacity/2]
-			mustFree(t, p, victim)
-			if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(victim) {
+			heaptest.MustFree(t, p, victim)
+			if c := heaptest.MustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(victim) {
 				t.Errorf("Alloc() after Free(%#x) = %#x, want the freed chunk", heaptest.Addr(victim), heaptest.Addr(c))
 			}
 			if _, err := p.Alloc(); !errors.Is(err, pool.ErrExhausted) {
 				t.Errorf("Alloc() = %v, want %v", err, pool.ErrExhausted)
 			}
-			mustCheck(t, p, "Alloc past the limit")
+			heaptest.MustCheck(t, p, "Alloc past the limit")
 		})
 	}
 }
@@ -345,7 +290,7 @@ func TestExhausted(t *testing.T) {
 // its Limit, also when the limit is not a whole number of slabs.
 func TestLimitIsMost(t *testing.T) {
 	const limit = 100_000 // one whole 64 KiB slab and a part of another
-	p := mustNew(t, 1024, pool.SlabSize(64<<10), pool.Limit(limit))
+	p := heaptest.MustNew(t, pool.New, 1024, pool.SlabSize(64<<10), pool.Limit(limit))
 	for i := 0; ; i++ {
 		if _, err := p.Alloc(); err != nil {
 			if !errors.Is(err, pool.ErrExhausted) {
@@ -357,7 +302,7 @@ func TestLimitIsMost(t *testing.T) {
 			t.Fatalf("Alloc() #%d succeeded: more chunks of 1024 bytes than a limit of %d bytes holds", i, limit)
 		}
 	}
-	mustCheck(t, p, "exhaustion")
+	heaptest.MustCheck(t, p, "exhaustion")
 	if st := checkStats(t, p); st.Footprint > limit {
 		t.Errorf("Stats().Footprint = %d at exhaustion, want at most Limit(%d)", st.Footprint, limit)
 	}
@@ -370,15 +315,15 @@ func TestLIFO(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			var p *pool.Pool
 			if kind == "New" {
-				p = mustNew(t, 64)
+				p = heaptest.MustNew(t, pool.New, 64)
 			} else {
-				p = mustOver(t, make([]byte, 8*64), 64)
+				p = heaptest.MustOver(t, pool.Over, make([]byte, 8*64), 64)
 			}
-			a := mustAlloc(t, p)
-			mustAlloc(t, p) // stays in use
-			c := mustAlloc(t, p)
-			mustFree(t, p, a)
-			mustFree(t, p, c)
+			a := heaptest.MustAlloc(t, p)
+			heaptest.MustAlloc(t, p) // stays in use
+			c := heaptest.MustAlloc(t, p)
+			heaptest.MustFree(t, p, a)
+			heaptest.MustFree(t, p, c)
 			steps := []struct {
 				name string
 				want uintptr
@@ -388,7 +333,7 @@ func TestLIFO(t *testing.T) {
 				{"fresh", heaptest.Addr(c) + 64},
 			}
 			for _, s := range steps {
-				if got := mustAlloc(t, p); heaptest.Addr(got) != s.want {
+				if got := heaptest.MustAlloc(t, p); heaptest.Addr(got) != s.want {
 					t.Errorf("Alloc() = %#x, want %#x (%s)", heaptest.Addr(got), s.want, s.name)
 				}
 			}
@@ -402,8 +347,8 @@ func TestLIFO(t *testing.T) {
 // TestAppendStaysInChunk checks that cap == len: append must copy rather
 // than write into the next chunk.
 func TestAppendStaysInChunk(t *testing.T) {
-	p := mustNew(t, 64)
-	a, b := mustAlloc(t, p), mustAlloc(t, p)
+	p := heaptest.MustNew(t, pool.New, 64)
+	a, b := heaptest.MustAlloc(t, p), heaptest.MustAlloc(t, p)
 	if heaptest.Addr(b) != heaptest.Addr(a)+64 {
 		t.Fatalf("Alloc() = %#x, %#x, want adjacent chunks", heaptest.Addr(a), heaptest.Addr(b))
 	}
@@ -416,12 +361,12 @@ func TestAppendStaysInChunk(t *testing.T) {
 	if heaptest.Addr(grown) == heaptest.Addr(a) {
 		t.Errorf("append(chunk, x) = %#x, want a copy elsewhere", heaptest.Addr(grown))
 	}
-	mustCheck(t, p, "append")
+	heaptest.MustCheck(t, p, "append")
 }
 
 // TestFreeAnyLength checks that Free goes by where the slice starts.
 func TestFreeAnyLength(t *testing.T) {
-	p := mustNew(t, 64)
+	p := heaptest.MustNew(t, pool.New, 64)
 	tests := []struct {
 		name string
 		cut  func(c []byte) []byte
@@ -432,8 +377,8 @@ func TestFreeAnyLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustAlloc(t, p)
-			mustFree(t, p, tt.cut(c))
+			c := heaptest.MustAlloc(t, p)
+			heaptest.MustFree(t, p, tt.cut(c))
 			if st := checkStats(t, p); st.InUse != 0 {
 				t.Errorf("Stats().InUse = %d, want 0", st.InUse)
 			}
@@ -453,10 +398,10 @@ func TestAlignment(t *testing.T) {
 					var region []byte
 					n := 300
 					if kind == "New" {
-						p = mustNew(t, size, pool.Align(align), pool.SlabSize(mem.PageSize()))
+						p = heaptest.MustNew(t, pool.New, size, pool.Align(align), pool.SlabSize(mem.PageSize()))
 					} else {
 						region = make([]byte, 64<<10+3)[3:]
-						p = mustOver(t, region, size, pool.Align(align))
+						p = heaptest.MustOver(t, pool.Over, region, size, pool.Align(align))
 						n = int(p.Stats().Capacity)
 					}
 					lo, hi := p.Bounds()
@@ -465,7 +410,7 @@ func TestAlignment(t *testing.T) {
 					}
 					var addrs []uintptr
 					for i := range n {
-						c := mustAlloc(t, p)
+						c := heaptest.MustAlloc(t, p)
 						a := heaptest.Addr(c)
 						if a%uintptr(align) != 0 {
 							t.Fatalf("Alloc() #%d = %#x, want aligned to %d", i, a, align)
@@ -508,24 +453,24 @@ func itoa(n int) string {
 // out, with an error wrapping ErrForeign, and changes nothing.
 func TestFreeForeign(t *testing.T) {
 	const size, slab = 1000, 64 << 10 // 65 chunks a slab, a 536-byte tail
-	p := mustNew(t, size, pool.SlabSize(slab))
-	other := mustNew(t, size, pool.SlabSize(slab))
+	p := heaptest.MustNew(t, pool.New, size, pool.SlabSize(slab))
+	other := heaptest.MustNew(t, pool.New, size, pool.SlabSize(slab))
 	var cs [][]byte
 	for range 70 { // slab 0 full, 5 chunks carved from slab 1
-		cs = append(cs, mustAlloc(t, p))
+		cs = append(cs, heaptest.MustAlloc(t, p))
 	}
 	first, last := cs[0], cs[len(cs)-1]
 	if heaptest.Addr(last) != heaptest.Addr(first)+slab+4*size {
 		t.Fatalf("Alloc() #69 = %#x, want the fifth chunk of the second slab, %#x", heaptest.Addr(last), heaptest.Addr(first)+slab+4*size)
 	}
-	mustFree(t, p, cs[3])
-	mustFree(t, p, cs[7])
-	otherChunk := mustAlloc(t, other)
+	heaptest.MustFree(t, p, cs[3])
+	heaptest.MustFree(t, p, cs[7])
+	otherChunk := heaptest.MustAlloc(t, other)
 	region := make([]byte, 4*size+500)
-	over := mustOver(t, region[3:], size)
+	over := heaptest.MustOver(t, pool.Over, region[3:], size)
 	var ocs [][]byte
 	for range 4 {
-		ocs = append(ocs, mustAlloc(t, over))
+		ocs = append(ocs, heaptest.MustAlloc(t, over))
 	}
 	ofirst := ocs[0]
 	pad := int(heaptest.Addr(ofirst) - heaptest.Addr(region))
@@ -569,7 +514,7 @@ func TestFreeForeign(t *testing.T) {
 			if err.Error() == "" {
 				t.Errorf("Free(%#x) = an error with no message", heaptest.Addr(b))
 			}
-			mustCheck(t, tt.pool, "Free of a foreign slice")
+			heaptest.MustCheck(t, tt.pool, "Free of a foreign slice")
 			if after := tt.pool.Stats(); after != before {
 				t.Errorf("Stats() after Free(%#x) = %+v, want unchanged %+v", heaptest.Addr(b), after, before)
 			}
@@ -577,7 +522,7 @@ func TestFreeForeign(t *testing.T) {
 	}
 	// The free list is as it was: the last freed chunk, then the one before.
 	for _, want := range [][]byte{cs[7], cs[3]} {
-		if c := mustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(want) {
+		if c := heaptest.MustAlloc(t, p); heaptest.Addr(c) != heaptest.Addr(want) {
 			t.Errorf("Alloc() = %#x, want %#x", heaptest.Addr(c), heaptest.Addr(want))
 		}
 	}
@@ -608,22 +553,22 @@ func TestClose(t *testing.T) {
 		name string
 		make func(t *testing.T) *pool.Pool
 	}{
-		{"New", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }},
-		{"New never used", func(t *testing.T) *pool.Pool { return mustNew(t, 64) }},
-		{"Over", func(t *testing.T) *pool.Pool { return mustOver(t, make([]byte, 4*64), 64) }},
+		{"New", func(t *testing.T) *pool.Pool { return heaptest.MustNew(t, pool.New, 64) }},
+		{"New never used", func(t *testing.T) *pool.Pool { return heaptest.MustNew(t, pool.New, 64) }},
+		{"Over", func(t *testing.T) *pool.Pool { return heaptest.MustOver(t, pool.Over, make([]byte, 4*64), 64) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.make(t)
 			var c []byte
 			if tt.name != "New never used" {
-				c = mustAlloc(t, p)
-				mustFree(t, p, mustAlloc(t, p))
+				c = heaptest.MustAlloc(t, p)
+				heaptest.MustFree(t, p, heaptest.MustAlloc(t, p))
 			}
 			if err := p.Close(); err != nil {
 				t.Fatalf("Close() = %v, want nil", err)
 			}
-			mustCheck(t, p, "Close")
+			heaptest.MustCheck(t, p, "Close")
 			if got, err := p.Alloc(); got != nil || !errors.Is(err, pool.ErrClosed) {
 				t.Errorf("Alloc() after Close = %p, %v, want nil, %v", unsafe.SliceData(got), err, pool.ErrClosed)
 			}
@@ -651,7 +596,7 @@ func TestClose(t *testing.T) {
 			if st := checkStats(t, p); st.Footprint != 0 || st.Resident != 0 || st.InUse != 0 || st.Slabs != 0 || st.Carved != 0 {
 				t.Errorf("Stats() after Close = %+v, want nothing committed, carved or in use", st)
 			}
-			mustCheck(t, p, "Close")
+			heaptest.MustCheck(t, p, "Close")
 		})
 	}
 }
@@ -660,10 +605,10 @@ func TestClose(t *testing.T) {
 // its limit, and that the counts follow.
 func TestGrow(t *testing.T) {
 	const slab, perSlab, slabs = 64 << 10, 64, 4
-	p := mustNew(t, 1024, pool.SlabSize(slab), pool.Limit(slabs*slab))
+	p := heaptest.MustNew(t, pool.New, 1024, pool.SlabSize(slab), pool.Limit(slabs*slab))
 	var cs [][]byte
 	for i := range slabs * perSlab {
-		cs = append(cs, mustAlloc(t, p))
+		cs = append(cs, heaptest.MustAlloc(t, p))
 		st := checkStats(t, p)
 		want := i/perSlab + 1
 		if st.Slabs != want || st.Footprint != int64(want*slab) || st.Capacity != int64(want*perSlab) ||
@@ -676,7 +621,7 @@ func TestGrow(t *testing.T) {
 		t.Fatalf("Alloc() #%d = %v, want %v", slabs*perSlab, err, pool.ErrExhausted)
 	}
 	for i, c := range cs {
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 		st := checkStats(t, p)
 		if st.Slabs != slabs || st.Footprint != slabs*slab || st.Free != int64(i+1) || st.Carved != slabs*perSlab {
 			t.Fatalf("Stats() after %d Frees = %+v, want Slabs %d, Footprint %d, Free %d, Carved %d (no Trim)",
@@ -688,13 +633,13 @@ func TestGrow(t *testing.T) {
 // TestTrimOver checks that a pool over the caller's region gives nothing
 // back.
 func TestTrimOver(t *testing.T) {
-	p := mustOver(t, make([]byte, 4*64), 64)
-	mustFree(t, p, mustAlloc(t, p))
+	p := heaptest.MustOver(t, pool.Over, make([]byte, 4*64), 64)
+	heaptest.MustFree(t, p, heaptest.MustAlloc(t, p))
 	before := p.Stats()
 	if n, err := p.Trim(); n != 0 || err != nil {
 		t.Errorf("Trim() = %d, %v, want 0, nil", n, err)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	if after := p.Stats(); after != before {
 		t.Errorf("Stats() after Trim = %+v, want unchanged %+v", after, before)
 	}
@@ -703,25 +648,25 @@ func TestTrimOver(t *testing.T) {
 // TestTrimNothingFree checks that Trim keeps every slab that holds a chunk
 // in use, and that a pool that never allocated has nothing to give back.
 func TestTrimNothingFree(t *testing.T) {
-	p := mustNew(t, 1024)
+	p := heaptest.MustNew(t, pool.New, 1024)
 	if n, err := p.Trim(); n != 0 || err != nil {
 		t.Errorf("Trim() of a new pool = %d, %v, want 0, nil", n, err)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	var cs [][]byte
 	for i := range 200 { // four slabs, the last partly carved
-		c := mustAlloc(t, p)
+		c := heaptest.MustAlloc(t, p)
 		heaptest.Fill(c, i)
 		cs = append(cs, c)
 	}
 	for i := 0; i < len(cs); i += 2 {
-		mustFree(t, p, cs[i])
+		heaptest.MustFree(t, p, cs[i])
 	}
 	before := p.Stats()
 	if n, err := p.Trim(); n != 0 || err != nil {
 		t.Errorf("Trim() with a chunk in use in every slab = %d, %v, want 0, nil", n, err)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	if after := p.Stats(); after.Slabs != before.Slabs || after.Footprint != before.Footprint || after.Free != before.Free {
 		t.Errorf("Stats() after Trim = %+v, want unchanged %+v", after, before)
 	}
@@ -755,7 +700,7 @@ func TestNilOption(t *testing.T) {
 // and goes when Trim gives every slab back.
 func TestMetadata(t *testing.T) {
 	const chunk, slab = 64, 4096
-	p := mustNew(t, chunk, pool.SlabSize(slab))
+	p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab))
 	if st := p.Stats(); st.Metadata != 0 {
 		t.Errorf("Stats().Metadata of a pool that holds nothing = %d, want 0", st.Metadata)
 	}
@@ -781,12 +726,12 @@ func TestMetadata(t *testing.T) {
 	if _, err := p.Trim(); err != nil {
 		t.Fatalf("Trim() = %v, want nil", err)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	if st := p.Stats(); st.Metadata != 0 || st.Slabs != 0 {
 		t.Errorf("Stats() after Trim gave every slab back = Metadata %d, Slabs %d, want 0, 0", st.Metadata, st.Slabs)
 	}
-	o := mustOver(t, make([]byte, 4*chunk), chunk)
-	mustAlloc(t, o)
+	o := heaptest.MustOver(t, pool.Over, make([]byte, 4*chunk), chunk)
+	heaptest.MustAlloc(t, o)
 	if st := o.Stats(); st.Metadata <= 0 {
 		t.Errorf("Stats().Metadata of a pool over a region = %d, want its slab table's byte", st.Metadata)
 	}

@@ -77,9 +77,9 @@ func TestPoolPerGoroutine(t *testing.T) {
 			pools := make([]*pool.Pool, workers)
 			for w := range pools {
 				if kind == "New" {
-					pools[w] = mustNew(t, 48, pool.SlabSize(4096))
+					pools[w] = heaptest.MustNew(t, pool.New, 48, pool.SlabSize(4096))
 				} else {
-					pools[w] = mustOver(t, make([]byte, 64<<10), 48)
+					pools[w] = heaptest.MustOver(t, pool.Over, make([]byte, 64<<10), 48)
 				}
 			}
 			var wg sync.WaitGroup
@@ -92,7 +92,7 @@ func TestPoolPerGoroutine(t *testing.T) {
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 				}
-				mustCheck(t, pools[w], "churn")
+				heaptest.MustCheck(t, pools[w], "churn")
 				if st := checkStats(t, pools[w]); st.InUse != 0 {
 					t.Errorf("worker %d: Stats().InUse = %d after freeing everything, want 0", w, st.InUse)
 				}
@@ -106,7 +106,7 @@ func TestPoolPerGoroutine(t *testing.T) {
 // race detector checks that the mutex orders those handovers.
 func TestSharedPoolLocked(t *testing.T) {
 	const workers, rounds = 4, 5000
-	p := mustOver(t, make([]byte, 256<<10), 40)
+	p := heaptest.MustOver(t, pool.Over, make([]byte, 256<<10), 40)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
@@ -119,7 +119,7 @@ func TestSharedPoolLocked(t *testing.T) {
 			t.Errorf("worker %d: %v", w, err)
 		}
 	}
-	mustCheck(t, p, "churn")
+	heaptest.MustCheck(t, p, "churn")
 	if st := checkStats(t, p); st.InUse != 0 {
 		t.Errorf("Stats().InUse = %d after freeing everything, want 0", st.InUse)
 	}

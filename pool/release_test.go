@@ -17,14 +17,14 @@ func TestReuseKeepsBytes(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			var p *pool.Pool
 			if kind == "New" {
-				p = mustNew(t, 64)
+				p = heaptest.MustNew(t, pool.New, 64)
 			} else {
-				p = mustOver(t, make([]byte, 4*64), 64)
+				p = heaptest.MustOver(t, pool.Over, make([]byte, 4*64), 64)
 			}
-			c := mustAlloc(t, p)
+			c := heaptest.MustAlloc(t, p)
 			heaptest.Fill(c, 9)
-			mustFree(t, p, c)
-			r := mustAlloc(t, p)
+			heaptest.MustFree(t, p, c)
+			r := heaptest.MustAlloc(t, p)
 			if heaptest.Addr(r) != heaptest.Addr(c) {
 				t.Fatalf("Alloc() = %#x, want the freed chunk %#x", heaptest.Addr(r), heaptest.Addr(c))
 			}
@@ -43,9 +43,9 @@ func TestReuseKeepsBytes(t *testing.T) {
 // refuse it, see checked_test.go). If release builds learn to detect it,
 // this test and the contract change together.
 func TestDoubleFreeCorrupts(t *testing.T) {
-	p := mustNew(t, 64)
-	c := mustAlloc(t, p)
-	mustAlloc(t, p)
+	p := heaptest.MustNew(t, pool.New, 64)
+	c := heaptest.MustAlloc(t, p)
+	heaptest.MustAlloc(t, p)
 	if err := p.Free(c); err != nil {
 		t.Fatalf("Free(c) = %v, want nil", err)
 	}

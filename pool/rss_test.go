@@ -22,7 +22,7 @@ func rssOK() bool { return runtime.GOOS == "linux" }
 func TestTrimReleasesAll(t *testing.T) {
 	const chunk, total = 1024, 64 << 20
 	const slab = 64 << 10
-	p := mustNew(t, chunk, pool.SlabSize(slab))
+	p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab))
 	cs := make([][]byte, total/chunk)
 	for i := range cs {
 		c, err := p.Alloc()
@@ -34,7 +34,7 @@ func TestTrimReleasesAll(t *testing.T) {
 		}
 		cs[i] = c
 	}
-	mustCheck(t, p, "filling 64 MiB")
+	heaptest.MustCheck(t, p, "filling 64 MiB")
 	st := checkStats(t, p)
 	if st.Slabs != total/slab || st.Footprint != total || st.InUse != total/chunk {
 		t.Fatalf("Stats() after filling = %+v, want Slabs %d, Footprint %d, InUse %d", st, total/slab, total, total/chunk)
@@ -47,7 +47,7 @@ func TestTrimReleasesAll(t *testing.T) {
 			t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(c), err)
 		}
 	}
-	mustCheck(t, p, "freeing everything")
+	heaptest.MustCheck(t, p, "freeing everything")
 	cs = nil
 	rssBefore, rssErr := mem.RSS()
 
@@ -55,7 +55,7 @@ func TestTrimReleasesAll(t *testing.T) {
 	if released != total || err != nil {
 		t.Fatalf("Trim() = %d, %v, want %d, nil", released, err, total)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	rssAfter, rssErr2 := mem.RSS()
 	st = checkStats(t, p)
 	want := pool.Stats{ChunkSize: chunk, Stride: chunk, Align: 8, SlabSize: slab}
@@ -75,7 +75,7 @@ func TestTrimReleasesAll(t *testing.T) {
 	}
 
 	// The pool starts again from its first slab, with fresh zero pages.
-	c := mustAlloc(t, p)
+	c := heaptest.MustAlloc(t, p)
 	if lo, _ := p.Bounds(); heaptest.Addr(c) != lo || !p.Committed(c) {
 		t.Errorf("Alloc() after Trim = %#x, want the first chunk, %#x, committed", heaptest.Addr(c), lo)
 	}
@@ -95,10 +95,10 @@ func TestTrimReleasesAll(t *testing.T) {
 // in address order, then grows.
 func TestTrimPartial(t *testing.T) {
 	const chunk, slab, perSlab, nslabs = 1024, 64 << 10, 64, 8
-	p := mustNew(t, chunk, pool.SlabSize(slab))
+	p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab))
 	cs := make([][]byte, nslabs*perSlab)
 	for i := range cs {
-		cs[i] = mustAlloc(t, p)
+		cs[i] = heaptest.MustAlloc(t, p)
 		heaptest.Fill(cs[i], i)
 	}
 	base := heaptest.Addr(cs[0])
@@ -109,9 +109,9 @@ func TestTrimPartial(t *testing.T) {
 	for i, c := range cs {
 		switch s := slabOf(c); {
 		case empty[s]:
-			mustFree(t, p, c)
+			heaptest.MustFree(t, p, c)
 		case s == 2 && i%2 == 0:
-			mustFree(t, p, c)
+			heaptest.MustFree(t, p, c)
 			halfFreed = append(halfFreed, i)
 		default:
 			live[i] = true
@@ -121,7 +121,7 @@ func TestTrimPartial(t *testing.T) {
 	if released != int64(len(empty)*slab) || err != nil {
 		t.Fatalf("Trim() = %d, %v, want %d, nil", released, err, len(empty)*slab)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	st := checkStats(t, p)
 	kept := nslabs - len(empty)
 	if st.Slabs != kept || st.Footprint != int64(kept*slab) || st.Carved != int64(kept*perSlab) ||
@@ -153,7 +153,7 @@ func TestTrimPartial(t *testing.T) {
 		}
 	}
 	for k, w := range want {
-		c := mustAlloc(t, p)
+		c := heaptest.MustAlloc(t, p)
 		if heaptest.Addr(c) != w {
 			t.Fatalf("Alloc() #%d after Trim = %#x (slab %d), want %#x (slab %d)", k, heaptest.Addr(c), slabOf(c), w, int((w-base)/slab))
 		}
@@ -209,26 +209,26 @@ func TestTrimCursorSlab(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := mustNew(t, chunk, pool.SlabSize(slab))
+			p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab))
 			var cs [][]byte
 			for range tt.alloc {
-				cs = append(cs, mustAlloc(t, p))
+				cs = append(cs, heaptest.MustAlloc(t, p))
 			}
 			base := heaptest.Addr(cs[0])
 			for _, c := range cs {
 				for _, s := range tt.free {
 					if int((heaptest.Addr(c)-base)/slab) == s {
-						mustFree(t, p, c)
+						heaptest.MustFree(t, p, c)
 					}
 				}
 			}
 			if n, err := p.Trim(); n != int64(tt.released) || err != nil {
 				t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, tt.released)
 			}
-			mustCheck(t, p, "Trim")
+			heaptest.MustCheck(t, p, "Trim")
 			checkStats(t, p)
 			for k, off := range tt.nextOffset {
-				if c := mustAlloc(t, p); heaptest.Addr(c) != base+uintptr(off) {
+				if c := heaptest.MustAlloc(t, p); heaptest.Addr(c) != base+uintptr(off) {
 					t.Fatalf("Alloc() #%d after Trim = offset %d, want %d", k, int(heaptest.Addr(c)-base), off)
 				}
 				checkStats(t, p)
@@ -250,18 +250,18 @@ func seq(start, step, n int) []int {
 // rather than report exhaustion, and commits no more than that slab.
 func TestReviveAtLimit(t *testing.T) {
 	const chunk, slab, perSlab = 1024, 64 << 10, 64
-	p := mustNew(t, chunk, pool.SlabSize(slab), pool.Limit(2*slab))
+	p := heaptest.MustNew(t, pool.New, chunk, pool.SlabSize(slab), pool.Limit(2*slab))
 	var cs [][]byte
 	for range 2 * perSlab {
-		cs = append(cs, mustAlloc(t, p))
+		cs = append(cs, heaptest.MustAlloc(t, p))
 	}
 	for _, c := range cs[:perSlab] {
-		mustFree(t, p, c)
+		heaptest.MustFree(t, p, c)
 	}
 	if n, err := p.Trim(); n != slab || err != nil {
 		t.Fatalf("Trim() = %d, %v, want %d, nil", n, err, slab)
 	}
-	mustCheck(t, p, "Trim")
+	heaptest.MustCheck(t, p, "Trim")
 	for k := range perSlab {
 		c, err := p.Alloc()
 		if err != nil {
@@ -270,7 +270,7 @@ func TestReviveAtLimit(t *testing.T) {
 		if heaptest.Addr(c) != heaptest.Addr(cs[k]) {
 			t.Fatalf("Alloc() #%d after Trim = %#x, want %#x", k, heaptest.Addr(c), heaptest.Addr(cs[k]))
 		}
-		mustCheck(t, p, "Alloc")
+		heaptest.MustCheck(t, p, "Alloc")
 		if st := checkStats(t, p); st.Slabs != 2 || st.Footprint != 2*slab {
 			t.Fatalf("Stats() after Alloc() #%d = Slabs %d, Footprint %d, want 2, %d", k, st.Slabs, st.Footprint, 2*slab)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/internal/typecheck"
 	"github.com/carvelab/carve/pool"
 )
@@ -184,7 +185,7 @@ func TestOfNew(t *testing.T) {
 				}
 				*w = wide{F: float64(i) + 0.5, N: int64(-i), B: byte(i)}
 				ws = append(ws, w)
-				mustCheck(t, p, "New")
+				heaptest.MustCheck(t, p, "New")
 			}
 			for i, w := range ws {
 				if want := (wide{F: float64(i) + 0.5, N: int64(-i), B: byte(i)}); *w != want {
@@ -197,7 +198,7 @@ func TestOfNew(t *testing.T) {
 				if err := o.Free(w); err != nil {
 					t.Fatalf("Free(%p) = %v, want nil", w, err)
 				}
-				mustCheck(t, p, "Free")
+				heaptest.MustCheck(t, p, "Free")
 			}
 			for i := range 50 {
 				w, err := o.New()
@@ -207,7 +208,7 @@ func TestOfNew(t *testing.T) {
 				if *w != (wide{}) {
 					t.Fatalf("New() #%d after Free = %+v, want zero", i, *w)
 				}
-				mustCheck(t, p, "New")
+				heaptest.MustCheck(t, p, "New")
 			}
 			if st := checkStats(t, p); st.InUse != 100 || st.ChunkSize != int(unsafe.Sizeof(wide{})) {
 				t.Errorf("Stats() = InUse %d, ChunkSize %d, want 100, %d", st.InUse, st.ChunkSize, unsafe.Sizeof(wide{}))
@@ -271,7 +272,7 @@ func TestOfFreeForeign(t *testing.T) {
 			if err := o.Free(tt.t); !errors.Is(err, pool.ErrForeign) {
 				t.Errorf("Free(%p) = %v, want %v", tt.t, err, pool.ErrForeign)
 			}
-			mustCheck(t, o.Pool(), "Free of a foreign *T")
+			heaptest.MustCheck(t, o.Pool(), "Free of a foreign *T")
 			if after := o.Pool().Stats(); after != before {
 				t.Errorf("Stats() after Free(%p) = %+v, want unchanged %+v", tt.t, after, before)
 			}
@@ -297,12 +298,12 @@ func TestOfExhausted(t *testing.T) {
 	if v, err := o.New(); v != nil || !errors.Is(err, pool.ErrExhausted) {
 		t.Errorf("New() #64 = %p, %v, want nil, %v", v, err, pool.ErrExhausted)
 	}
-	mustCheck(t, o.Pool(), "exhaustion")
+	heaptest.MustCheck(t, o.Pool(), "exhaustion")
 }
 
 // TestNoAllocs checks that the hot paths allocate nothing on the Go heap.
 func TestNoAllocs(t *testing.T) {
-	p := mustNew(t, 64)
+	p := heaptest.MustNew(t, pool.New, 64)
 	if n := testing.AllocsPerRun(1000, func() {
 		c, err := p.Alloc()
 		if err != nil {
@@ -332,8 +333,8 @@ func TestNoAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("AllocsPerRun(Of.New + Free) = %v, want 0", n)
 	}
-	mustCheck(t, p, "AllocsPerRun")
-	mustCheck(t, o.Pool(), "AllocsPerRun")
+	heaptest.MustCheck(t, p, "AllocsPerRun")
+	heaptest.MustCheck(t, o.Pool(), "AllocsPerRun")
 }
 
 // big is larger than the 64 KiB the compiler keeps a temporary on the

@@ -171,7 +171,7 @@ func runOps(t *testing.T, limitSel uint8, ops []byte) {
 				t.Fatalf("Trim() = %d, %v: footprint %d -> %d, used %d -> %d", n, err, before.Footprint, st.Footprint, before.Used, st.Used)
 			}
 		}
-		mustCheck(t, h, "step "+strconv.Itoa(step))
+		heaptest.MustCheck(t, h, "step "+strconv.Itoa(step))
 		m.verifyStats()
 		if step%64 == 63 {
 			m.verifyAll()

@@ -30,16 +30,8 @@ func mustNew(t testing.TB, opts ...sizeclass.Option) *sizeclass.Heap {
 		t.Fatalf("New() = %v, want nil", err)
 	}
 	t.Cleanup(func() { h.Close() })
-	mustCheck(t, h, "New")
+	heaptest.MustCheck(t, h, "New")
 	return h
-}
-
-// mustCheck fails the test when the heap's invariants do not hold.
-func mustCheck(t testing.TB, h *sizeclass.Heap, step string) {
-	t.Helper()
-	if err := h.Check(); err != nil {
-		t.Fatalf("Check() after %s = %v, want nil", step, err)
-	}
 }
 
 // mustAlloc allocates and checks the heap and the block's shape.
@@ -52,7 +44,7 @@ func mustAlloc(t testing.TB, h *sizeclass.Heap, size, align int) []byte {
 	if n, _ := h.UsableSize(b); b == nil || len(b) != size || cap(b) != n || heaptest.Addr(b)%uintptr(align) != 0 {
 		t.Fatalf("Alloc(%d, %d) = %#x len %d cap %d, want non-nil, len %d, cap %d (UsableSize), aligned", size, align, heaptest.Addr(b), len(b), cap(b), size, n)
 	}
-	mustCheck(t, h, "Alloc")
+	heaptest.MustCheck(t, h, "Alloc")
 	return b
 }
 
@@ -62,7 +54,7 @@ func mustFree(t testing.TB, h *sizeclass.Heap, b []byte) {
 	if err := h.Free(b); err != nil {
 		t.Fatalf("Free(%#x) = %v, want nil", heaptest.Addr(b), err)
 	}
-	mustCheck(t, h, "Free")
+	heaptest.MustCheck(t, h, "Free")
 }
 
 // checkStats verifies the equations the heap's statistics obey.
@@ -279,7 +271,7 @@ func TestOps(t *testing.T) {
 				if !errors.Is(err, o.err) || (err == nil) != (o.err == nil) {
 					t.Fatalf("step %d: %s %s = %v, want %v", i, o.kind, o.id, err, o.err)
 				}
-				mustCheck(t, h, o.kind)
+				heaptest.MustCheck(t, h, o.kind)
 				if after := h.Stats(); err != nil && !sameStats(before, after) {
 					t.Fatalf("step %d: failed %s changed the heap:\nbefore %+v\nafter  %+v", i, o.kind, before.Stats, after.Stats)
 				}
@@ -345,7 +337,7 @@ func TestFreeByCapacity(t *testing.T) {
 			if err := h.Free(b); err != nil {
 				t.Fatalf("Free = %v, want nil", err)
 			}
-			mustCheck(t, h, "Free")
+			heaptest.MustCheck(t, h, "Free")
 			if err := h.Free(b); !errors.Is(err, sizeclass.ErrDoubleFree) {
 				t.Fatalf("second Free = %v, want ErrDoubleFree", err)
 			}
@@ -389,7 +381,7 @@ func TestForeign(t *testing.T) {
 		if _, err := h.UsableSize(b); !errors.Is(err, sizeclass.ErrForeign) {
 			t.Errorf("UsableSize(%s) = %v, want ErrForeign", name, err)
 		}
-		mustCheck(t, h, "Free("+name+")")
+		heaptest.MustCheck(t, h, "Free("+name+")")
 	}
 	if after := h.Stats(); !sameStats(before, after) {
 		t.Errorf("refused frees changed the heap: before %+v, after %+v", before.Stats, after.Stats)
@@ -425,7 +417,7 @@ func TestExhausted(t *testing.T) {
 	if _, err := h.Alloc(100000, 8); !errors.Is(err, sizeclass.ErrExhausted) {
 		t.Errorf("Alloc(100000) = %v, want ErrExhausted", err)
 	}
-	mustCheck(t, h, "exhausted")
+	heaptest.MustCheck(t, h, "exhausted")
 	mustFree(t, h, blocks[0])
 	blocks[0] = mustAlloc(t, h, 1000, 8)
 	for _, b := range blocks {
@@ -464,7 +456,7 @@ func TestClose(t *testing.T) {
 	if err := h.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	mustCheck(t, h, "Close")
+	heaptest.MustCheck(t, h, "Close")
 	if st := h.Stats(); st.Stats != (carve.Stats{}) || st.LargeObjects != 0 || st.LargeBytes != 0 {
 		t.Errorf("Stats() after Close = %+v, %d large objects of %d bytes, want zeros", st.Stats, st.LargeObjects, st.LargeBytes)
 	}
@@ -526,7 +518,7 @@ func TestReallocNil(t *testing.T) {
 			}
 		}
 		b = nb
-		mustCheck(t, h, "Realloc")
+		heaptest.MustCheck(t, h, "Realloc")
 	}
 	mustFree(t, h, b)
 }
@@ -556,7 +548,7 @@ func TestTrimLowersResident(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Trim() = %v", err)
 	}
-	mustCheck(t, h, "Trim")
+	heaptest.MustCheck(t, h, "Trim")
 	st := checkStats(t, h)
 	if st.Footprint != 64<<10 || n != full.Footprint-st.Footprint {
 		t.Errorf("after Trim: Footprint %d (want one slab), released %d (want %d)", st.Footprint, n, full.Footprint-st.Footprint)
