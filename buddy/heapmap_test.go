@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/carvelab/carve/buddy"
 	"github.com/carvelab/carve/heapmap"
@@ -23,19 +22,11 @@ import (
 // It also checks that taking the map changed nothing.
 func checkMap(t *testing.T, h *buddy.Heap, blocks ...[]byte) heapmap.Map {
 	t.Helper()
-	before := h.Stats()
-	m := h.Map()
-	after := h.Stats()
-	before.Resident, after.Resident = 0, 0
-	if after != before {
-		t.Fatalf("Stats() changed with Map(): %+v, then %+v", before, after)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatalf("Check() after Map() = %v", err)
-	}
-	if err := m.Check(); err != nil {
-		t.Fatalf("Map().Check() = %v", err)
-	}
+	m, before := heaptest.TakeMap(t, h, func() buddy.Stats {
+		st := h.Stats()
+		st.Resident = 0
+		return st
+	})
 	st := m.Stats()
 	switch {
 	case m.Name != before.Mode.String():
@@ -63,31 +54,8 @@ func checkMap(t *testing.T, h *buddy.Heap, blocks ...[]byte) heapmap.Map {
 			t.Fatalf("free segment %+v is longer than a block of order %d", s, s.Class)
 		}
 	}
-	for _, b := range blocks {
-		off := int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.Base)
-		s := segmentAt(m, off)
-		if s.Kind != heapmap.Live || off+int64(len(b)) > s.End() {
-			t.Fatalf("block [%d, %d) lies in %+v, want a live segment", off, off+int64(len(b)), s)
-		}
-	}
+	heaptest.InLive(t, m, blocks)
 	return m
-}
-
-// segmentAt returns the segment of m that holds offset off.
-func segmentAt(m heapmap.Map, off int64) heapmap.Segment {
-	lo, hi := 0, len(m.Segments)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if m.Segments[mid].End() <= off {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo == len(m.Segments) {
-		return heapmap.Segment{Off: off, Kind: heapmap.Reserved}
-	}
-	return m.Segments[lo]
 }
 
 // TestMapPairs allocates 2n blocks back to back and frees every other

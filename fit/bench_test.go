@@ -128,7 +128,7 @@ func BenchmarkHoles(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer h.Close()
-				connect(b, h, n)
+				heaptest.Connect(b, h, n)
 				if st := h.Stats(); st.FreeBlocks != n || st.Largest != 1040 {
 					b.Fatalf("after the connection scenario: %d free blocks, the largest %d bytes; want %d of 1040", st.FreeBlocks, st.Largest, n)
 				}

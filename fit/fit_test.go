@@ -622,7 +622,7 @@ func TestMetadata(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Close()
-			connect(t, h, n)
+			heaptest.Connect(t, h, n)
 			st := h.Stats()
 			bitmap := st.Footprint / 128
 			var lo, hi int64 // the index's bytes

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/carvelab/carve/fit"
 	"github.com/carvelab/carve/heapmap"
@@ -23,19 +22,11 @@ import (
 // It also checks that taking the map changed nothing.
 func checkMap(t *testing.T, h *fit.Heap, blocks ...[]byte) heapmap.Map {
 	t.Helper()
-	before := h.Stats()
-	m := h.Map()
-	after := h.Stats()
-	before.Resident, after.Resident = 0, 0
-	if after != before {
-		t.Fatalf("Stats() changed with Map(): %+v, then %+v", before, after)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatalf("Check() after Map() = %v", err)
-	}
-	if err := m.Check(); err != nil {
-		t.Fatalf("Map().Check() = %v", err)
-	}
+	m, before := heaptest.TakeMap(t, h, func() fit.Stats {
+		st := h.Stats()
+		st.Resident = 0
+		return st
+	})
 	st := m.Stats()
 	var padding int64
 	if before.Footprint > 0 {
@@ -52,58 +43,8 @@ func checkMap(t *testing.T, h *fit.Heap, blocks ...[]byte) heapmap.Map {
 	if before.Live > st.Live {
 		t.Fatalf("Map() has %d bytes live, Stats().Live is %d", st.Live, before.Live)
 	}
-	for _, b := range blocks {
-		off := int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - m.Base)
-		s := segmentAt(m, off)
-		if s.Kind != heapmap.Live || off+int64(len(b)) > s.End() {
-			t.Fatalf("block [%d, %d) lies in %+v, want a live segment", off, off+int64(len(b)), s)
-		}
-	}
+	heaptest.InLive(t, m, blocks)
 	return m
-}
-
-// segmentAt returns the segment of m that holds offset off.
-func segmentAt(m heapmap.Map, off int64) heapmap.Segment {
-	lo, hi := 0, len(m.Segments)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if m.Segments[mid].End() <= off {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo == len(m.Segments) {
-		return heapmap.Segment{Off: off, Kind: heapmap.Reserved}
-	}
-	return m.Segments[lo]
-}
-
-// connect runs the seed's connection scenario: n scratch buffers of 1 KiB
-// and n sessions of 64 bytes, back to back, then the scratch buffers
-// freed. It returns the sessions.
-func connect(t testing.TB, h interface {
-	Alloc(size, align int) ([]byte, error)
-	Free([]byte) error
-}, n int) [][]byte {
-	var scratch, sessions [][]byte
-	for range n {
-		s, err := h.Alloc(1024, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := h.Alloc(64, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scratch, sessions = append(scratch, s), append(sessions, c)
-	}
-	for _, s := range scratch {
-		if err := h.Free(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return sessions
 }
 
 // TestMapConnection: after the seed's connection scenario, every policy's
@@ -117,7 +58,7 @@ func TestMapConnection(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer h.Close()
-				sessions := connect(t, h, n)
+				sessions := heaptest.Connect(t, h, n)
 				m := checkMap(t, h, sessions...)
 				if st := m.Stats(); st.Holes != n || st.Largest != 1040 || st.Free != int64(n)*1040 {
 					t.Errorf("Map() after %d connections: %d holes, largest %d, %d bytes free; want %d holes of 1040 bytes", n, st.Holes, st.Largest, st.Free, n)

@@ -3,11 +3,11 @@ package sizeclass_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/internal/heaptest"
 	"github.com/carvelab/carve/sizeclass"
 )
 
@@ -34,17 +34,7 @@ func stats(h *sizeclass.Heap) sizeclass.Stats {
 // It also checks that taking the map changed nothing.
 func checkMap(t *testing.T, h *sizeclass.Heap, blocks ...[]byte) heapmap.Map {
 	t.Helper()
-	before := stats(h)
-	m := h.Map()
-	if after := stats(h); !reflect.DeepEqual(after, before) {
-		t.Fatalf("Stats() changed with Map(): %+v, then %+v", before, after)
-	}
-	if err := h.Check(); err != nil {
-		t.Fatalf("Check() after Map() = %v", err)
-	}
-	if err := m.Check(); err != nil {
-		t.Fatalf("Map().Check() = %v", err)
-	}
+	m, before := heaptest.TakeMap(t, h, func() sizeclass.Stats { return stats(h) })
 	st := m.Stats()
 	if m.Name != "sizeclass" || m.Base != 0 || st.Live != before.Used || m.Size != before.Footprint || st.Header != 0 || st.Reserved != 0 {
 		t.Fatalf("Map() %q at %#x adds up to %+v in %d bytes; Stats() Used %d, Footprint %d", m.Name, m.Base, st, m.Size, before.Used, before.Footprint)
@@ -130,24 +120,7 @@ func TestMapConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Close()
-			var scratch, sessions [][]byte
-			for range tc.n {
-				s, err := h.Alloc(1024, 8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := h.Alloc(64, 8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				scratch, sessions = append(scratch, s), append(sessions, c)
-			}
-			for _, s := range scratch {
-				if err := h.Free(s); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m := checkMap(t, h, sessions...)
+			m := checkMap(t, h, heaptest.Connect(t, h, tc.n)...)
 			st := m.Stats()
 			if st.Holes != tc.holes || st.Live != int64(tc.n)*64 || st.Free != int64(tc.n)*1024 || st.Unused != tc.unused1K+tc.unused64 {
 				t.Errorf("Map(): %+v; want %d holes, %d bytes live, %d free, %d unused", st, tc.holes, tc.n*64, tc.n*1024, tc.unused1K+tc.unused64)
