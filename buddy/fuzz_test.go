@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -37,22 +36,14 @@ func FuzzBuddy(f *testing.F) {
 // TestRandomOps runs the fuzz body over pseudo-random inputs from a fixed
 // seed: a few by default, many with CARVE_LONG=1.
 func TestRandomOps(t *testing.T) {
-	n := 24
-	if os.Getenv("CARVE_LONG") == "1" {
-		n = 2000
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range n {
+	heaptest.Inputs(t, 3, 4, heaptest.Count{Default: 24, Long: 2000}, func(r *rand.Rand) (string, func(t *testing.T)) {
 		ops := make([]byte, 200+r.IntN(1200))
 		for j := range ops {
 			ops[j] = byte(r.Uint32())
 		}
 		cfg := r.Uint32()
-		if !t.Run(fmt.Sprint(i), func(t *testing.T) { runOps(t, cfg, ops) }) {
-			t.Logf("input %d: cfg %#x, ops %q", i, cfg, ops)
-			break
-		}
-	}
+		return fmt.Sprintf("cfg %#x, ops %q", cfg, ops), func(t *testing.T) { runOps(t, cfg, ops) }
+	})
 }
 
 // The input's first word configures the heap:

@@ -2,8 +2,8 @@ package lockfree_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/carvelab/carve/internal/heaptest"
@@ -35,22 +35,14 @@ func FuzzOps(f *testing.F) {
 // TestRandomOps runs the fuzz body over pseudo-random inputs from a fixed
 // seed: a few by default, many with CARVE_LONG=1.
 func TestRandomOps(t *testing.T) {
-	n := 40
-	if os.Getenv("CARVE_LONG") == "1" {
-		n = 20000
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := range n {
+	heaptest.Inputs(t, 5, 6, heaptest.Count{Default: 40, Long: 20000}, func(r *rand.Rand) (string, func(t *testing.T)) {
 		ops := make([]byte, r.IntN(800))
 		for j := range ops {
 			ops[j] = byte(r.Uint32())
 		}
 		cfg := fuzzConfig{over: r.IntN(2) == 0, size: uint8(r.Uint32()), alignLog: uint8(r.Uint32()), room: uint8(r.Uint32()), ops: ops}
-		if !t.Run(itoa(i), func(t *testing.T) { runOps(t, cfg) }) {
-			t.Logf("input %d: %+v", i, cfg)
-			break
-		}
-	}
+		return fmt.Sprintf("%+v", cfg), func(t *testing.T) { runOps(t, cfg) }
+	})
 }
 
 // fuzzConfig is one fuzz input.

@@ -2,8 +2,8 @@ package pool_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -33,12 +33,7 @@ func FuzzPool(f *testing.F) {
 // TestRandomOps runs the fuzz body over pseudo-random inputs from a fixed
 // seed: a few by default, many with CARVE_LONG=1.
 func TestRandomOps(t *testing.T) {
-	n := 40
-	if os.Getenv("CARVE_LONG") == "1" {
-		n = 20000
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range n {
+	heaptest.Inputs(t, 1, 2, heaptest.Count{Default: 40, Long: 20000}, func(r *rand.Rand) (string, func(t *testing.T)) {
 		ops := make([]byte, r.IntN(600))
 		for j := range ops {
 			ops[j] = byte(r.Uint32())
@@ -51,11 +46,8 @@ func TestRandomOps(t *testing.T) {
 		if r.IntN(2) == 0 {
 			cfg.size %= 256 // small chunks, many of them
 		}
-		if !t.Run(itoa(i), func(t *testing.T) { runOps(t, cfg) }) {
-			t.Logf("input %d: %+v", i, cfg)
-			break
-		}
-	}
+		return fmt.Sprintf("%+v", cfg), func(t *testing.T) { runOps(t, cfg) }
+	})
 }
 
 // fuzzConfig is one fuzz input.

@@ -3,8 +3,8 @@ package sizeclass_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -63,25 +63,14 @@ const (
 // TestRandomOps runs the fuzz body over pseudo-random inputs from a fixed
 // seed: a few by default, many with CARVE_LONG=1.
 func TestRandomOps(t *testing.T) {
-	n := 40
-	if testing.Short() {
-		n = 5
-	}
-	if os.Getenv("CARVE_LONG") == "1" {
-		n = 2000
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := range n {
+	heaptest.Inputs(t, 3, 4, heaptest.Count{Default: 40, Short: 5, Long: 2000}, func(r *rand.Rand) (string, func(t *testing.T)) {
 		ops := make([]byte, 200+r.IntN(1000))
 		for j := range ops {
 			ops[j] = byte(r.Uint32())
 		}
 		limit := uint8(r.Uint32())
-		if !t.Run(strconv.Itoa(i), func(t *testing.T) { runOps(t, limit, ops) }) {
-			t.Logf("input %d: limit %d, ops %v", i, limit, ops)
-			break
-		}
-	}
+		return fmt.Sprintf("limit %d, ops %v", limit, ops), func(t *testing.T) { runOps(t, limit, ops) }
+	})
 }
 
 // reader hands out the bytes of the input, zeros once it runs out.

@@ -1,6 +1,7 @@
 package heaptest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -112,27 +113,42 @@ func Run(r Runner, ops []byte) {
 	r.Verify("freeing everything")
 }
 
-// RandomInputs runs run over pseudo-random inputs from the seed (s1, s2):
-// 24 by default, 4 with -short, long with CARVE_LONG=1. It stops at the
-// first that fails and logs it.
-func RandomInputs(t *testing.T, s1, s2 uint64, long int, run func(t *testing.T, cfg byte, ops []byte)) {
-	n := 24
-	if testing.Short() {
-		n = 4
+// Count is how many inputs a random test runs: Default, Short with
+// -short (Default when Short is 0), Long with CARVE_LONG=1.
+type Count struct{ Default, Short, Long int }
+
+// Inputs runs pseudo-random inputs from the seed (s1, s2) as subtests
+// named by their index, as many as n says. draw takes one input from r
+// and returns its description and its test. Inputs stops at the first
+// input that fails and logs its description.
+func Inputs(t *testing.T, s1, s2 uint64, n Count, draw func(r *rand.Rand) (input string, run func(t *testing.T))) {
+	count := n.Default
+	if testing.Short() && n.Short > 0 {
+		count = n.Short
 	}
 	if os.Getenv("CARVE_LONG") == "1" {
-		n = long
+		count = n.Long
 	}
 	r := rand.New(rand.NewPCG(s1, s2))
-	for i := range n {
+	for i := range count {
+		input, run := draw(r)
+		if !t.Run(strconv.Itoa(i), run) {
+			t.Logf("input %d: %s", i, input)
+			break
+		}
+	}
+}
+
+// RandomInputs runs run over pseudo-random inputs from the seed (s1, s2):
+// 24 by default, 4 with -short, long with CARVE_LONG=1. Each is a
+// configuration byte and up to 1500 bytes of operations.
+func RandomInputs(t *testing.T, s1, s2 uint64, long int, run func(t *testing.T, cfg byte, ops []byte)) {
+	Inputs(t, s1, s2, Count{Default: 24, Short: 4, Long: long}, func(r *rand.Rand) (string, func(t *testing.T)) {
 		ops := make([]byte, r.IntN(1500))
 		for j := range ops {
 			ops[j] = byte(r.Uint32())
 		}
 		cfg := byte(r.Uint32())
-		if !t.Run(strconv.Itoa(i), func(t *testing.T) { run(t, cfg, ops) }) {
-			t.Logf("input %d: cfg %d, ops %q", i, cfg, ops)
-			break
-		}
-	}
+		return fmt.Sprintf("cfg %d, ops %q", cfg, ops), func(t *testing.T) { run(t, cfg, ops) }
+	})
 }
