@@ -62,3 +62,23 @@ func RunOps(t testing.TB, h Heap, ops []byte, check func(live [][]byte)) {
 		check(live)
 	}
 }
+
+// Container is a heap that says whether memory is its own.
+type Container interface {
+	Contains(b []byte) bool
+	Close() error
+}
+
+// ContainsUntilClose checks that h contains b, a block it handed out,
+// and not Go memory; then closes h and checks that it no longer contains
+// b.
+func ContainsUntilClose(t testing.TB, h Container, b []byte) {
+	t.Helper()
+	if !h.Contains(b) || h.Contains(make([]byte, 8)) {
+		t.Errorf("Contains(block) = %v, Contains(Go memory) = %v; want true, false", h.Contains(b), h.Contains(make([]byte, 8)))
+	}
+	h.Close()
+	if h.Contains(b) {
+		t.Error("Contains after Close = true")
+	}
+}
