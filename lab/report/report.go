@@ -234,43 +234,12 @@ type labelRow struct {
 	Bytes, Share, Objects, PeakBytes, Allocs, MeanLife, PtrBytes, Size, Name string
 }
 
-// labelRows formats the first n of s.Labels and a row for the rest.
+// labelRows formats the first n of s.Labels and a row for the rest, as
+// carve stats prints them.
 func labelRows(s trace.Summary, n int) []labelRow {
-	if len(s.Labels) == 0 {
-		return nil
-	}
-	attr := func(v int64) string {
-		if v < 0 {
-			return "-"
-		}
-		return strconv.FormatInt(v, 10)
-	}
-	ls := s.Labels[:min(n, len(s.Labels))]
 	var out []labelRow
-	for _, l := range ls {
-		name := l.Name
-		if l.Label == 0 {
-			name = "(no label)"
-		}
-		life := "-"
-		if l.Freed > 0 {
-			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
-		}
-		out = append(out, labelRow{size.Digits3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
-			size.Digits3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
-	}
-	if rest := s.Labels[len(ls):]; len(rest) > 0 {
-		var objects int64
-		var bytes uint64
-		for _, l := range rest {
-			objects, bytes = objects+l.Objects, bytes+l.Bytes
-		}
-		share := 0.0
-		if s.PeakLive > 0 {
-			share = float64(bytes) / float64(s.PeakLive)
-		}
-		out = append(out, labelRow{Bytes: size.Digits3(bytes), Share: strconv.FormatFloat(100*share, 'f', 1, 64) + "%",
-			Objects: strconv.FormatInt(objects, 10), Name: fmt.Sprintf("(%d more labels)", len(rest))})
+	for _, c := range s.LabelCells(max(n, 1)) {
+		out = append(out, labelRow{c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]})
 	}
 	return out
 }

@@ -89,22 +89,35 @@ func TestReplayBothWays(t *testing.T) {
 	}
 }
 
-// TestSeriesKeepPeaks: for every row, the highest point of its series
-// (what the report's charts draw) is the table's peak: footprint and
-// resident memory alike.
-func TestSeriesKeepPeaks(t *testing.T) {
+// resolveAll resolves TRACE arguments.
+func resolveAll(t *testing.T, args ...string) []traces.Trace {
+	t.Helper()
 	var ts []traces.Trace
-	for _, arg := range []string{"gen:connection:n=2000,next=4096", "gen:zipf:n=20000,seed=3"} {
+	for _, arg := range args {
 		tr, err := traces.Resolve(arg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ts = append(ts, tr)
 	}
+	return ts
+}
+
+// everyRow is a spec for each of the lab's rows.
+func everyRow() []Spec {
 	var specs []Spec
 	for _, n := range Names() {
 		specs = append(specs, Spec{Alloc: n})
 	}
+	return specs
+}
+
+// TestSeriesKeepPeaks: for every row, the highest point of its series
+// (what the report's charts draw) is the table's peak: footprint and
+// resident memory alike.
+func TestSeriesKeepPeaks(t *testing.T) {
+	ts := resolveAll(t, "gen:connection:n=2000,next=4096", "gen:zipf:n=20000,seed=3")
+	specs := everyRow()
 	for _, tb := range Run(ts, specs, Options{Touch: true, Series: 50}, 2, nil) {
 		for _, r := range tb.Rows {
 			if r.ErrorKind == KindUnavailable {
@@ -171,18 +184,8 @@ func TestHeadlineIsSound(t *testing.T) {
 	if got, want := len(trace.Generators()), 6; got != want {
 		t.Errorf("%d generators, the test knows %d: give the new one a trace here", got, want)
 	}
-	var ts []traces.Trace
-	for _, arg := range args {
-		tr, err := traces.Resolve(arg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, tr)
-	}
-	var specs []Spec
-	for _, n := range Names() {
-		specs = append(specs, Spec{Alloc: n})
-	}
+	ts := resolveAll(t, args...)
+	specs := everyRow()
 	for _, tb := range Run(ts, specs, Options{Touch: true, Series: 2000}, 2, nil) {
 		for _, r := range tb.Rows {
 			if r.ErrorKind == KindUnavailable && os.Getenv("CI") != "true" {

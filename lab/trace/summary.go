@@ -270,19 +270,17 @@ func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
 	return out
 }
 
-// WriteLabels prints s.Labels as a table, the first n rows (all when n
-// is 0 or less) and a line for the rest: for each label the bytes and
-// objects live at the trace's peak, their share of the peak, the label's
-// own peak, its allocations, the mean lifetime of its objects in events,
-// its pointer bytes and its size (for a Go trace: the type's; "-" when
-// the label has no such attribute), and its name. It prints nothing for a
-// trace without labels.
-func (s Summary) WriteLabels(w io.Writer, n int) error {
-	if len(s.Labels) == 0 {
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "bytes at peak\tshare\tobjects\town peak\tallocs\tmean life\tptr bytes\tsize\t  label\n")
+// LabelColumns name the columns of LabelCells.
+var LabelColumns = []string{"bytes at peak", "share", "objects", "own peak", "allocs", "mean life", "ptr bytes", "size", "label"}
+
+// LabelCells formats s.Labels as the rows of a table of LabelColumns,
+// the first n labels (all when n is 0 or less) and a row for the rest:
+// for each label the bytes and objects live at the trace's peak, their
+// share of the peak, the label's own peak, its allocations, the mean
+// lifetime of its objects in events, its pointer bytes and its size (for
+// a Go trace: the type's; "-" when the label has no such attribute), and
+// its name. It is nil for a trace without labels.
+func (s Summary) LabelCells(n int) [][]string {
 	rows := s.Labels
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
@@ -293,6 +291,13 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 		}
 		return strconv.FormatInt(v, 10)
 	}
+	share := func(b uint64) string {
+		if s.PeakLive == 0 {
+			return "0.0%"
+		}
+		return strconv.FormatFloat(100*float64(b)/float64(s.PeakLive), 'f', 1, 64) + "%"
+	}
+	var out [][]string
 	for _, l := range rows {
 		name := l.Name
 		if l.Label == 0 {
@@ -302,8 +307,8 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 		if l.Freed > 0 {
 			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t%s\t%d\t%s\t%s\t%s\t  %s\n", size.Digits3(l.Bytes), 100*l.Share, l.Objects,
-			size.Digits3(l.PeakBytes), l.Allocs, life, attr(l.PtrBytes), attr(l.Size), name)
+		out = append(out, []string{size.Digits3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
+			size.Digits3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
 	}
 	if rest := s.Labels[len(rows):]; len(rest) > 0 {
 		var objects int64
@@ -312,11 +317,25 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 			objects += l.Objects
 			bytes += l.Bytes
 		}
-		share := 0.0
-		if s.PeakLive > 0 {
-			share = float64(bytes) / float64(s.PeakLive)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d\t\t\t\t\t\t  (%d more labels)\n", size.Digits3(bytes), 100*share, objects, len(rest))
+		out = append(out, []string{size.Digits3(bytes), share(bytes), strconv.FormatInt(objects, 10), "", "", "", "", "", fmt.Sprintf("(%d more labels)", len(rest))})
+	}
+	return out
+}
+
+// WriteLabels prints s.Labels as a table of LabelCells(n). It prints
+// nothing for a trace without labels.
+func (s Summary) WriteLabels(w io.Writer, n int) error {
+	if len(s.Labels) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	last := len(LabelColumns) - 1
+	line := func(c []string) {
+		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(c[:last], "\t"), c[last])
+	}
+	line(LabelColumns)
+	for _, c := range s.LabelCells(n) {
+		line(c)
 	}
 	return tw.Flush()
 }
