@@ -106,8 +106,8 @@ type ledger struct {
 	res      Result
 
 	objects objects
-	sizes   []int64  // by slot: the live object's size
-	free    []uint32 // slots given back, reused last in, first out
+	sizes   paged[int64]  // by slot: the live object's size
+	free    paged[uint32] // slots given back, reused last in, first out
 
 	live  int64
 	n     int64 // the current event's number, counting from 1
@@ -255,11 +255,11 @@ func (l *ledger) event(e trace.Event) error {
 		}
 		slot := l.takeSlot()
 		if err := l.eng.do(e, slot, 0); err != nil {
-			l.free = append(l.free, slot)
+			l.free.push(slot)
 			return err
 		}
 		l.objects.set(e.ID, slot+stLive)
-		l.sizes[slot] = int64(e.Size)
+		*l.sizes.at(slot) = int64(e.Size)
 		l.grow(int64(e.Size))
 	case trace.Free:
 		switch st {
@@ -275,13 +275,13 @@ func (l *ledger) event(e trace.Event) error {
 		if err := l.lowering(); err != nil {
 			return err
 		}
-		if err := l.eng.do(e, slot, l.sizes[slot]); err != nil {
+		if err := l.eng.do(e, slot, *l.sizes.at(slot)); err != nil {
 			return err
 		}
 		l.objects.set(e.ID, stDead)
-		l.live -= l.sizes[slot]
-		l.sizes[slot] = 0
-		l.free = append(l.free, slot)
+		l.live -= *l.sizes.at(slot)
+		*l.sizes.at(slot) = 0
+		l.free.push(slot)
 	case trace.Realloc:
 		if st == stRefused {
 			return l.overBudget(e)
@@ -293,7 +293,7 @@ func (l *ledger) event(e trace.Event) error {
 			return l.overBudget(e)
 		}
 		slot := st - stLive
-		old := l.sizes[slot]
+		old := *l.sizes.at(slot)
 		if err := l.room(int64(e.Size) - old); err != nil {
 			return err
 		}
@@ -305,7 +305,7 @@ func (l *ledger) event(e trace.Event) error {
 		if err := l.eng.do(e, slot, old); err != nil {
 			return err
 		}
-		l.sizes[slot] = int64(e.Size)
+		*l.sizes.at(slot) = int64(e.Size)
 		l.live -= old
 		l.grow(int64(e.Size))
 	default:
@@ -334,7 +334,7 @@ func (l *ledger) room(d int64) error {
 // object IDs (a map entry counted at 48 bytes), the sizes of the live
 // objects and the free slots.
 func (l *ledger) ownBytes() int64 {
-	n := int64(cap(l.objects.dense))*24 + int64(len(l.objects.sparse))*48 + int64(cap(l.sizes))*8 + int64(cap(l.free))*4
+	n := int64(cap(l.objects.dense))*24 + int64(len(l.objects.sparse))*48 + l.sizes.bytes() + l.free.bytes()
 	for _, p := range l.objects.dense {
 		n += int64(cap(p)) * 4
 	}
@@ -343,13 +343,10 @@ func (l *ledger) ownBytes() int64 {
 
 // takeSlot returns a slot for an object being born.
 func (l *ledger) takeSlot() uint32 {
-	if n := len(l.free); n > 0 {
-		s := l.free[n-1]
-		l.free = l.free[:n-1]
+	if s, ok := l.free.pop(); ok {
 		return s
 	}
-	l.sizes = append(l.sizes, 0)
-	return uint32(len(l.sizes) - 1)
+	return l.sizes.push(0)
 }
 
 // grow records that live memory grew by d.

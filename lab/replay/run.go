@@ -19,8 +19,8 @@ const timeAll = 1024
 type replayer struct {
 	l      *ledger
 	a      Allocator
-	inside Container // a, if it can tell whether a block is inside its memory
-	blocks [][]byte  // by slot: the live object's block
+	inside Container     // a, if it can tell whether a block is inside its memory
+	blocks paged[[]byte] // by slot: the live object's block
 	set    blockSet
 	// self is a, if its figures are the process's Go heap: the replayer's
 	// own bookkeeping is left out of them, and it keeps no set of blocks
@@ -82,7 +82,7 @@ func (r *replayer) footprint() int64 { return r.a.Footprint() }
 
 func (r *replayer) sample() (carve.Stats, error) {
 	if r.self != nil {
-		r.self.SetReplayerBytes(r.l.ownBytes() + int64(cap(r.blocks))*int64(unsafe.Sizeof([]byte(nil))))
+		r.self.SetReplayerBytes(r.l.ownBytes() + r.blocks.bytes())
 	}
 	return r.a.Stats(), nil
 }
@@ -93,8 +93,8 @@ func (r *replayer) allocError(err error) error {
 
 // do calls the allocator for e, checking the block it returns or takes.
 func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
-	for int(slot) >= len(r.blocks) {
-		r.blocks = append(r.blocks, nil)
+	for int(slot) >= r.blocks.n {
+		r.blocks.push(nil)
 	}
 	opt := &r.l.opt
 	size := int(e.Size)
@@ -125,9 +125,9 @@ func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
 		if err := r.admit(e.ID, b, size, align); err != nil {
 			return err
 		}
-		r.blocks[slot] = b
+		*r.blocks.at(slot) = b
 	case trace.Free:
-		b := r.blocks[slot]
+		b := *r.blocks.at(slot)
 		if err := r.release(e.ID, b); err != nil {
 			return err
 		}
@@ -137,9 +137,9 @@ func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
 		if err != nil {
 			return r.allocError(err)
 		}
-		r.blocks[slot] = nil
+		*r.blocks.at(slot) = nil
 	case trace.Realloc:
-		b := r.blocks[slot]
+		b := *r.blocks.at(slot)
 		if err := r.release(e.ID, b); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
 		if err := r.admit(e.ID, n, size, 0); err != nil {
 			return err
 		}
-		r.blocks[slot] = n
+		*r.blocks.at(slot) = n
 	}
 	return nil
 }
