@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -183,13 +184,24 @@ func TestRealMallocRows(t *testing.T) {
 	t.Run("start-up removed", func(t *testing.T) {
 		for _, m := range RealMallocs {
 			needRealMalloc(t, m)
-			rw := Replay(tr, Spec{Alloc: m}, Options{Touch: true, Series: 50}, nil)
-			if rw.Error != "" || len(rw.Series) == 0 {
-				t.Fatalf("%s: error %q, %d points", m, rw.Error, len(rw.Series))
-			}
 			// mimalloc counts 32 MiB committed at start-up, jemalloc 6 MiB:
-			// the first sample must not.
-			first := rw.Series[0]
+			// the first sample must not. Now and then, on a loaded machine,
+			// jemalloc maps about 6 MiB more by the first sample than in
+			// other runs of the same trace (seen once in about ten): a
+			// replay whose first sample is off is made again, up to three
+			// times, and start-up figures left in fail every time.
+			var rw Row
+			var first replay.Point
+			for attempt := 0; attempt < 3; attempt++ {
+				rw = Replay(tr, Spec{Alloc: m}, Options{Touch: true, Series: 50}, nil)
+				if rw.Error != "" || len(rw.Series) == 0 {
+					t.Fatalf("%s: error %q, %d points", m, rw.Error, len(rw.Series))
+				}
+				if first = rw.Series[0]; first.Footprint <= first.Live+1<<20 {
+					break
+				}
+				t.Logf("%s: first point %+v, attempt %d", m, first, attempt+1)
+			}
 			if first.Footprint > first.Live+1<<20 || rw.StartupFootprint <= 0 || rw.StartupRSS <= 0 {
 				t.Errorf("%s: first point %+v, start-up footprint %d and RSS %d: want a footprint within 1 MiB of live, start-up figures > 0", m, first, rw.StartupFootprint, rw.StartupRSS)
 			}
