@@ -1,6 +1,9 @@
 package heap
 
-import carve "github.com/carvelab/carve"
+import (
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/invariants"
+)
 
 // Stats is a heap's statistics: the carve vocabulary and the heap's own
 // counts. All figures but the counts of slots, slabs and blocks are
@@ -64,6 +67,10 @@ func (h *Heap) Footprint() int64 {
 // Stats returns the heap's statistics. It costs one mincore per zone over
 // its committed pages.
 func (h *Heap) Stats() Stats {
+	if invariants.Enabled {
+		h.mustEnter()
+		defer h.leave()
+	}
 	st := Stats{
 		Stats: carve.Stats{
 			Live:      h.live,
@@ -138,6 +145,12 @@ func (h *Heap) metadata() int64 {
 // returns how many bytes it gave back: Footprint drops by as much. Blocks
 // and slabs in use stay where they are.
 func (h *Heap) Trim() (int64, error) {
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return 0, err
+		}
+		defer h.leave()
+	}
 	if h.small.base == nil {
 		return 0, h.unusable()
 	}
