@@ -494,6 +494,10 @@ func TestClosed(t *testing.T) {
 	if err := h.Close(); !errors.Is(err, heap.ErrClosed) {
 		t.Fatalf("Close twice = %v, want ErrClosed", err)
 	}
+	var zero heap.Heap
+	if err := zero.Close(); !errors.Is(err, heap.ErrClosed) {
+		t.Fatalf("Close of the zero Heap = %v, want ErrClosed", err)
+	}
 	heaptest.MustCheck(t, h, "Close")
 }
 

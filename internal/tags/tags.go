@@ -57,8 +57,8 @@ const (
 	PrevInUseBit Header = 2 // the block before it is in use (or it is the first)
 	FlagBits            = InUseBit | PrevInUseBit
 
-	slackShift          = 56
-	sizeBits     Header = 1<<slackShift - 1 - FlagBits
+	slackShift        = 56
+	sizeBits   Header = 1<<slackShift - 1 - FlagBits
 )
 
 // NewHeader returns the header of a block of size bytes with the two
