@@ -341,9 +341,10 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 	var err error
 	switch off := addr(b) - uintptr(h.small.base); {
 	case off < uintptr(h.small.committed):
-		var s slotRef
-		if s, err = h.small.inUse(b, off); err == nil {
-			return h.reallocSmall(b, s, size)
+		var w int
+		var bit uint64
+		if w, bit, err = h.small.inUse(b, off); err == nil {
+			return h.reallocSmall(b, off, w, bit, size)
 		}
 	default:
 		var p offset
@@ -378,11 +379,10 @@ func (h *Heap) UsableSize(b []byte) (int, error) {
 		defer h.leave()
 	}
 	if off := addr(b) - uintptr(h.small.base); off < uintptr(h.small.committed) {
-		s, err := h.small.inUse(b, off)
-		if err != nil {
+		if _, _, err := h.small.inUse(b, off); err != nil {
 			return 0, err
 		}
-		return int(s.cl.size), nil
+		return int(h.small.classAt(off).size), nil
 	}
 	p, err := h.mid.inUse(b)
 	if err != nil {

@@ -242,106 +242,94 @@ func (h *Heap) dirtySmallPage() int {
 	return -1
 }
 
-// slotRef is a slot in use: its offset in the zone, its class, its
-// slab's page, the index in the class's bits of the word of its free
-// bitmap that holds its bit (the word of its slack bitmap is words
-// further), and the bit.
-type slotRef struct {
-	off uintptr
-	cl  *class
-	c   uint8
-	pg  int
-	w   int
-	bit uint64
-}
-
 // slot finds the slot in use that starts at offset off of the zone, in
-// its committed pages. It refuses anything else, reading nothing of the
-// zone's memory.
-func (z *smallZone) slot(off uintptr) (slotRef, error) {
+// its committed pages: the index in its class's bits of the word of its
+// free bitmap that holds its bit (the word of its slack bitmap is words
+// further on), and the bit. It refuses anything else, reading nothing of
+// the zone's memory.
+func (z *smallZone) slot(off uintptr) (w int, bit uint64, err error) {
 	pg := int(off >> pageShift)
 	s := &z.slabs[pg]
 	if s.class == 0 {
-		return slotRef{}, fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
+		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
 			ErrDoubleFree, uintptr(z.base)+off, off)
 	}
 	cl := &z.classes[s.class]
 	o := uint64(off & (pageSize - 1))
 	i := uint(o * cl.magic >> 32)
 	if uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) {
-		return slotRef{}, fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
+		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
 			ErrForeign, uintptr(z.base)+off, off, cl.size)
 	}
-	r := slotRef{off: off, cl: cl, c: s.class, pg: pg, w: int(s.bits)*2*cl.words + int(i/64), bit: 1 << (i % 64)}
-	if cl.bits[r.w]&r.bit != 0 {
-		return slotRef{}, fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
+	w = int(s.bits)*2*cl.words + int(i/64)
+	bit = 1 << (i % 64)
+	if cl.bits[w]&bit != 0 {
+		return 0, 0, fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
 	}
-	return r, nil
+	return w, bit, nil
 }
 
-// asked returns how many bytes the caller asked of the slot in use s.
-func (z *smallZone) asked(s slotRef) int {
-	n := int(s.cl.size)
-	if s.cl.bits[s.w+s.cl.words]&s.bit != 0 {
-		n -= 1 + int(*z.last(s.cl, offset(s.off)))
+// classAt returns the class of the slab at offset off of the zone.
+func (z *smallZone) classAt(off uintptr) *class { return &z.classes[z.slabs[off>>pageShift].class] }
+
+// asked returns how many bytes the caller asked of the slot in use of
+// class cl at offset off, whose bits slot found.
+func (z *smallZone) asked(cl *class, off uintptr, w int, bit uint64) int {
+	n := int(cl.size)
+	if cl.bits[w+cl.words]&bit != 0 {
+		n -= 1 + int(*z.last(cl, offset(off)))
 	}
 	return n
 }
 
-// setAsked records that the caller asked for n bytes of the slot in use s.
-func (z *smallZone) setAsked(s slotRef, n int) {
-	w := &s.cl.bits[s.w+s.cl.words]
-	if slack := s.cl.size - uintptr(n); slack != 0 {
-		*w |= s.bit
-		*z.last(s.cl, offset(s.off)) = byte(slack - 1)
+// setAsked records that the caller asked for n bytes of the slot in use
+// of class cl at offset off, whose bits slot found.
+func (z *smallZone) setAsked(cl *class, off uintptr, w int, bit uint64, n int) {
+	sw := &cl.bits[w+cl.words]
+	if slack := cl.size - uintptr(n); slack != 0 {
+		*sw |= bit
+		*z.last(cl, offset(off)) = byte(slack - 1)
 	} else {
-		*w &^= s.bit
+		*sw &^= bit
 	}
 }
 
-// inUse returns the slot in use that b starts, at offset off of the zone,
-// in its committed pages: the slot at off, refused if b is an empty slice
-// of capacity 0 and the slot holds more than 0 bytes (see pastEnd).
-func (z *smallZone) inUse(b []byte, off uintptr) (slotRef, error) {
-	s, err := z.slot(off)
+// inUse is slot for the slice b, which starts at offset off: it also
+// refuses an empty slice of capacity 0 if the slot holds more than 0
+// bytes (see pastEnd).
+func (z *smallZone) inUse(b []byte, off uintptr) (w int, bit uint64, err error) {
+	w, bit, err = z.slot(off)
 	if err == nil && cap(b) == 0 {
-		if n := z.asked(s); n != 0 {
-			return slotRef{}, pastEnd(addr(b), n)
+		if n := z.asked(z.classAt(off), off, w, bit); n != 0 {
+			return 0, 0, pastEnd(addr(b), n)
 		}
 	}
-	return s, err
+	return w, bit, err
 }
 
 // freeSmall frees the slot at offset off of the small zone, in its
 // committed pages; b is the caller's slice.
 func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	z := &h.small
-	s, err := z.slot(off)
+	w, bit, err := z.slot(off)
 	if err != nil {
 		return err
 	}
-	n := z.asked(s)
+	pg := int(off >> pageShift)
+	s := &z.slabs[pg]
+	cl := &z.classes[s.class]
+	n := z.asked(cl, off, w, bit)
 	if cap(b) == 0 && n != 0 {
 		return pastEnd(addr(b), n)
 	}
-	h.freeSlot(s, n)
-	return nil
-}
-
-// freeSlot frees the slot in use s, of which n bytes were asked.
-func (h *Heap) freeSlot(r slotRef, n int) {
-	z := &h.small
-	cl := r.cl
-	cl.bits[r.w] |= r.bit
-	cl.bits[r.w+cl.words] &^= r.bit
+	cl.bits[w] |= bit
+	cl.bits[w+cl.words] &^= bit
 	if invariants.Enabled {
-		poison(z.bytes(offset(r.off), int(cl.size)))
+		poison(z.bytes(offset(off), int(cl.size)))
 	}
 	cl.inUse--
 	z.used -= int64(cl.size)
 	h.live -= int64(n)
-	pg := r.pg
-	s := &z.slabs[pg]
 	if s.nfree++; s.nfree == 1 {
 		cl.partial.add(pg)
 		if cl.next == 0 || pg < cl.next-1 {
@@ -351,6 +339,7 @@ func (h *Heap) freeSlot(r slotRef, n int) {
 	if int(s.nfree) == cl.slots {
 		h.freeSlab(cl, pg)
 	}
+	return nil
 }
 
 // freeSlab gives back the page of the empty slab at pg, of class cl.
@@ -373,29 +362,29 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	h.released(smallID, pg, pg+1)
 }
 
-// reallocSmall resizes the slot in use s that b starts: in place when
-// size falls in its class, else by moving it.
-func (h *Heap) reallocSmall(b []byte, s slotRef, size int) ([]byte, error) {
+// reallocSmall resizes the slot in use at offset off that b starts,
+// whose bits inUse found: in place when size falls in its class, else by
+// moving it.
+func (h *Heap) reallocSmall(b []byte, off uintptr, w int, bit uint64, size int) ([]byte, error) {
 	z := &h.small
+	c := z.slabs[off>>pageShift].class
+	cl := &z.classes[c]
 	switch {
 	case size < 0:
 		return nil, fmt.Errorf("%w: Realloc(%d): size is negative (want >= 0)", ErrSize, size)
 	case int64(size) > h.limit:
 		return nil, fmt.Errorf("%w: Realloc(%d): size exceeds the limit %d", ErrExhausted, size, h.limit)
-	case classFor(size, 1) == s.c:
-		h.live += int64(size - z.asked(s))
-		z.setAsked(s, size)
-		return z.bytes(offset(s.off), size), nil
+	case classFor(size, 1) == c:
+		h.live += int64(size - z.asked(cl, off, w, bit))
+		z.setAsked(cl, off, w, bit, size)
+		return z.bytes(offset(off), size), nil
 	}
-	n, err := h.move(b[:min(len(b), int(s.cl.size))], size)
+	n, err := h.move(b[:min(len(b), int(cl.size))], size)
 	if err != nil {
 		return nil, err
 	}
-	// The move may have grown the zone's tables: find the slot again.
-	s, err = z.slot(s.off)
-	if err != nil {
-		panic("heap: Realloc: the slot it moved from is gone: " + err.Error())
+	if err := h.freeSmall(b, off); err != nil {
+		panic("heap: Realloc: the slot it moved from cannot be freed: " + err.Error())
 	}
-	h.freeSlot(s, z.asked(s))
 	return n, nil
 }
