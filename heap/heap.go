@@ -289,7 +289,7 @@ func (h *Heap) Free(b []byte) error {
 // is, the end of b, to which Go gives b's pointer when no capacity is
 // left. It cannot be told from b[:0:0], which nothing needs.
 func pastEnd(a uintptr, n int) error {
-	return fmt.Errorf("%w: an empty slice of capacity 0 at %#x, where a block of %d bytes starts: b[len(b):] has b's pointer, not the block's (pass a slice of the block)",
+	return fmt.Errorf("%w: an empty slice of capacity 0 at %#x, where a block of %d bytes starts: what b[len(b):] is, b's end with b's pointer, not the block (pass a slice of the block with a capacity)",
 		ErrForeign, a, n)
 }
 

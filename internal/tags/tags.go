@@ -12,8 +12,9 @@ import "unsafe"
 
 // The layout.
 const (
-	// HeaderSize is the boundary tag in front of every block: its size and
-	// two flag bits (in use; previous block in use).
+	// HeaderSize is the boundary tag in front of every block: its size,
+	// two flag bits (in use; previous block in use) and its slack (see
+	// Header).
 	HeaderSize = 8
 	// Granule is the unit of block sizes and the alignment of every
 	// payload.
