@@ -87,7 +87,7 @@
 // it measured of them:
 //
 //	heap       requests up to 256 bytes in 29 header-free size classes
-//	           (one-page slabs, one bit per slot in Go memory), a slab's
+//	           (one-page slabs, two bits per slot in Go memory), a slab's
 //	           page given back as soon as it empties; four exact classes
 //	           of 512 B to 4 KiB; the rest best fit with boundary tags;
 //	           free pages anywhere in the heap given back to the OS
@@ -184,7 +184,8 @@
 //     large object comes or goes, and on Trim.
 //   - heap: freed slots and blocks poisoned and verified when handed out
 //     again (pages given back to the OS read as zero and are not); the
-//     checker runs on the 1st, 2nd, 4th, 8th... slow-path call.
+//     checker runs on the 1st, 2nd, 4th, 8th... slow-path call; a Heap
+//     used by two goroutines at once returns ErrBusy.
 //
 // fit, buddy, sizeclass and heap refuse double frees in release builds too
 // (ErrDoubleFree); a release pool.Pool or lockfree.Pool does not detect

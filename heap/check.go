@@ -23,7 +23,9 @@ import (
 //	of its bitmap's set bits, 0 <= nfree < slots (an empty slab is freed);
 //	a slab is in its class's partial set exactly when nfree > 0, and the
 //	class's next is 1 + the set's first member; every bitmap is one slab's or
-//	spare, once; inUse = sum of (slots - nfree); used = sum of inUse*size.
+//	spare, once; inUse = sum of (slots - nfree); used = sum of inUse*size;
+//	a slot's slack bit is set only if the slot is in use, and then its last
+//	byte is below its size (the slack less 1, at most size - 1).
 //
 // For the best-fit zone, fit's invariants (see fit's check): the blocks
 // tile [8, top-8), flags and footers agree, no two free blocks are
@@ -38,10 +40,13 @@ import (
 //	clean ⊆ free, and no clean page is resident (mincore)
 //	dirty = |free - clean| over both zones, at most the Retain, each dirty
 //	        page in a range of the purge ring
-//	Footprint = committed - clean <= Limit; 0 <= Live <= usable bytes in use
+//	Footprint = committed - clean <= Limit
+//	Live = the sum over the slots and blocks in use of what was asked of
+//	       them (their usable bytes less their slack)
 //
-// It reads headers, footers and links, never the rest of free memory, so
-// it cannot make pages resident.
+// It reads headers, footers and links, and the last byte of slots in use
+// with slack, never the rest of free memory, so it cannot make pages
+// resident.
 func (h *Heap) check() error {
 	if h.closed {
 		for _, z := range h.zones() {
@@ -51,10 +56,12 @@ func (h *Heap) check() error {
 		}
 		return nil
 	}
-	if err := h.small.check(); err != nil {
+	smallAsked, err := h.small.check()
+	if err != nil {
 		return fmt.Errorf("small zone: %w", err)
 	}
-	if err := h.mid.check(); err != nil {
+	midAsked, err := h.mid.check()
+	if err != nil {
 		return fmt.Errorf("best-fit zone: %w", err)
 	}
 	dirty := 0
@@ -78,14 +85,13 @@ func (h *Heap) check() error {
 	}
 	fp := h.Footprint()
 	used := h.small.used + h.mid.used
-	usable := used - headerSize*h.mid.blocks
 	switch {
 	case fp > h.limit:
 		return fmt.Errorf("footprint %d above the limit %d", fp, h.limit)
 	case used > fp:
 		return fmt.Errorf("used %d above the footprint %d", used, fp)
-	case h.live < 0 || h.live > usable:
-		return fmt.Errorf("live %d: want 0 to the usable bytes of the blocks in use, %d", h.live, usable)
+	case h.live != smallAsked+midAsked:
+		return fmt.Errorf("live %d, but the slots in use were asked for %d bytes and the blocks %d", h.live, smallAsked, midAsked)
 	}
 	return nil
 }
@@ -183,11 +189,12 @@ func (h *Heap) checkRing() error {
 	return nil
 }
 
-// check verifies the small zone.
-func (z *smallZone) check() error {
+// check verifies the small zone and returns what was asked of its slots
+// in use.
+func (z *smallZone) check() (asked int64, err error) {
 	n := z.pages()
 	if len(z.slabs) != n {
-		return fmt.Errorf("%d slab records for %d pages", len(z.slabs), n)
+		return 0, fmt.Errorf("%d slab records for %d pages", len(z.slabs), n)
 	}
 	var inUse [numClasses]int64
 	var slabs [numClasses]int
@@ -197,44 +204,56 @@ func (z *smallZone) check() error {
 	nSlabs := 0
 	for pg, s := range z.slabs {
 		if (s.class == 0) != z.free.has(pg) {
-			return fmt.Errorf("page %d: slab class %d, free %t", pg, s.class, z.free.has(pg))
+			return 0, fmt.Errorf("page %d: slab class %d, free %t", pg, s.class, z.free.has(pg))
 		}
 		if s.class == 0 {
 			if s != (slab{}) {
-				return fmt.Errorf("page %d: free, its record %+v", pg, s)
+				return 0, fmt.Errorf("page %d: free, its record %+v", pg, s)
 			}
 			continue
 		}
 		if s.class >= numClasses {
-			return fmt.Errorf("page %d: class %d", pg, s.class)
+			return 0, fmt.Errorf("page %d: class %d", pg, s.class)
 		}
 		c := s.class
 		cl := &z.classes[c]
-		if int(s.bits) >= len(cl.bits)/cl.words {
-			return fmt.Errorf("page %d: bitmap %d of %d", pg, s.bits, len(cl.bits)/cl.words)
+		if int(s.bits) >= len(cl.bits)/(2*cl.words) {
+			return 0, fmt.Errorf("page %d: bitmap %d of %d", pg, s.bits, len(cl.bits)/(2*cl.words))
 		}
 		if owner[c] == nil {
 			owner[c] = map[uint32]int{}
 		}
 		if o, dup := owner[c][s.bits]; dup {
-			return fmt.Errorf("pages %d and %d share bitmap %d of the %d-byte class", o, pg, s.bits, cl.size)
+			return 0, fmt.Errorf("pages %d and %d share bitmap %d of the %d-byte class", o, pg, s.bits, cl.size)
 		}
 		owner[c][s.bits] = pg
-		w := cl.bits[int(s.bits)*cl.words:][:cl.words]
+		w, sw := cl.bitmaps(s.bits)
 		nfree := 0
 		for i, m := range w {
-			if m&^mask(i, 0, cl.slots) != 0 {
-				return fmt.Errorf("page %d: bitmap word %d marks slots past the %d", pg, i, cl.slots)
+			if (m|sw[i])&^mask(i, 0, cl.slots) != 0 {
+				return 0, fmt.Errorf("page %d: bitmap word %d marks slots past the %d", pg, i, cl.slots)
+			}
+			if m&sw[i] != 0 {
+				return 0, fmt.Errorf("page %d: slot %d is free, with slack", pg, i*64+bits.TrailingZeros64(m&sw[i]))
 			}
 			nfree += bits.OnesCount64(m)
+			asked += int64(bits.OnesCount64(^m&mask(i, 0, cl.slots))) * int64(cl.size)
+			for x := sw[i]; x != 0; x &= x - 1 {
+				j := i*64 + bits.TrailingZeros64(x)
+				b := *z.last(cl, offset(pg<<pageShift+j*int(cl.size)))
+				if uintptr(b) >= cl.size {
+					return 0, fmt.Errorf("page %d: slot %d of %d bytes has a slack of %d", pg, j, cl.size, int(b)+1)
+				}
+				asked -= int64(b) + 1
+			}
 		}
 		switch {
 		case nfree != int(s.nfree):
-			return fmt.Errorf("page %d: %d slots free, its record says %d", pg, nfree, s.nfree)
+			return 0, fmt.Errorf("page %d: %d slots free, its record says %d", pg, nfree, s.nfree)
 		case nfree >= cl.slots:
-			return fmt.Errorf("page %d: a slab of the %d-byte class with every slot free", pg, cl.size)
+			return 0, fmt.Errorf("page %d: a slab of the %d-byte class with every slot free", pg, cl.size)
 		case cl.partial.has(pg) != (nfree > 0):
-			return fmt.Errorf("page %d: %d slots free, in the partial set: %t", pg, nfree, cl.partial.has(pg))
+			return 0, fmt.Errorf("page %d: %d slots free, in the partial set: %t", pg, nfree, cl.partial.has(pg))
 		}
 		if nfree > 0 {
 			partial[c]++
@@ -247,26 +266,26 @@ func (z *smallZone) check() error {
 	for c := 1; c < numClasses; c++ {
 		cl := &z.classes[c]
 		if err := cl.partial.check(); err != nil {
-			return fmt.Errorf("the %d-byte class's partial set: %w", cl.size, err)
+			return 0, fmt.Errorf("the %d-byte class's partial set: %w", cl.size, err)
 		}
 		switch {
 		case cl.inUse != inUse[c] || cl.slabs != slabs[c]:
-			return fmt.Errorf("the %d-byte class: %d slots in %d slabs, it counts %d in %d", cl.size, inUse[c], slabs[c], cl.inUse, cl.slabs)
+			return 0, fmt.Errorf("the %d-byte class: %d slots in %d slabs, it counts %d in %d", cl.size, inUse[c], slabs[c], cl.inUse, cl.slabs)
 		case cl.partial.n != partial[c]:
-			return fmt.Errorf("the %d-byte class: %d partial slabs, its set holds %d", cl.size, partial[c], cl.partial.n)
+			return 0, fmt.Errorf("the %d-byte class: %d partial slabs, its set holds %d", cl.size, partial[c], cl.partial.n)
 		case cl.next != cl.partial.first()+1:
-			return fmt.Errorf("the %d-byte class: next %d, its lowest partial slab %d", cl.size, cl.next, cl.partial.first())
-		case len(cl.bits)%max(cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/cl.words != slabs[c]+cl.nspare):
-			return fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], cl.nspare)
+			return 0, fmt.Errorf("the %d-byte class: next %d, its lowest partial slab %d", cl.size, cl.next, cl.partial.first())
+		case len(cl.bits)%max(2*cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/(2*cl.words) != slabs[c]+cl.nspare):
+			return 0, fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], cl.nspare)
 		}
 		n := 0
-		for s := cl.spare; s != 0; s = uint32(cl.bits[int(s-1)*cl.words]) {
+		for s := cl.spare; s != 0; s = uint32(cl.bits[int(s-1)*2*cl.words]) {
 			i := s - 1
-			if n++; n > cl.nspare || int(i) >= len(cl.bits)/max(cl.words, 1) {
-				return fmt.Errorf("the %d-byte class: the spare list passes %d bitmaps or leaves the %d there are (at %d)", cl.size, cl.nspare, len(cl.bits)/max(cl.words, 1), i)
+			if n++; n > cl.nspare || int(i) >= len(cl.bits)/max(2*cl.words, 1) {
+				return 0, fmt.Errorf("the %d-byte class: the spare list passes %d bitmaps or leaves the %d there are (at %d)", cl.size, cl.nspare, len(cl.bits)/max(2*cl.words, 1), i)
 			}
 			if o, dup := owner[c][i]; dup {
-				return fmt.Errorf("the %d-byte class: bitmap %d is spare and page %d's", cl.size, i, o)
+				return 0, fmt.Errorf("the %d-byte class: bitmap %d is spare and page %d's", cl.size, i, o)
 			}
 			if owner[c] == nil {
 				owner[c] = map[uint32]int{}
@@ -274,23 +293,24 @@ func (z *smallZone) check() error {
 			owner[c][i] = -1
 		}
 		if n != cl.nspare {
-			return fmt.Errorf("the %d-byte class: %d bitmaps on the spare list, it counts %d", cl.size, n, cl.nspare)
+			return 0, fmt.Errorf("the %d-byte class: %d bitmaps on the spare list, it counts %d", cl.size, n, cl.nspare)
 		}
 	}
 	if used != z.used || nSlabs != z.nSlabs {
-		return fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.used, z.nSlabs)
+		return 0, fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.used, z.nSlabs)
 	}
-	return nil
+	return asked, nil
 }
 
-// check verifies the best-fit zone.
-func (m *midZone) check() error {
+// check verifies the best-fit zone and returns what was asked of its
+// blocks in use.
+func (m *midZone) check() (asked int64, err error) {
 	ps := offset(pageSize)
 	switch {
 	case m.top < firstBlock || m.top%granule != 0 || m.top > firstBlock && int64(m.top-headerSize) > m.committed:
-		return fmt.Errorf("top at %d: want a multiple of %d from %d, its start (top-8) at most committed %d", m.top, granule, firstBlock, m.committed)
+		return 0, fmt.Errorf("top at %d: want a multiple of %d from %d, its start (top-8) at most committed %d", m.top, granule, firstBlock, m.committed)
 	case len(m.first) != m.pages():
-		return fmt.Errorf("first-start table of %d pages for %d", len(m.first), m.pages())
+		return 0, fmt.Errorf("first-start table of %d pages for %d", len(m.first), m.pages())
 	}
 	first := make([]uint16, m.pages())
 	for i := range first {
@@ -307,33 +327,40 @@ func (m *midZone) check() error {
 		if first[p/ps] == noStart {
 			first[p/ps] = uint16(p % ps)
 		}
-		if !hd.InUse() {
+		switch {
+		case hd.InUse() && hd.Slack() > hd.Size()-headerSize:
+			return fmt.Errorf("block at %d: %d bytes, a slack of %d", p, hd.Size(), hd.Slack())
+		case hd.InUse():
+			asked += int64(hd.Size() - headerSize - hd.Slack())
+		case hd.Slack() != 0:
+			return fmt.Errorf("free block at %d: a slack of %d", p, hd.Slack())
+		default:
 			mark(pageRange(p+headerSize, p+offset(hd.Size())-2*headerSize))
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	used, blocks, freeBytes, frees := tl.Used, tl.Blocks, tl.FreeBytes, tl.Frees
 	mark(pageRange(m.topStart(), offset(m.committed)))
 	for i, f := range first {
 		if m.first[i] != f {
-			return fmt.Errorf("page %d: first block at %d of the page, the table says %d", i, f, m.first[i])
+			return 0, fmt.Errorf("page %d: first block at %d of the page, the table says %d", i, f, m.first[i])
 		}
 	}
 	for i := range m.pages() {
 		if want.has(i) != m.free.has(i) {
-			return fmt.Errorf("page %d: free %t, but the blocks and the top make it %t", i, m.free.has(i), want.has(i))
+			return 0, fmt.Errorf("page %d: free %t, but the blocks and the top make it %t", i, m.free.has(i), want.has(i))
 		}
 	}
 	switch {
 	case used != m.used || blocks != m.blocks:
-		return fmt.Errorf("blocks in use: %d of %d bytes, the zone counts %d of %d", blocks, used, m.blocks, m.used)
+		return 0, fmt.Errorf("blocks in use: %d of %d bytes, the zone counts %d of %d", blocks, used, m.blocks, m.used)
 	case int64(len(frees)) != m.freeBlocks || freeBytes != m.freeBytes:
-		return fmt.Errorf("free blocks: %d of %d bytes, the zone counts %d of %d", len(frees), freeBytes, m.freeBlocks, m.freeBytes)
+		return 0, fmt.Errorf("free blocks: %d of %d bytes, the zone counts %d of %d", len(frees), freeBytes, m.freeBlocks, m.freeBytes)
 	}
-	return m.checkIndex(frees)
+	return asked, m.checkIndex(frees)
 }
 
 // checkIndex verifies that the bins and the tree hold exactly the free
@@ -463,5 +490,26 @@ func verifySlot(b []byte, off offset) {
 			panic(fmt.Sprintf("heap: byte %d of the slot at offset %d of the small zone is %#x, want poison %#x: written after free",
 				i, off, c, invariants.Poison))
 		}
+	}
+}
+
+// enter marks the heap busy for one call of a checked build: it returns
+// an error wrapping ErrBusy, and the call must change nothing, if another
+// goroutine's call is running.
+func (h *Heap) enter() error {
+	if !h.busy.Enter() {
+		return fmt.Errorf("%w: a call found another one running (a Heap is not safe for concurrent use)", ErrBusy)
+	}
+	return nil
+}
+
+// leave marks the heap idle again after enter.
+func (h *Heap) leave() { h.busy.Leave() }
+
+// mustEnter is enter for the calls that return no error (Stats, Map): a
+// checked build panics rather than read a heap another goroutine changes.
+func (h *Heap) mustEnter() {
+	if err := h.enter(); err != nil {
+		panic(err)
 	}
 }

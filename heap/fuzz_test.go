@@ -12,7 +12,9 @@ import (
 
 // FuzzHeap runs random sequences of Alloc, Free, Realloc, Trim and misuse,
 // decoded from the input, against a reference model: a map from each live
-// block's address to its extent and the id whose pattern fills it. After
+// block's address to its extent and the id whose pattern fills it. Free
+// and Realloc are given the block's slice cut shorter one time in two (see
+// cut), which must change nothing of what the heap accounts. After
 // every operation the blocks must lie inside the heap's memory, aligned as
 // asked, overlapping no other; the bytes written into them must be intact;
 // Stats must agree with the model (Live exactly) and with its own
@@ -140,13 +142,34 @@ func (r *runner) add(b []byte, op string) {
 	r.m.Add(b, usable, lo, a+uintptr(usable), op)
 }
 
-func (r *runner) Free(a uintptr) { r.m.Free(r.h, a) }
+// cut returns b as a caller may hand it to Free or Realloc, variant v:
+// whole, or cut shorter as b[:0], b[:n/2] or b[:1:1] (b[:0:0] if b is
+// empty). Each starts where b does, and has a capacity unless b is empty
+// (an empty slice of capacity 0 is what b[len(b):] is: see Probe).
+func cut(b []byte, v int) []byte {
+	n := len(b)
+	switch v % 4 {
+	case 1:
+		return b[:0]
+	case 2:
+		return b[:n/2]
+	case 3:
+		return b[:min(n, 1):min(n, 1)]
+	}
+	return b
+}
+
+func (r *runner) Free(a uintptr) {
+	id := r.m.Live(a).ID
+	r.m.FreeCut(r.h, a, func(b []byte) []byte { return cut(b, id) })
+}
 
 func (r *runner) Realloc(a uintptr, size int) {
 	t := r.t
 	x := r.m.Live(a)
 	fp := r.h.Footprint()
-	b, err := r.h.Realloc(x.B, size)
+	from := cut(x.B, x.ID/4)
+	b, err := r.h.Realloc(from, size)
 	if err != nil {
 		if b != nil || !r.exhausted(err, fp, size) {
 			t.Fatalf("Realloc(%#x, %d) = %#x, %v; want a block, or nil and %v with the footprint %d near the limit %d",
@@ -158,7 +181,7 @@ func (r *runner) Realloc(a uintptr, size int) {
 		return
 	}
 	heaptest.CheckSlice(t, b, size, 8, fmt.Sprintf("Realloc(%#x, %d)", a, size))
-	r.m.Reallocated(a, b, "Realloc")
+	r.m.ReallocatedKeeping(a, b, len(from), "Realloc")
 	r.add(b, "Realloc")
 }
 
@@ -177,11 +200,16 @@ func (r *runner) Probe(v int) {
 		b = nil
 	case 1:
 		b = make([]byte, 32)
-	case 2, 3: // inside a live block
+	case 2: // inside a live block
 		if some == nil || some.Usable < 2 {
 			return
 		}
 		b = heaptest.At(some.B, 1+v%(some.Usable-1), 8)
+	case 3: // past a live block's end: b[len(b):], which Go gives b's pointer
+		if some == nil || len(some.B) == 0 {
+			return
+		}
+		b = some.B[len(some.B):]
 	case 4: // a freed block: a double free unless its place is taken
 		freed := r.m.Freed()
 		if len(freed) == 0 {

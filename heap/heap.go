@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
 )
 
 //go:generate go run mkclasses.go -output classes.go
@@ -13,23 +15,28 @@ import (
 var (
 	// ErrSize reports a negative size.
 	ErrSize = errors.New("heap: bad size")
-	// ErrAlign reports an alignment that is not a power of two from 1 to
-	// MaxAlign.
+	// ErrAlign reports an alignment that is neither 0 (the default) nor a
+	// power of two from 1 to MaxAlign.
 	ErrAlign = errors.New("heap: bad alignment")
 	// ErrExhausted reports a request the heap cannot serve without its
 	// Footprint passing the Limit, or without more address space than it
 	// reserved. The heap stays usable: smaller requests may still succeed.
 	ErrExhausted = errors.New("heap: limit reached")
 	// ErrForeign reports a slice that does not start at a block of this
-	// heap: nil, memory of something else, or a pointer into the middle
-	// of a block.
+	// heap: nil, memory of something else, a pointer into the middle of a
+	// block, or an empty slice of capacity 0 past a block's end
+	// (b[len(b):], which Go gives b's own pointer).
 	ErrForeign = errors.New("heap: not a block of this heap")
 	// ErrDoubleFree reports a slice that starts in free memory of the
 	// heap: a block freed already, or a slot or address no block in use
 	// covers.
 	ErrDoubleFree = errors.New("heap: block is not in use (freed twice?)")
-	// ErrClosed reports use of a heap after Close.
+	// ErrClosed reports use of a heap after Close, or of a Heap not made
+	// by New.
 	ErrClosed = errors.New("heap: heap closed")
+	// ErrBusy reports, in checked builds, a heap used by two goroutines at
+	// once; the call that finds the heap busy changes nothing.
+	ErrBusy = errors.New("heap: heap used by two goroutines at once")
 	// ErrOption reports an option New cannot honour, or a zero Option.
 	ErrOption = errors.New("heap: bad option")
 )
@@ -71,7 +78,8 @@ type Heap struct {
 
 	meta, metaGen int64 // Metadata's last figure, and the count of changes it saw
 
-	slowCalls uint64 // slow-path calls, for checked builds' checkSlow
+	slowCalls uint64          // slow-path calls, for checked builds' checkSlow
+	busy      invariants.Busy // checked builds: a call is running
 }
 
 // Option configures a heap made by [New]. The zero Option is invalid.
@@ -159,10 +167,17 @@ func New(opts ...Option) (*Heap, error) {
 func (h *Heap) Limit() int64 { return h.limit }
 
 // Close returns all of the heap's memory to the OS. Every block becomes
-// invalid; later calls return ErrClosed.
+// invalid; later calls return ErrClosed, as Close does on a closed heap
+// or a Heap not made by New.
 func (h *Heap) Close() error {
-	if h.closed {
-		return ErrClosed
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return err
+		}
+		defer h.leave()
+	}
+	if h.small.base == nil {
+		return h.unusable()
 	}
 	vs, vm := h.small.vm, h.mid.vm
 	// Forget the memory before it goes: no field may point into address
@@ -172,7 +187,9 @@ func (h *Heap) Close() error {
 }
 
 // Alloc returns size bytes whose address is a multiple of align, a power
-// of two from 1 to MaxAlign. The slice has len == cap == size, so append
+// of two from 1 to MaxAlign, or 0 for the heap's own alignment (as 1 asks:
+// 8 bytes at least, 16 for a best-fit block). The slice has len == cap ==
+// size, so append
 // cannot spill into the next block; the bytes are not zeroed (see the
 // package documentation). Alloc(0, align) returns a non-nil empty slice
 // of a minimal block, which counts 0 bytes Live and which Free takes back.
@@ -187,10 +204,17 @@ func (h *Heap) Close() error {
 // Limit, and ErrClosed after Close. A failed Alloc leaves the heap as it
 // was.
 func (h *Heap) Alloc(size, align int) ([]byte, error) {
-	if uint(size) <= MaxSmall && uint(align-1) < 8 && align&(align-1) == 0 {
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return nil, err
+		}
+		defer h.leave()
+	}
+	// Alignments 0, 1, 2, 4 and 8: every class is aligned enough.
+	if uint(size) <= MaxSmall && uint(align) <= 8 && align&(align-1) == 0 {
 		c := sizeToClass[(size+7)>>3]
 		if cl := &h.small.classes[c]; cl.next != 0 {
-			p := h.small.take(cl, cl.next-1)
+			p := h.small.take(cl, cl.next-1, size)
 			h.live += int64(size)
 			return h.small.bytes(p, size), nil
 		}
@@ -206,8 +230,8 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 		return nil, h.unusable()
 	case size < 0:
 		return nil, fmt.Errorf("%w: Alloc(%d, %d): size is negative (want >= 0)", ErrSize, size, align)
-	case align < 1 || align > MaxAlign || align&(align-1) != 0:
-		return nil, fmt.Errorf("%w: Alloc(%d, %d): want a power of two from 1 to %d", ErrAlign, size, align, MaxAlign)
+	case align < 0 || align > MaxAlign || align&(align-1) != 0:
+		return nil, fmt.Errorf("%w: Alloc(%d, %d): want 0 (the default) or a power of two from 1 to %d", ErrAlign, size, align, MaxAlign)
 	case int64(size) > h.limit:
 		return nil, fmt.Errorf("%w: Alloc(%d, %d): size exceeds the limit %d", ErrExhausted, size, align, h.limit)
 	}
@@ -225,9 +249,12 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 	return b, nil
 }
 
-// Free gives back the block b starts at. b must be a slice as Alloc or
-// Realloc returned it: where it starts identifies the block, and its
-// length is what Live drops by (at most the block's usable size).
+// Free gives back the block b starts at: b is a slice of the block as
+// Alloc or Realloc returned it, which may have been cut shorter (b[:n],
+// b[:n:m]); where it starts identifies the block, and Live drops by what
+// was asked of the block, whatever b's length. An empty slice of capacity
+// 0 identifies only a block of 0 bytes: at a larger block's start it is
+// what b[len(b):] is, which Go gives b's own pointer, and is refused.
 //
 // A slot goes back to its slab, and a slab left empty gives its page
 // back; a best-fit block merges with its free neighbours, and the whole
@@ -235,21 +262,35 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 // than the Retain bytes of free pages are resident.
 //
 // Free refuses, changing nothing, a slice that does not start at a block
-// in use: ErrForeign for nil, memory outside the heap, or a slice into
-// the middle of a block; ErrDoubleFree for a slice that starts in free
-// memory, as a block freed already does (release builds included);
-// ErrClosed after Close.
+// in use: ErrForeign for nil, memory outside the heap, a slice into the
+// middle of a block or past its end; ErrDoubleFree for a slice that
+// starts in free memory, as a block freed already does (release builds
+// included); ErrClosed after Close.
 func (h *Heap) Free(b []byte) error {
-	a := addr(b)
-	if off := a - uintptr(h.small.base); off < uintptr(h.small.committed) {
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return err
+		}
+		defer h.leave()
+	}
+	if off := addr(b) - uintptr(h.small.base); off < uintptr(h.small.committed) {
 		return h.freeSmall(b, off)
 	}
-	p, err := h.mid.owned(a)
+	p, err := h.mid.inUse(b)
 	if err != nil {
 		return h.notOwned(b, err)
 	}
-	h.mid.freeBlock(p, len(b))
+	h.mid.freeBlock(p)
 	return nil
+}
+
+// pastEnd returns the error for an empty slice of capacity 0 at a, where
+// a block in use of n > 0 bytes starts: such a slice is what b[len(b):]
+// is, the end of b, to which Go gives b's pointer when no capacity is
+// left. It cannot be told from b[:0:0], which nothing needs.
+func pastEnd(a uintptr, n int) error {
+	return fmt.Errorf("%w: an empty slice of capacity 0 at %#x, where a block of %d bytes starts: what b[len(b):] is, b's end with b's pointer, not the block (pass a slice of the block with a capacity)",
+		ErrForeign, a, n)
 }
 
 // notOwned returns the error for a slice that is no block in use of the
@@ -276,8 +317,9 @@ func (h *Heap) unusable() error {
 }
 
 // Realloc changes the size of the block b starts at to size bytes and
-// returns the block, moved or not; b must be a slice as Alloc or Realloc
-// returned it, as for Free. The first min(len(b), size) bytes are kept.
+// returns the block, moved or not; b is a slice of the block as for Free,
+// and Live changes by size less what was asked of the block before. The
+// first min(len(b), size) bytes are kept.
 //
 // A slot stays where it is when size falls in its class; otherwise it
 // moves. A best-fit block stays where it is when it shrinks (the rest,
@@ -290,17 +332,23 @@ func (h *Heap) unusable() error {
 // Realloc fails as Free does for a slice it refuses, as Alloc does for a
 // bad size or a full heap; the block is then unchanged.
 func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
-	a := addr(b)
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return nil, err
+		}
+		defer h.leave()
+	}
 	var err error
-	switch off := a - uintptr(h.small.base); {
+	switch off := addr(b) - uintptr(h.small.base); {
 	case off < uintptr(h.small.committed):
-		var c uint8
-		if c, err = h.small.owned(off); err == nil {
-			return h.reallocSmall(b, c, size)
+		var w int
+		var bit uint64
+		if w, bit, err = h.small.inUse(b, off); err == nil {
+			return h.reallocSmall(b, off, w, bit, size)
 		}
 	default:
 		var p offset
-		if p, err = h.mid.owned(a); err == nil {
+		if p, err = h.mid.inUse(b); err == nil {
 			return h.mid.realloc(b, p, size)
 		}
 		err = h.notOwned(b, err)
@@ -308,17 +356,14 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 	return nil, err
 }
 
-// move reallocates b, whose block holds old usable bytes, as a new block
-// of size bytes: Alloc, copy, Free.
+// move allocates the block of size bytes a Realloc moves b to and copies
+// b into it; the caller then frees b's block.
 func (h *Heap) move(b []byte, size int) ([]byte, error) {
-	n, err := h.Alloc(size, 1)
+	n, err := h.allocSlow(size, 1)
 	if err != nil {
 		return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 	}
 	copy(n, b)
-	if err := h.Free(b); err != nil {
-		panic("heap: Realloc: the block it moved from cannot be freed: " + err.Error())
-	}
 	return n, nil
 }
 
@@ -327,15 +372,19 @@ func (h *Heap) move(b []byte, size int) ([]byte, error) {
 // Realloc up to that size keeps the block in place. UsableSize refuses
 // the slices Free refuses.
 func (h *Heap) UsableSize(b []byte) (int, error) {
-	a := addr(b)
-	if off := a - uintptr(h.small.base); off < uintptr(h.small.committed) {
-		c, err := h.small.owned(off)
-		if err != nil {
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
 			return 0, err
 		}
-		return int(classSize[c]), nil
+		defer h.leave()
 	}
-	p, err := h.mid.owned(a)
+	if off := addr(b) - uintptr(h.small.base); off < uintptr(h.small.committed) {
+		if _, _, err := h.small.inUse(b, off); err != nil {
+			return 0, err
+		}
+		return int(h.small.classAt(off).size), nil
+	}
+	p, err := h.mid.inUse(b)
 	if err != nil {
 		return 0, h.notOwned(b, err)
 	}

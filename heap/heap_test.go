@@ -57,12 +57,14 @@ func TestAlloc(t *testing.T) {
 		usable      int  // UsableSize
 	}{
 		{0, 1, true, 8},
+		{0, 0, true, 8}, // alignment 0: the default, as 1
 		{1, 1, true, 8},
 		{8, 8, true, 8},
 		{9, 1, true, 16},
 		{24, 1, true, 24},
 		{24, 16, true, 32}, // 24 is 8-aligned: the first class aligned to 16
 		{24, 64, true, 64},
+		{24, 0, true, 24},
 		{100, 1, true, 104},
 		{129, 1, true, 136},
 		{200, 1, true, 200},
@@ -73,6 +75,7 @@ func TestAlloc(t *testing.T) {
 		{200, 512, false, 200}, // no class is aligned to 512: a block of 208 bytes
 		{257, 1, false, 264},   // 257 + 8 rounded up to 16, less the header
 		{1000, 1, false, 1000},
+		{1000, 0, false, 1000},
 		{1001, 1, false, 1016},
 		{500, 1, false, 504},
 		{505, 1, true, 512}, // the exact class of 512: a best-fit block would take 528
@@ -92,7 +95,7 @@ func TestAlloc(t *testing.T) {
 		if err != nil || len(b) != tt.size || cap(b) != tt.size || b == nil {
 			t.Fatalf("Alloc(%d, %d) = len %d cap %d, %v; want len == cap == %d, nil", tt.size, tt.align, len(b), cap(b), err, tt.size)
 		}
-		if heaptest.Addr(b)%uintptr(tt.align) != 0 {
+		if heaptest.Addr(b)%uintptr(max(tt.align, 8)) != 0 {
 			t.Fatalf("Alloc(%d, %d) = %#x, not aligned", tt.size, tt.align, heaptest.Addr(b))
 		}
 		slo, shi, mlo, mhi := h.Zones()
@@ -395,7 +398,7 @@ func TestBadArguments(t *testing.T) {
 		want error
 	}{
 		{"negative size", func() ([]byte, error) { return h.Alloc(-1, 1) }, heap.ErrSize},
-		{"alignment 0", func() ([]byte, error) { return h.Alloc(8, 0) }, heap.ErrAlign},
+		{"negative alignment", func() ([]byte, error) { return h.Alloc(8, -8) }, heap.ErrAlign},
 		{"alignment 3", func() ([]byte, error) { return h.Alloc(8, 3) }, heap.ErrAlign},
 		{"alignment too large", func() ([]byte, error) { return h.Alloc(8, 2*heap.MaxAlign) }, heap.ErrAlign},
 		{"above the limit", func() ([]byte, error) { return h.Alloc(2<<20, 1) }, heap.ErrExhausted},
@@ -490,6 +493,10 @@ func TestClosed(t *testing.T) {
 	}
 	if err := h.Close(); !errors.Is(err, heap.ErrClosed) {
 		t.Fatalf("Close twice = %v, want ErrClosed", err)
+	}
+	var zero heap.Heap
+	if err := zero.Close(); !errors.Is(err, heap.ErrClosed) {
+		t.Fatalf("Close of the zero Heap = %v, want ErrClosed", err)
 	}
 	heaptest.MustCheck(t, h, "Close")
 }

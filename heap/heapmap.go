@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/internal/invariants"
 )
 
 // Map returns a map of the heap's committed memory (see package heapmap):
@@ -29,6 +30,10 @@ import (
 // Map reads the best-fit blocks' headers and nothing else of the heap's
 // memory; it costs O(pages + slots + blocks).
 func (h *Heap) Map() heapmap.Map {
+	if invariants.Enabled {
+		h.mustEnter()
+		defer h.leave()
+	}
 	m := heapmap.Map{Name: "heap"}
 	if h.closed {
 		return m
@@ -46,7 +51,7 @@ func (h *Heap) Map() heapmap.Map {
 			continue
 		}
 		cl := &z.classes[s.class]
-		w := cl.bits[int(s.bits)*cl.words:][:cl.words]
+		w, _ := cl.bitmaps(s.bits)
 		free := func(i int) bool { return w[i/64]&(1<<(i%64)) != 0 }
 		for i := 0; i < cl.slots; {
 			j := i + 1

@@ -110,6 +110,7 @@ func (m *midZone) markReleased(lo, hi, near, nearEnd offset) {
 func (m *midZone) alloc(size, align int) ([]byte, error) {
 	h := m.h
 	s := tags.BlockSize(size)
+	top := m.top
 	var p offset
 	var err error
 	switch {
@@ -125,8 +126,38 @@ func (m *midZone) alloc(size, align int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.setAsked(p, size)
 	h.live += int64(size)
+	if m.top != top {
+		h.checkSlow() // the zone grew
+	}
 	return m.bytes(p, size), nil
+}
+
+// asked returns how many bytes the caller asked of the block in use whose
+// header is hd: its usable bytes less its slack.
+func asked(hd header) int { return int(hd.Size() - headerSize - hd.Slack()) }
+
+// setAsked records in the header of the block in use at p that its
+// caller asked for n of its usable bytes. The slack is below 256: a block
+// is the request rounded up to the granule, at least minBlock, plus a rest
+// too small to split off (under minBlock), 40 bytes at most in all.
+func (m *midZone) setAsked(p offset, n int) {
+	hd := m.hdr(p)
+	*hd = hd.WithSlack(hd.Size() - headerSize - uintptr(n))
+}
+
+// inUse returns the block in use that b starts: the block at a that owned
+// found, refused if b is an empty slice of capacity 0 and the block holds
+// more than 0 bytes (see pastEnd).
+func (m *midZone) inUse(b []byte) (offset, error) {
+	p, err := m.owned(addr(b))
+	if err == nil && cap(b) == 0 {
+		if n := asked(*m.hdr(p)); n != 0 {
+			return 0, pastEnd(addr(b), n)
+		}
+	}
+	return p, err
 }
 
 // take hands out s bytes of the free block at p: all of it when the rest
@@ -182,7 +213,6 @@ func (m *midZone) use(p offset, b, s uintptr, prevInUse bool) {
 
 // fromTop carves a block of s bytes from the bottom of the top.
 func (m *midZone) fromTop(s uintptr) (offset, error) {
-	h := m.h
 	p := m.top
 	end := p - headerSize + offset(s)
 	if err := m.commitTo(end); err != nil {
@@ -197,7 +227,6 @@ func (m *midZone) fromTop(s uintptr) (offset, error) {
 	m.top = p + offset(s)
 	m.used += int64(s)
 	m.blocks++
-	h.checkSlow()
 	return p, nil
 }
 
@@ -206,7 +235,6 @@ func (m *midZone) fromTop(s uintptr) (offset, error) {
 // that an aligned address lies either at its start or at least minBlock
 // into it, the bytes before becoming a free block.
 func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
-	h := m.h
 	p := m.find(s + align + granule)
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
@@ -246,7 +274,6 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 		m.top = q + offset(s)
 		m.used += int64(s)
 		m.blocks++
-		h.checkSlow()
 		return q, nil
 	}
 	hi := p - headerSize + offset(b)
@@ -344,13 +371,12 @@ func (m *midZone) blockAt(p offset) offset {
 	}
 }
 
-// free frees the block in use at p; n is the length of the slice the
-// caller held.
-func (m *midZone) freeBlock(p offset, n int) {
+// freeBlock frees the block in use at p.
+func (m *midZone) freeBlock(p offset) {
 	h := m.h
 	hd := *m.hdr(p)
 	s := hd.Size()
-	h.live -= int64(min(uintptr(n), s-headerSize))
+	h.live -= int64(asked(hd))
 	m.used -= int64(s)
 	m.blocks--
 	x, xEnd := p-headerSize, p-headerSize+offset(s) // the freed bytes
@@ -413,7 +439,7 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 	}
 	hd := *m.hdr(p)
 	s := hd.Size()
-	old := int(min(uintptr(len(b)), s-headerSize))
+	old := asked(hd)
 	need := tags.BlockSize(size)
 	next := p + offset(s)
 	switch {
@@ -459,8 +485,13 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 		m.blocks--
 		m.use(p, s+ns, need, hd.PrevInUse())
 	default:
-		return h.move(b[:old], size)
+		n, err := h.move(b[:min(uintptr(len(b)), s-headerSize)], size)
+		if err == nil {
+			m.freeBlock(p)
+		}
+		return n, err
 	}
+	m.setAsked(p, size)
 	h.live += int64(size - old)
 	return m.bytes(p, size), nil
 }

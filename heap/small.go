@@ -14,7 +14,13 @@ import (
 // Each page of the zone is free or a slab of one class. A slab's slots
 // are the class's size apart from the page's start; which are free is a
 // bitmap in Go memory (bit set: free), so a slot in use carries no header
-// and a free one holds nothing the heap reads. A class allocates from its
+// and a free one holds nothing the heap reads. A second bitmap says which
+// slots in use hold a request shorter than the slot: the slot's last
+// byte, past what its caller may touch, then holds the slack (the slot's
+// size less the request) less 1, from 0 to 255. So Free and Realloc know
+// what was asked of every slot, whatever the slice they are given says,
+// at the cost of one bit per slot and, for a slot with slack, a byte
+// written at Alloc and read at Free. A class allocates from its
 // lowest slab with a free slot (its partial set's first member), and a
 // new slab takes a free page still resident if the purge ring holds one,
 // else the zone's lowest free page: both keep the live slots packed
@@ -39,8 +45,8 @@ type class struct {
 	size    uintptr   // slot size
 	magic   uint64    // ceil(2^32 / size): a slot's index is (offset in page * magic) >> 32
 	slots   int       // slots per slab
-	words   int       // bitmap words per slab
-	bits    []uint64  // the slabs' bitmaps, words apiece: bit set, slot free
+	words   int       // words per bitmap
+	bits    []uint64  // the slabs' bitmaps, 2*words apiece: free slots (bit set: free), then slots in use with slack
 	spare   uint32    // 1 + the first bitmap no slab uses, 0: none; its first word holds the next's spare value
 	nspare  int       // bitmaps no slab uses
 	partial searchSet // pages of the class's slabs that have a free slot
@@ -107,16 +113,29 @@ func (z *smallZone) bytes(p offset, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(z.base, p)), n)
 }
 
+// bitmaps returns the two bitmaps of the slab whose bitmaps are number i
+// of class cl: its free slots, then its slots in use with slack.
+func (cl *class) bitmaps(i uint32) (free, slack []uint64) {
+	w := cl.bits[int(i)*2*cl.words:][:2*cl.words]
+	return w[:cl.words], w[cl.words:]
+}
+
+// last returns the last byte of the slot of class cl at offset p, where a
+// slot in use with slack keeps its slack less 1.
+func (z *smallZone) last(cl *class, p offset) *byte {
+	return (*byte)(unsafe.Add(z.base, p+offset(cl.size)-1))
+}
+
 // take hands out the lowest free slot of the slab at page pg, a partial
-// slab of class cl.
-func (z *smallZone) take(cl *class, pg int) offset {
+// slab of class cl, for a request of size bytes.
+func (z *smallZone) take(cl *class, pg, size int) offset {
 	s := &z.slabs[pg]
-	w := cl.bits[int(s.bits)*cl.words:][:cl.words]
-	var slot int
-	for i, m := range w {
+	w := cl.bits[int(s.bits)*2*cl.words:][:2*cl.words]
+	var slot uint
+	for i, m := range w[:cl.words] {
 		if m != 0 {
 			w[i] = m & (m - 1)
-			slot = i*64 + bits.TrailingZeros64(m)
+			slot = uint(i)*64 + uint(bits.TrailingZeros64(m))
 			break
 		}
 	}
@@ -129,6 +148,10 @@ func (z *smallZone) take(cl *class, pg int) offset {
 	p := offset(pg<<pageShift) + offset(slot)*offset(cl.size)
 	if invariants.Enabled {
 		verifySlot(z.bytes(p, int(cl.size)), p)
+	}
+	if slack := cl.size - uintptr(size); slack != 0 {
+		w[uint(cl.words)+slot/64] |= 1 << (slot % 64)
+		*z.last(cl, p) = byte(slack - 1)
 	}
 	return p
 }
@@ -143,7 +166,7 @@ func (h *Heap) allocSmall(c uint8, size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	p := z.take(cl, cl.next-1)
+	p := z.take(cl, cl.next-1, size)
 	h.live += int64(size)
 	return z.bytes(p, size), nil
 }
@@ -173,17 +196,17 @@ func (h *Heap) newSlab(c uint8) error {
 	cl := &z.classes[c]
 	var idx uint32
 	if cl.spare != 0 {
-		// A bitmap of a slab freed before: its first word links the next.
+		// Bitmaps of a slab freed before: their first word links the next.
 		idx = cl.spare - 1
-		cl.spare = uint32(cl.bits[int(idx)*cl.words])
+		cl.spare = uint32(cl.bits[int(idx)*2*cl.words])
 		cl.nspare--
 	} else {
-		idx = uint32(len(cl.bits) / cl.words)
-		cl.bits = append(cl.bits, make([]uint64, cl.words)...)
+		idx = uint32(len(cl.bits) / (2 * cl.words))
+		cl.bits = append(cl.bits, make([]uint64, 2*cl.words)...)
 	}
-	w := cl.bits[int(idx)*cl.words:][:cl.words]
-	for i := range w {
-		w[i] = mask(i, 0, cl.slots)
+	free, slack := cl.bitmaps(idx)
+	for i := range free {
+		free[i], slack[i] = mask(i, 0, cl.slots), 0
 	}
 	z.slabs[pg] = slab{class: c, nfree: uint16(cl.slots), bits: idx}
 	if invariants.Enabled {
@@ -220,58 +243,93 @@ func (h *Heap) dirtySmallPage() int {
 }
 
 // slot finds the slot in use that starts at offset off of the zone, in
-// its committed pages: its slab's page, the bitmap word that holds its
-// bit, and the bit. It refuses anything else, reading nothing of the
-// zone's memory.
-func (z *smallZone) slot(off uintptr) (pg int, w *uint64, bit uint64, err error) {
-	pg = int(off >> pageShift)
+// its committed pages: the index in its class's bits of the word of its
+// free bitmap that holds its bit (the word of its slack bitmap is words
+// further on), and the bit. It refuses anything else, reading nothing of
+// the zone's memory.
+func (z *smallZone) slot(off uintptr) (w int, bit uint64, err error) {
+	pg := int(off >> pageShift)
 	s := &z.slabs[pg]
 	if s.class == 0 {
-		return 0, nil, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
+		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
 			ErrDoubleFree, uintptr(z.base)+off, off)
 	}
 	cl := &z.classes[s.class]
 	o := uint64(off & (pageSize - 1))
-	i := int(o * cl.magic >> 32)
-	if uintptr(i)*cl.size != uintptr(o) || i >= cl.slots {
-		return 0, nil, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
+	i := uint(o * cl.magic >> 32)
+	if uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) {
+		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
 			ErrForeign, uintptr(z.base)+off, off, cl.size)
 	}
-	w = &cl.bits[int(s.bits)*cl.words+i/64]
+	w = int(s.bits)*2*cl.words + int(i/64)
 	bit = 1 << (i % 64)
-	if *w&bit != 0 {
-		return 0, nil, 0, fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
+	if cl.bits[w]&bit != 0 {
+		return 0, 0, fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
 	}
-	return pg, w, bit, nil
+	return w, bit, nil
 }
 
-// owned returns the class of the slot in use at offset off, or why there
-// is none.
-func (z *smallZone) owned(off uintptr) (uint8, error) {
-	pg, _, _, err := z.slot(off)
-	if err != nil {
-		return 0, err
+// classAt returns the class of the slab at offset off of the zone.
+func (z *smallZone) classAt(off uintptr) *class { return &z.classes[z.slabs[off>>pageShift].class] }
+
+// asked returns how many bytes the caller asked of the slot in use of
+// class cl at offset off, whose bits slot found.
+func (z *smallZone) asked(cl *class, off uintptr, w int, bit uint64) int {
+	n := int(cl.size)
+	if cl.bits[w+cl.words]&bit != 0 {
+		n -= 1 + int(*z.last(cl, offset(off)))
 	}
-	return z.slabs[pg].class, nil
+	return n
+}
+
+// setAsked records that the caller asked for n bytes of the slot in use
+// of class cl at offset off, whose bits slot found.
+func (z *smallZone) setAsked(cl *class, off uintptr, w int, bit uint64, n int) {
+	sw := &cl.bits[w+cl.words]
+	if slack := cl.size - uintptr(n); slack != 0 {
+		*sw |= bit
+		*z.last(cl, offset(off)) = byte(slack - 1)
+	} else {
+		*sw &^= bit
+	}
+}
+
+// inUse is slot for the slice b, which starts at offset off: it also
+// refuses an empty slice of capacity 0 if the slot holds more than 0
+// bytes (see pastEnd).
+func (z *smallZone) inUse(b []byte, off uintptr) (w int, bit uint64, err error) {
+	w, bit, err = z.slot(off)
+	if err == nil && cap(b) == 0 {
+		if n := z.asked(z.classAt(off), off, w, bit); n != 0 {
+			return 0, 0, pastEnd(addr(b), n)
+		}
+	}
+	return w, bit, err
 }
 
 // freeSmall frees the slot at offset off of the small zone, in its
 // committed pages; b is the caller's slice.
 func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	z := &h.small
-	pg, w, bit, err := z.slot(off)
+	w, bit, err := z.slot(off)
 	if err != nil {
 		return err
 	}
+	pg := int(off >> pageShift)
 	s := &z.slabs[pg]
 	cl := &z.classes[s.class]
-	*w |= bit
+	n := z.asked(cl, off, w, bit)
+	if cap(b) == 0 && n != 0 {
+		return pastEnd(addr(b), n)
+	}
+	cl.bits[w] |= bit
+	cl.bits[w+cl.words] &^= bit
 	if invariants.Enabled {
 		poison(z.bytes(offset(off), int(cl.size)))
 	}
 	cl.inUse--
 	z.used -= int64(cl.size)
-	h.live -= int64(min(uintptr(len(b)), cl.size))
+	h.live -= int64(n)
 	if s.nfree++; s.nfree == 1 {
 		cl.partial.add(pg)
 		if cl.next == 0 || pg < cl.next-1 {
@@ -294,7 +352,7 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	// The slab's bitmap goes on the class's spare list, linked through
 	// its own first word, so that the list costs no memory of its own.
 	idx := z.slabs[pg].bits
-	cl.bits[int(idx)*cl.words] = uint64(cl.spare)
+	cl.bits[int(idx)*2*cl.words] = uint64(cl.spare)
 	cl.spare = idx + 1
 	cl.nspare++
 	z.slabs[pg] = slab{}
@@ -304,18 +362,29 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	h.released(smallID, pg, pg+1)
 }
 
-// reallocSmall resizes the slot of class c that b starts: in place when
-// size falls in the class, else by moving it.
-func (h *Heap) reallocSmall(b []byte, c uint8, size int) ([]byte, error) {
+// reallocSmall resizes the slot in use at offset off that b starts,
+// whose bits inUse found: in place when size falls in its class, else by
+// moving it.
+func (h *Heap) reallocSmall(b []byte, off uintptr, w int, bit uint64, size int) ([]byte, error) {
+	z := &h.small
+	c := z.slabs[off>>pageShift].class
+	cl := &z.classes[c]
 	switch {
 	case size < 0:
 		return nil, fmt.Errorf("%w: Realloc(%d): size is negative (want >= 0)", ErrSize, size)
 	case int64(size) > h.limit:
 		return nil, fmt.Errorf("%w: Realloc(%d): size exceeds the limit %d", ErrExhausted, size, h.limit)
 	case classFor(size, 1) == c:
-		old := min(len(b), int(classSize[c]))
-		h.live += int64(size - old)
-		return h.small.bytes(offset(addr(b)-uintptr(h.small.base)), size), nil
+		h.live += int64(size - z.asked(cl, off, w, bit))
+		z.setAsked(cl, off, w, bit, size)
+		return z.bytes(offset(off), size), nil
 	}
-	return h.move(b[:min(len(b), int(classSize[c]))], size)
+	n, err := h.move(b[:min(len(b), int(cl.size))], size)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.freeSmall(b, off); err != nil {
+		panic("heap: Realloc: the slot it moved from cannot be freed: " + err.Error())
+	}
+	return n, nil
 }

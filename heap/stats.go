@@ -1,6 +1,9 @@
 package heap
 
-import carve "github.com/carvelab/carve"
+import (
+	carve "github.com/carvelab/carve"
+	"github.com/carvelab/carve/internal/invariants"
+)
 
 // Stats is a heap's statistics: the carve vocabulary and the heap's own
 // counts. All figures but the counts of slots, slabs and blocks are
@@ -8,16 +11,16 @@ import carve "github.com/carvelab/carve"
 //
 //	Used      = SlotBytes + BlockBytes
 //	Footprint = Committed - Clean
-//	Live <= Used <= Footprint <= Limit
+//	Live <= Used - HeaderBytes, Used <= Footprint <= Limit
 //	Used - Live = the rounding up to slot sizes and granules, and HeaderBytes
 //	Footprint - Used = the slabs' free slots and tails, the free blocks'
 //	                   resident bytes, the top's and the free pages not yet
 //	                   given back (Dirty)
 //	Resident <= Footprint (less the pages never touched)
 type Stats struct {
-	// Live is the sum of the requested sizes of the blocks in use (as
-	// their slices' lengths tell at Free and Realloc); Used what they
-	// take; Footprint the bytes the heap holds: committed and not given
+	// Live is the sum of the requested sizes of the blocks in use, what
+	// their Alloc or last Realloc asked for (whatever the slices given to
+	// Free and Realloc say); Used what they take; Footprint the bytes the heap holds: committed and not given
 	// back; Resident the part of it in physical memory (mincore);
 	// Metadata the Go memory the heap keeps beside its zones (see below).
 	carve.Stats
@@ -64,6 +67,10 @@ func (h *Heap) Footprint() int64 {
 // Stats returns the heap's statistics. It costs one mincore per zone over
 // its committed pages.
 func (h *Heap) Stats() Stats {
+	if invariants.Enabled {
+		h.mustEnter()
+		defer h.leave()
+	}
 	st := Stats{
 		Stats: carve.Stats{
 			Live:      h.live,
@@ -108,11 +115,13 @@ func (h *Heap) Stats() Stats {
 // Go memory the heap keeps for its bookkeeping, outside its zones. Per
 // page of the small zone, its slab record (8 bytes) and its bits in the
 // page-state bitmaps and in each class's partial set; per class, its slabs'
-// slot bitmaps (one bit per slot); per page of the best-fit zone, its
+// slot bitmaps (two bits per slot: free, and holding a shorter request);
+// per page of the best-fit zone, its
 // entry in the first-start table (2 bytes) and its page-state bits; per
 // free block of 1 KiB or more, a 16-byte tree node; and the small tables
 // of fixed size in the Heap itself. On a heap of small objects this comes
-// to about 0.3% of the footprint, on one of larger blocks under 0.1%.
+// to about 1% of the footprint, on one of larger blocks under 0.2% (see
+// the package documentation's costs).
 func (h *Heap) Metadata() int64 {
 	// The figure changes only when a slice grows: when a zone commits, or
 	// a slab is made or freed. It is kept from one change to the next.
@@ -138,6 +147,12 @@ func (h *Heap) metadata() int64 {
 // returns how many bytes it gave back: Footprint drops by as much. Blocks
 // and slabs in use stay where they are.
 func (h *Heap) Trim() (int64, error) {
+	if invariants.Enabled {
+		if err := h.enter(); err != nil {
+			return 0, err
+		}
+		defer h.leave()
+	}
 	if h.small.base == nil {
 		return 0, h.unusable()
 	}

@@ -3,7 +3,6 @@ package lockfree
 import (
 	"fmt"
 	"math/bits"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/carvelab/carve/internal/invariants"
@@ -54,7 +53,7 @@ type Cache struct {
 
 	p         *Pool
 	published int64               // n as last added to the pool's Cached count
-	busy      atomic.Bool         // checked builds: an operation is running
+	busy      invariants.Busy     // checked builds: an operation is running
 	checks    invariants.Schedule // checked builds: when slow paths run check
 }
 
@@ -253,10 +252,10 @@ func (c *Cache) enter() error {
 	if c.p.closed.Load() {
 		return ErrClosed
 	}
-	if !c.busy.CompareAndSwap(false, true) {
+	if !c.busy.Enter() {
 		return fmt.Errorf("%w: a cache of %d-byte chunks", ErrBusy, c.p.size)
 	}
 	return nil
 }
 
-func (c *Cache) leave() { c.busy.Store(false) }
+func (c *Cache) leave() { c.busy.Leave() }

@@ -143,8 +143,16 @@ func (m *Model) VerifyBytes() {
 // the caller then Adds b.
 func (m *Model) Reallocated(a uintptr, b []byte, op string) {
 	m.t.Helper()
+	m.ReallocatedKeeping(a, b, len(m.live[a].B), op)
+}
+
+// ReallocatedKeeping is Reallocated for a Realloc given a slice of the
+// block cut to keep bytes: only the first min(keep, len(b)) must have kept
+// the pattern.
+func (m *Model) ReallocatedKeeping(a uintptr, b []byte, keep int, op string) {
+	m.t.Helper()
 	x := m.Drop(a, 0)
-	if i := Intact(b[:min(len(x.B), len(b))], x.ID); i >= 0 {
+	if i := Intact(b[:min(keep, len(x.B), len(b))], x.ID); i >= 0 {
 		m.t.Fatalf("%s(%#x, %d) = %#x: byte %d = %#x, want %#x kept", op, a, len(b), Addr(b), i, b[i], Pattern(x.ID, i))
 	}
 	if Addr(b) != a {
@@ -156,9 +164,19 @@ func (m *Model) Reallocated(a uintptr, b []byte, op string) {
 // Drop has checked all its bytes, and records a as freed.
 func (m *Model) Free(h interface{ Free(b []byte) error }, a uintptr) {
 	m.t.Helper()
+	m.FreeCut(h, a, func(b []byte) []byte { return b })
+}
+
+// FreeCut is Free through cut(b), b being the block's slice: a slice of
+// the block that starts where it does but may be shorter, for a heap
+// that accounts a freed block by the block, whatever the slice's length
+// (the model drops the block's whole length).
+func (m *Model) FreeCut(h interface{ Free(b []byte) error }, a uintptr, cut func([]byte) []byte) {
+	m.t.Helper()
 	x := m.Drop(a, len(m.live[a].B))
-	if err := h.Free(x.B); err != nil {
-		m.t.Fatalf("Free(%#x) = %v, want nil", a, err)
+	c := cut(x.B)
+	if err := h.Free(c); err != nil {
+		m.t.Fatalf("Free(%#x, len %d cap %d of the block's %d) = %v, want nil", a, len(c), cap(c), len(x.B), err)
 	}
 	m.Forget(a)
 }

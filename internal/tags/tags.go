@@ -12,8 +12,9 @@ import "unsafe"
 
 // The layout.
 const (
-	// HeaderSize is the boundary tag in front of every block: its size and
-	// two flag bits (in use; previous block in use).
+	// HeaderSize is the boundary tag in front of every block: its size,
+	// two flag bits (in use; previous block in use) and its slack (see
+	// Header).
 	HeaderSize = 8
 	// Granule is the unit of block sizes and the alignment of every
 	// payload.
@@ -45,14 +46,20 @@ func (o Offset) Link() Link { return Link(o >> GranShift) }
 func (l Link) Offset() Offset { return Offset(l) << GranShift }
 
 // Header is a block's boundary tag: its size in bytes (a multiple of
-// Granule, header included) with two flags in the low bits, which sizes
-// never use.
+// Granule, header included, below 2^56) with two flags in the low bits,
+// which sizes never use, and in its top byte the block's slack: how many
+// of a block in use's usable bytes its caller did not ask for, which the
+// heap's best-fit zone keeps there so that Free accounts the block by
+// what was asked of it (fit leaves it 0; a free block's is 0).
 type Header uint64
 
 const (
 	InUseBit     Header = 1 // the block is in use
 	PrevInUseBit Header = 2 // the block before it is in use (or it is the first)
 	FlagBits            = InUseBit | PrevInUseBit
+
+	slackShift        = 56
+	sizeBits   Header = 1<<slackShift - 1 - FlagBits
 )
 
 // NewHeader returns the header of a block of size bytes with the two
@@ -68,9 +75,15 @@ func NewHeader(size uintptr, inUse, prevInUse bool) Header {
 	return h
 }
 
-func (h Header) Size() uintptr   { return uintptr(h &^ FlagBits) }
+func (h Header) Size() uintptr   { return uintptr(h & sizeBits) }
 func (h Header) InUse() bool     { return h&InUseBit != 0 }
 func (h Header) PrevInUse() bool { return h&PrevInUseBit != 0 }
+func (h Header) Slack() uintptr  { return uintptr(h >> slackShift) }
+
+// WithSlack returns h with its slack set to n, 0 <= n < 256.
+func (h Header) WithSlack(n uintptr) Header {
+	return h&(sizeBits|FlagBits) | Header(n)<<slackShift
+}
 
 // WithPrev returns h with the P flag set to b.
 func (h Header) WithPrev(b bool) Header {
