@@ -112,6 +112,7 @@ type budget struct {
 	freed sync.Cond
 	total int64
 	held  int64
+	peak  int64 // the most held at once
 }
 
 func newBudget(total int64) *budget {
@@ -128,6 +129,7 @@ func (b *budget) reserve(n int64) {
 		b.freed.Wait()
 	}
 	b.held += n
+	b.peak = max(b.peak, b.held)
 	b.mu.Unlock()
 }
 
@@ -139,7 +141,8 @@ func (b *budget) release(n int64) {
 	b.freed.Broadcast()
 }
 
-// runBudget is the program's: every row of every run shares it.
+// runBudget returns the program's budget: every row of every run shares
+// it. (A variable for the tests.)
 var runBudget = sync.OnceValue(func() *budget { return newBudget(replay.DefaultBudget()) })
 
 // overLimit says why a row's child process whose resident memory reached
