@@ -137,7 +137,8 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 		if err != nil {
 			return c, inputError{err}
 		}
-		c.traces = append(c.traces, t)
+		// Decoded once, for every row, the report's summary and its maps.
+		c.traces = append(c.traces, t.Spooled())
 	}
 	return c, nil
 }
