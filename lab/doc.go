@@ -119,6 +119,13 @@
 // heap's objects reach live × (1 + GOGC/100)), so that the row is the
 // same from run to run.
 //
+// carve decodes each trace once per run (traces.Trace.Spooled) and every
+// row reads the decoded events: the rows in carve's process and the C
+// replayers from its temporary file, the go row's and isolated rows'
+// children on their standard input. The rows running at once share one
+// memory budget, half the physical memory, each reserving what it may
+// hold before it starts (see package rows).
+//
 // Every byte of every block is written (unless --touch=false), as a
 // program would write it, so that resident memory counts the pages a
 // program would have touched. Timings are a random sample of the calls,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/carvelab/carve/lab/advise"
@@ -34,7 +35,7 @@ types that hold pointers are listed as staying where they are.`,
 		fs.StringVar(&cfg.Base, "base", "", "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", ")+" (default: the Go heap for a Go program's trace, its types moved; "+advise.DefaultBase+" otherwise, sizes pooled)")
 		var tc advise.TypeConfig
 		fs.IntVar(&tc.GOGC, "gogc", rows.DefaultGOGC, "for a Go program's trace: the Go heap's `GOGC`")
-		fs.IntVar(&tc.Repeats, "repeats", 5, "for a Go program's trace: replays of each candidate and of the Go heap, at GOGCs 2 apart around --gogc, the savings counted at the same GOGC (where the collections fall moves a peak)")
+		fs.IntVar(&tc.Repeats, "repeats", 5, "for a Go program's trace: replays of each candidate and of the Go heap, at GOGCs 2 apart around --gogc, the savings counted at the same GOGC (where the collections fall moves a peak); at most "+strconv.Itoa(advise.MaxRepeats))
 		fs.IntVar(&tc.Candidates, "types", 5, "for a Go program's trace: try the `N` pointer-free types largest at the peak")
 		fs.Var(&cfg.Min, "min", "the least `SAVING` of peak footprint a pool must bring: bytes (65536, 64KiB, 1MiB) or a percentage of the baseline's peak (2%); default 1%, at least 64 KiB")
 		fs.IntVar(&cfg.MaxPools, "max", 4, "suggest at most `N` pools")
@@ -55,6 +56,8 @@ types that hold pointers are listed as staying where they are.`,
 				return badUsage("--candidates %d: want 1 or more", cfg.Candidates)
 			case cfg.Jobs < 1:
 				return badUsage("--jobs %d: want 1 or more", cfg.Jobs)
+			case tc.Repeats > advise.MaxRepeats:
+				return badUsage("--repeats %d: want 1 to %d (each repeat is another 1 + 2 x --types replays)", tc.Repeats, advise.MaxRepeats)
 			case rows.IsReal(cfg.Base):
 				return badUsage("--base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", cfg.Base, strings.Join(replay.Names(), ", "))
 			}
@@ -67,6 +70,7 @@ types that hold pointers are listed as staying where they are.`,
 				if tc.Repeats < 1 || tc.Candidates < 1 || tc.GOGC < 1 {
 					return badUsage("--repeats, --types and --gogc want 1 or more")
 				}
+
 				tc.Trace, tc.Jobs, tc.MaxRequest = cfg.Trace, cfg.Jobs, cfg.MaxRequest
 				adv, err := advise.AdviseTypes(tc)
 				if err != nil {

@@ -17,6 +17,12 @@ import (
 // buffers: the article's question "would a pool for these objects have
 // helped?".
 
+// maxN bounds --n, the connections of the article's scenarios (carve lab,
+// carve scenario) or the objects of the bump benchmark: ten times the
+// article's 100,000 connections is a trace of 30 million events and
+// 11 GB of live memory.
+const maxN = 10_000_000
+
 // labPool is the request size the scenarios' pool rows put in a pool: the
 // article's scratch buffers.
 const labPool = 1024
@@ -48,8 +54,8 @@ replay's, and --n.`,
 			if len(args) > 0 {
 				return badUsage("unexpected argument %q (carve replay takes traces)", args[0])
 			}
-			if *n < 1 || *n > 1e7 {
-				return badUsage("--n %d: want 1 to 10000000", *n)
+			if *n < 1 || *n > maxN {
+				return badUsage("--n %d: want 1 to %d", *n, maxN)
 			}
 			if len(f.pools.sizes)+len(f.pools.routes)+len(f.arenas) > 0 {
 				return badUsage("--pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)

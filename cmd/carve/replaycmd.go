@@ -100,7 +100,8 @@ func (b *byteSize) Set(s string) error {
 func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
 	fs.Var(maxRequest, "max-request", "the most `SIZE` one request may ask for: one above it is a trace error, skipped (default "+size.Format(replay.DefaultMaxRequest())+": half the physical memory, at most 64 GiB)")
 	if maxRSS != nil {
-		fs.Var(maxRSS, "max-rss", "stop a row's child process when its resident memory passes `SIZE` (default "+size.Format(rows.DefaultMaxRSS())+")")
+		fs.Var(maxRSS, "max-rss", "the most `SIZE` one row may hold: a child process above it is stopped, a heap in this process stops (default: the row's need, "+
+			strconv.Itoa(rows.Margin)+" times the trace's peak live memory and the replayer's tables; the rows running at once share "+size.Format(replay.DefaultBudget())+", half the physical memory, each waiting for its share, and a row whose need passes it all fails)")
 	}
 }
 
@@ -136,7 +137,8 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 		if err != nil {
 			return c, inputError{err}
 		}
-		c.traces = append(c.traces, t)
+		// Decoded once, for every row, the report's summary and its maps.
+		c.traces = append(c.traces, t.Spooled())
 	}
 	return c, nil
 }

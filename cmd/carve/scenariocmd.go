@@ -32,6 +32,8 @@ article measured glibc; carve's heaps by their own resident pages.`,
 		from := fs.String("from", "malloc", "where the scratch buffers come from: malloc or pool (carving)")
 		smalls := fs.Int("smalls", 1, "1 to allocate the small objects between the waves, 0 not to (carving)")
 		jobs := fs.Int("jobs", 2, "allocators measured at once")
+		var maxRequest, maxRSS byteSize
+		budgetFlags(fs, &maxRequest, &maxRSS)
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one scenario: %s", strings.Join(scenario.Names, ", "))
@@ -42,8 +44,17 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			if name == "bump" && !nSet {
 				*n = 5000000 // the benchmark of the post "Bump Allocator"
 			}
-			if *n < 1 || *n > 1e8 || *next < 0 || *jobs < 1 || *smalls != 0 && *smalls != 1 || *from != "malloc" && *from != "pool" {
-				return badUsage("want --n from 1, --next >= 0, --smalls 0 or 1, --from malloc or pool, --jobs >= 1")
+			switch {
+			case *n < 1 || *n > maxN:
+				return badUsage("--n %d: want 1 to %d", *n, maxN)
+			case *next < 0:
+				return badUsage("--next %d: want a size of 0 bytes or more", *next)
+			case *jobs < 1:
+				return badUsage("--jobs %d: want 1 or more", *jobs)
+			case *smalls != 0 && *smalls != 1:
+				return badUsage("--smalls %d: want 0 or 1", *smalls)
+			case *from != "malloc" && *from != "pool":
+				return badUsage("--from %q: want malloc or pool", *from)
 			}
 			names, err := rows.Parse(*alloc)
 			if err != nil {
@@ -51,7 +62,8 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			}
 			prog := startProgress(c.stderr, len(names))
 			defer prog.stop()
-			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Progress: prog.counts()}
+			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Progress: prog.counts(),
+				MaxRequest: int64(maxRequest), MaxRSS: int64(maxRSS)}
 			switch name {
 			case "connection":
 				err = scenario.Connection(c.stdout, cfg)

@@ -122,6 +122,7 @@ func Advise(c Config) (*Advice, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBase, err)
 	}
 	a.Close()
+	c.Trace = c.Trace.Spooled() // decoded once, however many replays
 	ad := &advisor{Config: c}
 	cands, held, err := poolCandidates(c.Trace, c.Candidates)
 	if err != nil {

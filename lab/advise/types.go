@@ -49,6 +49,10 @@ const (
 	MinTypeSaving = 64 << 10
 )
 
+// MaxRepeats bounds TypeConfig.Repeats: each repeat is another
+// 1 + 2 × Candidates replays, at a GOGC further from the row's.
+const MaxRepeats = 50
+
 // TypesSchema names the version of the JSON of a TypeAdvice.
 const TypesSchema = "carve.advise-types/v1"
 
@@ -60,7 +64,8 @@ type TypeConfig struct {
 	GOGC int
 	// Candidates is how many pointer-free types, by their bytes at the
 	// trace's peak, are tried (5 when 0); Repeats how many times each
-	// replay is made, at GOGCs GOGCStep apart around GOGC (5 when 0);
+	// replay is made, at GOGCs GOGCStep apart around GOGC (5 when 0, at
+	// most MaxRepeats);
 	// Jobs the replays at once (1 when 0).
 	Candidates, Repeats, Jobs int
 	// MaxRequest and MaxRSS are the rows' budgets (rows.Options).
@@ -160,6 +165,11 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	if c.GOGC <= 0 {
 		c.GOGC = rows.DefaultGOGC
 	}
+	if c.Repeats > MaxRepeats {
+		return nil, fmt.Errorf("advise: %d repeats, more than %d (MaxRepeats)", c.Repeats, MaxRepeats)
+	}
+	// Decoded once: for the summary and every replay.
+	c.Trace = c.Trace.Spooled()
 	src, closer, err := c.Trace.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)

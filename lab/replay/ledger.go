@@ -164,9 +164,14 @@ const MinLiveForFragmentation = 1 << 20
 var ErrBudget = errors.New("replay: over the memory budget")
 
 // DefaultMaxRequest returns the budget of one request unless
-// Options.MaxRequest sets another: the smaller of half the physical memory
-// and 64 GiB.
-func DefaultMaxRequest() int64 { return min(physical()/2, 64<<30) }
+// Options.MaxRequest sets another: the smaller of DefaultBudget and
+// 64 GiB.
+func DefaultMaxRequest() int64 { return min(DefaultBudget(), 64<<30) }
+
+// DefaultBudget returns the memory all the replays of a run may hold at
+// once: half the physical memory, the rest left to the system and to
+// whatever else runs (package rows shares it out among a run's rows).
+func DefaultBudget() int64 { return physical() / 2 }
 
 // physical returns the machine's physical memory, or 128 GiB when the OS
 // does not say.
@@ -385,7 +390,11 @@ func (l *ledger) endEvent() error {
 	if l.perEvent && !due {
 		// A sample reads the footprint too, with the side metadata a
 		// heap tells only there: an event sampled is read once, by Stats.
-		l.footprint(l.eng.footprint())
+		fp := l.eng.footprint()
+		l.footprint(fp)
+		if err := l.held(fp); err != nil {
+			return err
+		}
 	}
 	if due {
 		if err := l.sample(); err != nil {
@@ -424,6 +433,16 @@ func (l *ledger) sample() error {
 		return err
 	}
 	l.sampled(st)
+	return l.held(max(st.Footprint, st.Resident))
+}
+
+// held returns an error wrapping ErrBudget if the allocator holds n
+// bytes, more than Options.MaxMemory.
+func (l *ledger) held(n int64) error {
+	if m := l.opt.MaxMemory; m > 0 && n > m {
+		return fmt.Errorf("%w: after event %d (%v) the allocator holds %s, more than the %s it may hold (Options.MaxMemory)",
+			ErrBudget, l.n, l.ev, size.Format(n), size.Format(m))
+	}
 	return nil
 }
 
@@ -474,6 +493,7 @@ func (l *ledger) traceError(reason string) error {
 func (l *ledger) finish() {
 	res := &l.res
 	res.Series = l.series.done()
+	res.Slots, res.LedgerBytes = int64(l.sizes.n), l.ownBytes()
 	res.Live = l.live
 	if res.Ops > 0 {
 		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)

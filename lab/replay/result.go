@@ -61,6 +61,11 @@ type Options struct {
 	// would take it further stops the replay with an error wrapping
 	// ErrBudget (0: the machine's physical memory).
 	MaxLive int64
+	// MaxMemory is the most memory the allocator may hold: a reading of
+	// its footprint or of its resident bytes above it stops the replay
+	// with an error wrapping ErrBudget (0: no bound). A row of a run
+	// replays within its share of the run's budget so (package rows).
+	MaxMemory int64
 	// Progress, when not nil, has the events replayed added to it after
 	// each read of the trace (up to 4096 events), for a progress display
 	// in another goroutine.
@@ -88,6 +93,11 @@ type Result struct {
 	FirstTraceError *TraceError
 	// Samples counts the calls of the allocator's Stats.
 	Samples int64
+	// Slots is the most objects live at once, and LedgerBytes the Go
+	// memory the replay's own tables of the trace's objects held at the
+	// end (they only grow): what a replay of the trace costs besides the
+	// allocator's memory.
+	Slots, LedgerBytes int64
 
 	// PeakLive is the largest live memory; FootprintAtPeakLive the
 	// footprint when live memory first reached it (refreshed by a sample

@@ -43,7 +43,8 @@ func Summarize(ts []traces.Trace) []*Summary {
 		}
 		if sum, err := trace.SummarizeFrom(src); err == nil {
 			out[i] = &Summary{Summary: sum}
-			if r, ok := src.(*trace.Reader); ok {
+			// A *trace.Reader, or a trace's decoded events (traces.Trace.Spooled).
+			if r, ok := src.(interface{ GoHeap() []trace.GoHeapSample }); ok {
 				out[i].GoHeap = r.GoHeap()
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	carve "github.com/carvelab/carve"
-	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
@@ -39,21 +38,14 @@ import (
 // process's peak RSS above its baseline (Row.StartupRSS keeps the
 // baseline's anonymous RSS).
 
-// replayInC replays t through the real malloc of s in a C replayer.
-func replayInC(t traces.Trace, s Spec, o Options, prog *Progress) Row {
+// replayInC replays t through the real malloc of s in a C replayer, its
+// resident memory held under limit.
+func replayInC(t traces.Trace, s Spec, o Options, prog *Progress, limit int64) Row {
 	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "child"}
-	if err := s.Available(); err != nil {
-		rw.Error, rw.ErrorKind = err.Error(), KindUnavailable
-		return rw
-	}
 	ca, err := newCAllocator(s, o.Touch)
 	if err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), ErrorKind(err)
 		return rw
-	}
-	limit := o.MaxRSS
-	if limit <= 0 {
-		limit = DefaultMaxRSS()
 	}
 	killed := make(chan int64, 1)
 	done := make(chan struct{})
@@ -61,9 +53,9 @@ func replayInC(t traces.Trace, s Spec, o Options, prog *Progress) Row {
 		go watch(proc, limit, killed, done)
 	}
 	res, err := func() (replay.Result, error) {
-		src, closer, err := t.Open()
+		src, closer, err := source(t, s)
 		if err != nil {
-			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
+			return replay.Result{}, err
 		}
 		defer closer.Close()
 		return replay.RunBatch(src, ca, o.replayOptions(t, prog))
@@ -74,7 +66,7 @@ func replayInC(t traces.Trace, s Spec, o Options, prog *Progress) Row {
 	}
 	select {
 	case rss := <-killed:
-		rw.Error, rw.ErrorKind = fmt.Sprintf("the C replayer was stopped: its resident memory reached %s, above the limit of %s (--max-rss)", size.Format(rss), size.Format(limit)), KindAllocator
+		rw.Error, rw.ErrorKind = "the C replayer was stopped: "+o.overLimit(rss, limit), KindAllocator
 		return rw
 	default:
 	}

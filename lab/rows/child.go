@@ -13,11 +13,11 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
-	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
@@ -27,10 +27,13 @@ import (
 
 // Rows measured in child processes that are this program started again:
 // the Go heap, its runtime statistics being process-wide, and carve's
-// heaps with Options.Isolate. The child replays the trace and writes its
-// row as JSON on its standard output. The real mallocs are replayed by a
-// plain C process instead (c.go), but their stride is measured in such a
-// child, with the library preloaded.
+// heaps with Options.Isolate. The child reads its Job (one JSON value)
+// and then the trace's events, decoded by this process (the row's
+// source, in the form of traces.WriteStream), on its standard input,
+// replays them, and writes its row as JSON on its standard output: no
+// child decodes a trace. The real mallocs are replayed by a plain C
+// process instead (c.go), but their stride is measured in such a child,
+// with the library preloaded.
 
 // ChildCommand is the hidden first argument that makes the program a
 // row's child: its caller must then call ServeChild.
@@ -39,11 +42,13 @@ const ChildCommand = "replay-child"
 // Job is what a child is asked to do, sent as one JSON value on its
 // standard input.
 type Job struct {
-	// Trace is the TRACE argument (a file, a shipped trace, gen:...),
-	// resolved again by the child.
-	Trace   string  `json:"trace,omitempty"`
-	Spec    Spec    `json:"spec"`
-	Options Options `json:"options"`
+	// Trace is the TRACE argument (a file, a shipped trace, gen:...): the
+	// row's name for it. Its events follow the Job on the child's
+	// standard input, and Phases are the ends of its phases.
+	Trace   string        `json:"trace,omitempty"`
+	Phases  []trace.Phase `json:"phases,omitempty"`
+	Spec    Spec          `json:"spec"`
+	Options Options       `json:"options"`
 	// Stride asks for the stride measurement instead of a replay: how far
 	// apart two malloc(16)s land (see Stride).
 	Stride bool `json:"stride,omitempty"`
@@ -65,10 +70,11 @@ func child(s Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// ask runs job in a child and decodes its answer into out. The child's
-// resident memory is watched every 100 ms: above job.Options.MaxRSS the
-// child is killed and the error says so.
-func ask(job Job, out any) error {
+// ask runs job in a child, sends it the events of src after the job (if
+// src is not nil), and decodes its answer into out. The child's resident
+// memory is watched every 100 ms: above limit the child is killed and
+// the error says so (why).
+func ask(job Job, src trace.Source, limit int64, out any) error {
 	cmd, err := child(job.Spec)
 	if err != nil {
 		return fmt.Errorf("cannot start a child: %w", err)
@@ -78,22 +84,37 @@ func ask(job Job, out any) error {
 		return err
 	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("cannot start a child: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cannot start a child: %w", err)
 	}
-	limit := job.Options.MaxRSS
-	if limit <= 0 {
-		limit = DefaultMaxRSS()
-	}
+	// The job and the events, written while the child reads them; a
+	// child that stops early makes the writes fail, and its answer says
+	// why.
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		defer stdin.Close()
+		// No newline after the job: the events start right after its
+		// closing brace.
+		if _, err := stdin.Write(in); err != nil || src == nil {
+			return
+		}
+		traces.WriteStream(stdin, src)
+	}()
 	killed := make(chan int64, 1)
 	done := make(chan struct{})
 	go watch(cmd.Process, limit, killed, done)
 	runErr := cmd.Wait()
 	close(done)
+	<-fed
 	select {
 	case rss := <-killed:
-		return fmt.Errorf("the child was stopped: its resident memory reached %s, above the limit of %s (--max-rss)", size.Format(rss), size.Format(limit))
+		return fmt.Errorf("the child was stopped: %s", job.Options.overLimit(rss, limit))
 	default:
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
@@ -140,48 +161,72 @@ func childFailure(stderr string, runErr error) string {
 	return "no answer"
 }
 
-// replayInChild runs one row in a child process and reads its row back:
-// a real malloc's in a C replayer (replayInC), any other in this program
-// started again.
-func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress) Row {
-	if IsReal(s.Alloc) {
-		return replayInC(t, s, o, prog)
-	}
+// replayInChild runs one row in a child process, this program started
+// again, and reads its row back. The child may hold limit.
+func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress, limit int64) Row {
 	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "child"}
-	if err := s.Available(); err != nil {
-		rw.Error, rw.ErrorKind = err.Error(), KindUnavailable
-		return rw
+	src, closer, err := source(t, s)
+	if err != nil {
+		return rw.fill(t, replay.Result{}, err)
+	}
+	defer closer.Close()
+	if prog != nil {
+		src = &counted{Source: src, n: &prog.Events}
 	}
 	var got Row
-	if err := ask(Job{Trace: t.Label, Spec: s, Options: o}, &got); err != nil {
+	if err := ask(Job{Trace: t.Label, Phases: t.Phases, Spec: s, Options: o}, src, limit, &got); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindAllocator
 		return rw
-	}
-	if prog != nil {
-		prog.Events.Add(got.Events)
 	}
 	got.Trace, got.Allocator, got.Measured = t.Label, s.Label(), "child"
 	return got
 }
 
-// ServeChild is the child's side: it reads a Job from stdin, does it, and
-// writes the answer as JSON to stdout. It returns an error only when it
-// could write no answer; the answer says how the job went.
+// counted counts the events read from a Source into n.
+type counted struct {
+	trace.Source
+	n *atomic.Int64
+}
+
+func (c *counted) Read(dst []trace.Event) (int, error) {
+	k, err := c.Source.Read(dst)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+// Position and Labels pass the source's through (trace.Positioned,
+// trace.LabeledSource).
+func (c *counted) Position(i int) (string, int64) {
+	if p, ok := c.Source.(trace.Positioned); ok {
+		return p.Position(i)
+	}
+	return "", 0
+}
+
+func (c *counted) Labels() *trace.Labels { return trace.LabelsOf(c.Source) }
+
+// ServeChild is the child's side: it reads a Job from stdin, and the
+// events that follow it, does it, and writes the answer as JSON to
+// stdout. It returns an error only when it could write no answer; the
+// answer says how the job went.
 func ServeChild(stdin io.Reader, stdout io.Writer) error {
+	dec := json.NewDecoder(stdin)
 	var job Job
-	if err := json.NewDecoder(stdin).Decode(&job); err != nil {
+	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("%s: reading the job: %w", ChildCommand, err)
 	}
 	if job.Stride {
 		return json.NewEncoder(stdout).Encode(strideHere(job.Spec.Alloc))
 	}
 	rw := Row{Trace: job.Trace, Allocator: job.Spec.Label(), Measured: "child"}
-	t, err := traces.Resolve(job.Trace)
+	t := traces.Trace{Label: job.Trace, Phases: job.Phases}
+	src, closer, err := traces.ReadStreamAll(io.MultiReader(dec.Buffered(), stdin))
 	if err != nil {
-		rw.Error, rw.ErrorKind = err.Error(), KindInput
+		rw = rw.fill(t, replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err))
 		return json.NewEncoder(stdout).Encode(rw)
 	}
-	res, peakRSS, err := childReplay(t, job.Spec, job.Options)
+	defer closer.Close()
+	res, peakRSS, err := childReplay(t, src, job.Spec, job.Options)
 	rw = rw.fill(t, res, err)
 	// The kernel's mark of a Go child counts the Go runtime and the
 	// replayer besides the allocator: it is reported, and the headline is
@@ -193,17 +238,13 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 	return json.NewEncoder(stdout).Encode(rw)
 }
 
-// childReplay replays in this, the child, process, and returns the result
-// and the peak RSS above the baseline taken just before the replay.
-func childReplay(t traces.Trace, s Spec, o Options) (replay.Result, int64, error) {
+// childReplay replays src, the events of t, in this, the child, process,
+// and returns the result and the peak RSS above the baseline taken just
+// before the replay.
+func childReplay(t traces.Trace, src trace.Source, s Spec, o Options) (replay.Result, int64, error) {
 	if err := s.Available(); err != nil {
 		return replay.Result{}, 0, err
 	}
-	src, closer, err := t.Open()
-	if err != nil {
-		return replay.Result{}, 0, fmt.Errorf("%w: %w", replay.ErrSource, err)
-	}
-	defer closer.Close()
 	opt := o.replayOptions(t, nil)
 
 	if s.Alloc == "go" {
@@ -371,7 +412,7 @@ func Stride(name string) StrideResult {
 		return StrideResult{Error: fmt.Sprintf("%v: the stride of a real malloc is measured through cgo, and this carve was built without it (CGO_ENABLED=0)", ErrUnavailable)}
 	}
 	var r StrideResult
-	if err := ask(Job{Spec: s, Stride: true}, &r); err != nil {
+	if err := ask(Job{Spec: s, Stride: true}, nil, rowBase, &r); err != nil {
 		return StrideResult{Error: err.Error()}
 	}
 	return r

@@ -14,12 +14,20 @@
 // the trace and sends it the events a batch at a time (see c.go). The Go
 // heap runs in a child: the program that imports this package started
 // again with the hidden command ChildCommand as its first argument and
-// the row's Job, one JSON value, on its standard input; the child answers
-// with the Row, one JSON value, on its standard output. A program that
+// the row's Job, one JSON value, then the trace's events, decoded by this
+// process, on its standard input; the child answers with the Row, one
+// JSON value, on its standard output. A program that
 // runs rows must hand that command to ServeChild (the carve command does;
 // a test binary does from TestMain). With Options.Isolate carve's heaps
 // run in such children too, so that every row's RSS is measured in a
 // process of its own.
+//
+// # The memory budget
+//
+// The rows of a run share one budget (budget.go): each reserves what it
+// may hold before it starts, waits while others hold the budget, and is
+// held to its reservation; one whose need alone passes the budget fails
+// at once with replay.ErrBudget.
 package rows
 
 import (

@@ -3,6 +3,7 @@ package rows
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -31,16 +33,14 @@ type Options struct {
 	// MaxRequest is the budget of one request (replay.Options.MaxRequest;
 	// 0: replay.DefaultMaxRequest).
 	MaxRequest int64 `json:"max_request,omitempty"`
-	// MaxRSS is the most resident memory a child process may take: the
-	// parent, watching it every 100 ms, kills it above that and the row
-	// fails with the reason (0: DefaultMaxRSS).
+	// MaxRSS is the most memory a row may hold: it lowers the row's share
+	// of the run's budget (see the top of budget.go), which a child
+	// process's resident memory may not pass (the parent, watching it
+	// every 100 ms, kills it above and the row fails with the reason) nor
+	// a heap's in this process (replay.Options.MaxMemory). 0: the row's
+	// need.
 	MaxRSS int64 `json:"max_rss,omitempty"`
 }
-
-// DefaultMaxRSS returns the resident memory a child may take unless
-// Options.MaxRSS says otherwise: the smaller of half the physical memory
-// and 64 GiB, the default budget of a request.
-func DefaultMaxRSS() int64 { return replay.DefaultMaxRequest() }
 
 // replayOptions are the replay's options for trace t.
 func (o Options) replayOptions(t traces.Trace, prog *Progress) replay.Options {
@@ -95,14 +95,19 @@ func (p *Progress) done(name string) {
 }
 
 // Run replays every trace through every spec, jobs replays at once (each
-// in a goroutine of its own, or in a child process: see Replay), and
-// returns one table per trace, its rows in the order of specs.
+// in a goroutine of its own, or in a child process: see Replay), within
+// the program's memory budget (see budget.go), and returns one table per
+// trace, its rows in the order of specs. Each trace is decoded once
+// (traces.Trace.Spooled) and measured once, however many rows replay it.
 func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) []Table {
 	tables := make([]Table, len(ts))
+	measures := make([]func() measure, len(ts))
 	type job struct{ t, s int }
 	var all []job
 	for i, t := range ts {
+		t = t.Spooled()
 		tables[i] = Table{Trace: t, Rows: make([]Row, len(specs))}
+		measures[i] = sync.OnceValue(func() measure { return measureTrace(t, o) })
 		for j := range specs {
 			all = append(all, job{i, j})
 		}
@@ -112,7 +117,7 @@ func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) [
 	for range min(max(jobs, 1), len(all)) {
 		wg.Go(func() {
 			for j := range ch {
-				tables[j.t].Rows[j.s] = Replay(ts[j.t], specs[j.s], o, prog)
+				tables[j.t].Rows[j.s] = replayRow(tables[j.t].Trace, specs[j.s], o, prog, measures[j.t])
 			}
 		})
 	}
@@ -143,31 +148,75 @@ func unrouted(a replay.Allocator) error {
 
 // Replay replays t through the allocator of s: in this process, or in a
 // child process of its own for the real mallocs, the Go heap, and every
-// allocator with Options.Isolate. A failure is in the row's Error.
+// allocator with Options.Isolate, within the program's memory budget
+// (see budget.go). A failure is in the row's Error.
 func Replay(t traces.Trace, s Spec, o Options, prog *Progress) Row {
+	t = t.Spooled()
+	return replayRow(t, s, o, prog, func() measure { return measureTrace(t, o) })
+}
+
+// replayRow replays one row of a run: t's measure (what its rows cost)
+// gives its reservation of the budget, which it waits for.
+func replayRow(t traces.Trace, s Spec, o Options, prog *Progress, measured func() measure) Row {
 	name := t.Label + ": " + s.Label()
 	prog.start(name)
 	defer prog.done(name)
-	if o.Isolate || s.InChild() {
-		return replayInChild(t, s, o, prog)
-	}
 	rw := Row{Trace: t.Label, Allocator: s.Label(), Measured: "in process"}
+	if o.Isolate || s.InChild() {
+		rw.Measured = "child"
+	}
+	if err := s.Available(); err != nil {
+		rw.Error, rw.ErrorKind = err.Error(), KindUnavailable
+		return rw
+	}
+	m := measured()
+	if m.err != nil {
+		// The row would stop where the measure did, with its error.
+		return rw.fill(t, replay.Result{}, m.err)
+	}
+	b := runBudget()
+	limit, err := m.reservation(s, o, b.total)
+	if err != nil {
+		return rw.fill(t, replay.Result{}, err)
+	}
+	b.reserve(limit)
+	defer b.release(limit)
+	switch {
+	case IsReal(s.Alloc):
+		return replayInC(t, s, o, prog, limit)
+	case o.Isolate || s.InChild():
+		return replayInChild(t, s, o, prog, limit)
+	}
 	res, err := func() (replay.Result, error) {
 		a, err := s.NewAllocator()
 		if err != nil {
 			return replay.Result{}, err
 		}
 		defer a.Close()
-		src, closer, err := t.Open()
+		src, closer, err := source(t, s)
 		if err != nil {
-			return replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err)
+			return replay.Result{}, err
 		}
 		defer closer.Close()
-		res, err := replay.Run(src, a, o.replayOptions(t, prog))
+		opt := o.replayOptions(t, prog)
+		opt.MaxMemory = limit // a child's is watched by this process
+		res, err := replay.Run(src, a, opt)
 		if err == nil {
 			err = unrouted(a)
 		}
 		return res, err
 	}()
 	return rw.fill(t, res, err)
+}
+
+// source opens the events of t that the row of s replays, in whichever
+// process it runs (this one reads them and sends them to a child): the
+// one place a row's events come from, where a row's own transform of
+// the stream belongs.
+func source(t traces.Trace, s Spec) (trace.Source, io.Closer, error) {
+	src, closer, err := t.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", replay.ErrSource, err)
+	}
+	return src, closer, nil
 }

@@ -45,8 +45,16 @@ type Config struct {
 	Smalls   int
 	// Jobs is how many allocators are measured at once.
 	Jobs int
+	// MaxRequest and MaxRSS are the rows' budgets (rows.Options): a
+	// request above MaxRequest is skipped, and the line says so.
+	MaxRequest, MaxRSS int64
 	// Progress, when not nil, counts the replays (see rows.Run).
 	Progress *rows.Progress
+}
+
+// options are the rows' options: every byte written with touch.
+func (c Config) options(touch bool) rows.Options {
+	return rows.Options{NoCheck: true, Touch: touch, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
 }
 
 func (c Config) specs() []rows.Spec {
@@ -68,7 +76,7 @@ func (c Config) specs() []rows.Spec {
 // them (rows.Row.ResidentGrowth), so that a heap that gave the scratch
 // buffers' pages back and takes them again has not grown.
 func Connection(w io.Writer, c Config) error {
-	return phases(w, c.specs(), rows.Options{NoCheck: true, Touch: true}, c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
+	return phases(w, c.specs(), c.options(true), c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
 			grew, _ := r.ResidentGrowth()
@@ -92,7 +100,7 @@ func Carving(w io.Writer, c Config) error {
 			specs[i].Pools = []int{1024}
 		}
 	}
-	return phases(w, specs, rows.Options{NoCheck: true, Touch: true}, c, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
+	return phases(w, specs, c.options(true), c, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
 		func(r rows.Row) string {
 			freed, smallsEnd, end := r.Phases[1], r.Phases[1], r.Phases[len(r.Phases)-1]
 			if len(r.Phases) == 4 {
@@ -113,7 +121,7 @@ func Bump(w io.Writer, c Config) error {
 		return err
 	}
 	// The post's benchmark times the calls, not the writes.
-	return phases(w, c.specs(), rows.Options{NoCheck: true}, c, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
+	return phases(w, c.specs(), c.options(false), c, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
 		return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
 			c.N, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
 	})
@@ -154,6 +162,11 @@ func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string
 			}
 		case len(r.Phases) < 2 && gen != "bump":
 			fmt.Fprintf(w, "%s: the replay reached %d of the scenario's phases\n", r.Allocator, len(r.Phases))
+		case r.TraceErrors > 0:
+			// The figures leave out what the replay skipped: say so, or a
+			// buffer never allocated reads as one that cost nothing.
+			fmt.Fprintf(w, "%s: %s; but %d of the scenario's requests were skipped, not allocated, and the figures leave them out: %s\n",
+				r.Allocator, line(r), r.TraceErrors, r.FirstTraceError)
 		default:
 			fmt.Fprintf(w, "%s: %s\n", r.Allocator, line(r))
 		}

@@ -57,9 +57,16 @@ type heaptrackState struct {
 
 // MaxInfos is the most allocation records ("a" lines) the heaptrack
 // importer keeps: 8 bytes each, 128 MiB at most. Past it the Reader
-// returns an error wrapping ErrTooManyLive rather than grow without bound
-// on a file of records alone.
+// returns an error that says so and matches ErrTooManyLive (errors.Is)
+// rather than grow without bound on a file of records alone.
 const MaxInfos = 1 << 24
+
+// errTooManyInfos is the error past MaxInfos: a bound on what the
+// importer keeps, as ErrTooManyLive is, in words that name the records.
+type errTooManyInfos struct{}
+
+func (errTooManyInfos) Error() string        { return "trace: too many allocation records" }
+func (errTooManyInfos) Is(target error) bool { return target == ErrTooManyLive }
 
 // parseHeaptrack reads one record of heaptrack data.
 func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) {
@@ -123,7 +130,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 		}
 		h.kind = htInterpreted
 		if len(h.sizes) >= MaxInfos {
-			return false, fmt.Errorf("%s:%d: %w (more than %d allocation records)", r.name, r.lines.n, ErrTooManyLive, MaxInfos)
+			return false, fmt.Errorf("%s:%d: %w (more than %d)", r.name, r.lines.n, errTooManyInfos{}, MaxInfos)
 		}
 		h.sizes = append(h.sizes, size)
 		return r.skip()

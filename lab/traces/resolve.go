@@ -29,13 +29,19 @@ type Trace struct {
 	// its source gives to compare with; "" for a file.
 	About string
 
-	open func() (trace.Source, io.Closer, error)
+	open  func() (trace.Source, io.Closer, error)
+	spool *spool // the decoded events, once Spooled
 }
 
 // Open returns the trace's events from the start, and what to close when
 // done with them. For a file or a shipped trace the Source is a
 // *trace.Reader.
-func (t Trace) Open() (trace.Source, io.Closer, error) { return t.open() }
+func (t Trace) Open() (trace.Source, io.Closer, error) {
+	if t.open == nil {
+		return nil, nil, fmt.Errorf("%s: not a trace Resolve returned", t.Label)
+	}
+	return t.open()
+}
 
 // GenPrefix starts a TRACE argument that names a generator.
 const GenPrefix = "gen:"

@@ -1,7 +1,8 @@
 // Package traces names the traces the lab replays: a TRACE argument is a
 // file, the name of a trace shipped in the binary, or a generated trace
 // (gen:NAME[:param=value,...]); Resolve reads one, and the Trace it
-// returns opens afresh for each replay, so that replays run side by side.
+// returns opens afresh for each replay, so that replays run side by side;
+// Trace.Spooled decodes it once for all of them (spool.go).
 //
 // The shipped traces let the lab run on a real program's trace with
 // nothing to download: `carve` with no arguments replays them.

@@ -1,0 +1,439 @@
+package traces
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// Decoded events, read once and replayed many times. A run that replays a
+// trace through many rows decodes it once (Spooled): into an unnamed
+// temporary file of events in a compact binary form (a few bytes an
+// event), which every row then reads, so that what the decoder holds (the
+// importers' tables of live addresses, a heaptrack file's allocation
+// records, a Go trace's generation) is paid once per run, not once per
+// row, and is freed before the rows run. The rows measured in child
+// processes get the same form of the events over their standard input
+// (WriteStream, ReadStream): no child decodes a trace.
+//
+// The form, one record after another:
+//
+//	op 1..5, flags     an event: the op in the low 3 bits, and a bit each
+//	                   for the fields that follow when not 0 (thread,
+//	                   align, N, label); then the ID, the size (not for
+//	                   a free), those fields, and the line, as the
+//	                   difference from the event before (zigzag), all
+//	                   as varints
+//	recName, name      the file the events that follow come from
+//	recLabel, label    the next label of the table: its name, its
+//	                   attributes' count, each key and value
+//	recEnd, message    the end: the message of the error that ended the
+//	                   trace, "" for its end
+//
+// A string is its length (a varint), then its bytes.
+
+const (
+	recEnd   = 0
+	recName  = 0x80
+	recLabel = 0x81
+
+	flagThread = 1 << 3
+	flagAlign  = 1 << 4
+	flagN      = 1 << 5
+	flagLabel  = 1 << 6
+	opMask     = 7
+)
+
+// encoder writes records.
+type encoder struct {
+	w      *bufio.Writer
+	line   int64
+	buf    [8 * binary.MaxVarintLen64]byte
+	name   string // the file name written last
+	labels int    // labels written
+}
+
+func (e *encoder) uvarint(x uint64) { e.w.Write(binary.AppendUvarint(e.buf[:0], x)) }
+
+func (e *encoder) str(s string) {
+	e.uvarint(uint64(len(s)))
+	e.w.WriteString(s)
+}
+
+// event writes ev, from line of file name.
+func (e *encoder) event(ev trace.Event, name string, line int64) {
+	if name != e.name {
+		e.w.WriteByte(recName)
+		e.str(name)
+		e.name = name
+	}
+	op := byte(ev.Op)
+	if ev.Thread != 0 {
+		op |= flagThread
+	}
+	if ev.Align != 0 {
+		op |= flagAlign
+	}
+	if ev.N != 0 {
+		op |= flagN
+	}
+	if ev.Label != 0 {
+		op |= flagLabel
+	}
+	b := append(e.buf[:0], op)
+	b = binary.AppendUvarint(b, ev.ID)
+	if ev.Op != trace.Free {
+		b = binary.AppendUvarint(b, ev.Size)
+	}
+	if ev.Thread != 0 {
+		b = binary.AppendUvarint(b, uint64(ev.Thread))
+	}
+	if ev.Align != 0 {
+		b = binary.AppendUvarint(b, uint64(ev.Align))
+	}
+	if ev.N != 0 {
+		b = binary.AppendUvarint(b, uint64(ev.N))
+	}
+	if ev.Label != 0 {
+		b = binary.AppendUvarint(b, uint64(ev.Label))
+	}
+	b = binary.AppendVarint(b, line-e.line)
+	e.line = line
+	e.w.Write(b)
+}
+
+// label writes the next label of the table.
+func (e *encoder) label(l trace.Label) {
+	e.w.WriteByte(recLabel)
+	e.str(l.Name)
+	e.uvarint(uint64(len(l.Attrs)))
+	for _, a := range l.Attrs {
+		e.str(a.Key)
+		e.str(a.Value)
+	}
+	e.labels++
+}
+
+// end writes the end of the records: err is what ended the trace (nil or
+// io.EOF: its end).
+func (e *encoder) end(err error) error {
+	e.w.WriteByte(recEnd)
+	msg := ""
+	if err != nil && err != io.EOF {
+		msg = err.Error()
+	}
+	e.str(msg)
+	return e.w.Flush()
+}
+
+// errForm is wrapped by the error of records that are not in the form.
+var errForm = errors.New("traces: decoded events: not in carve's form")
+
+// decoder reads records: the reader of a spool or of a stream.
+type decoder struct {
+	r      *bufio.Reader
+	line   int64
+	name   string
+	labels *trace.Labels // the table a stream's label records build; nil: skip them
+	own    bool          // labels is built from the records
+	lines  []int64       // the line of each event of the last Read
+	err    error         // sticky
+	// end, if not nil, is the error that ended the trace, returned
+	// instead of the one recorded (the spool keeps the decoder's own
+	// value, so that errors.Is still matches it).
+	end    error
+	goHeap []trace.GoHeapSample
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	x, err := binary.ReadUvarint(d.r)
+	if err != nil {
+		d.err = fmt.Errorf("%w: %v", errForm, err)
+	}
+	return x
+}
+
+// maxString bounds a string of the form: a label's name or value, a file
+// name, an error message.
+const maxString = 1 << 20
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > maxString {
+		d.err = fmt.Errorf("%w: a string of %d bytes", errForm, n)
+		return ""
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		d.err = fmt.Errorf("%w: %v", errForm, err)
+	}
+	return string(b)
+}
+
+// Read decodes up to len(dst) events.
+func (d *decoder) Read(dst []trace.Event) (int, error) {
+	d.lines = d.lines[:0]
+	n := 0
+	for n < len(dst) && d.err == nil {
+		c, err := d.r.ReadByte()
+		if err != nil {
+			d.err = fmt.Errorf("%w: %v", errForm, err)
+			break
+		}
+		switch {
+		case c == recEnd:
+			msg := d.str()
+			switch {
+			case d.err != nil:
+			case d.end != nil:
+				d.err = d.end
+			case msg == "":
+				d.err = io.EOF
+			default:
+				d.err = errors.New(msg)
+			}
+		case c == recName:
+			d.name = d.str()
+		case c == recLabel:
+			l := trace.Label{Name: d.str()}
+			for k := d.uvarint(); k > 0 && d.err == nil; k-- {
+				l.Attrs = append(l.Attrs, trace.Attr{Key: d.str(), Value: d.str()})
+			}
+			if d.own && d.err == nil {
+				if _, err := d.labels.Intern(l); err != nil {
+					d.err = err
+				}
+			}
+		case trace.Op(c&opMask).Valid() && c&^(opMask|flagThread|flagAlign|flagN|flagLabel) == 0:
+			e := trace.Event{Op: trace.Op(c & opMask), ID: d.uvarint()}
+			if e.Op != trace.Free {
+				e.Size = d.uvarint()
+			}
+			if c&flagThread != 0 {
+				e.Thread = uint32(d.uvarint())
+			}
+			if c&flagAlign != 0 {
+				e.Align = uint32(d.uvarint())
+			}
+			if c&flagN != 0 {
+				e.N = uint32(d.uvarint())
+			}
+			if c&flagLabel != 0 {
+				e.Label = uint32(d.uvarint())
+			}
+			delta, err := binary.ReadVarint(d.r)
+			if err != nil && d.err == nil {
+				d.err = fmt.Errorf("%w: %v", errForm, err)
+			}
+			if d.err != nil {
+				break
+			}
+			d.line += delta
+			dst[n] = e
+			d.lines = append(d.lines, d.line)
+			n++
+		default:
+			d.err = fmt.Errorf("%w: record %#x", errForm, c)
+		}
+	}
+	if n > 0 {
+		return n, nil
+	}
+	return 0, d.err
+}
+
+// Position returns the file and the line of the i-th event of the last
+// Read (trace.Positioned).
+func (d *decoder) Position(i int) (string, int64) {
+	if i < 0 || i >= len(d.lines) {
+		return d.name, 0
+	}
+	return d.name, d.lines[i]
+}
+
+// Labels returns the table the events' labels number (trace.LabeledSource).
+func (d *decoder) Labels() *trace.Labels { return d.labels }
+
+// GoHeap returns the samples of the Go heap's own metrics the trace
+// carried, as trace.Reader.GoHeap does.
+func (d *decoder) GoHeap() []trace.GoHeapSample { return d.goHeap }
+
+// WriteStream writes src's events to w in the form ReadStream reads, with
+// the labels each event names before it and the positions of the events
+// when src tells them, to its end or to its first error, which the stream
+// carries too. It returns an error only when w fails.
+func WriteStream(w io.Writer, src trace.Source) error {
+	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
+	pos, _ := src.(trace.Positioned)
+	labels := trace.LabelsOf(src)
+	buf := make([]trace.Event, 4096)
+	for {
+		n, err := src.Read(buf)
+		for i, ev := range buf[:n] {
+			for ev.Label != 0 && e.labels < int(ev.Label) && e.labels < labels.Len() {
+				l, _ := labels.Label(uint32(e.labels + 1))
+				e.label(l)
+			}
+			name, line := "", int64(0)
+			if pos != nil {
+				name, line = pos.Position(i)
+			}
+			e.event(ev, name, line)
+		}
+		if err != nil {
+			return e.end(err)
+		}
+		if n == 0 {
+			return e.end(io.ErrNoProgress)
+		}
+	}
+}
+
+// ReadStream returns the events WriteStream wrote to r: a trace.Source
+// that is also a trace.Positioned and a trace.LabeledSource (its table
+// grows as the stream is read). An error that ended the trace it wrote is
+// returned after its events, with its message.
+func ReadStream(r io.Reader) trace.Source {
+	return &decoder{r: bufio.NewReaderSize(r, 64<<10), labels: &trace.Labels{}, own: true}
+}
+
+// ReadStreamAll reads the whole stream in r into an unnamed temporary
+// file first, then returns its events as ReadStream does: a reader that
+// never waits for the writer, so that a replay reading it blocks on no
+// pipe (a replay in a process of its own measures that process). Where
+// no temporary file can be written, it returns ReadStream(r).
+func ReadStreamAll(r io.Reader) (trace.Source, io.Closer, error) {
+	f, err := os.CreateTemp("", "carve-stream-*")
+	if err != nil {
+		return ReadStream(r), io.NopCloser(nil), nil
+	}
+	os.Remove(f.Name())
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("traces: reading the events: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	d := ReadStream(f).(*decoder)
+	d.r.Peek(d.r.Size()) // its buffer filled now, not in the replay
+	d.lines = make([]int64, 0, 4096)
+	return d, f, nil
+}
+
+// spool holds the decoded events of one trace: see the top of this file.
+type spool struct {
+	once   sync.Once
+	decode func() (trace.Source, io.Closer, error) // the trace's own Open
+	held   *os.File                                // the records; nil if none could be written
+	size   int64
+	labels *trace.Labels
+	goHeap []trace.GoHeapSample
+	err    error // what ended the trace: nil for its end
+	open   error // the trace's Open failed: every Open fails so
+}
+
+// Spooled returns t decoding its events once: the first Open reads the
+// whole trace into a spool (an unnamed temporary file, removed when the
+// program ends however it ends), frees what the decoder held, and every
+// Open, that one included, then reads the spool. Its source is a
+// trace.Positioned and a trace.LabeledSource, with the Go heap's samples
+// (GoHeap) of a trace that has them; a trace that stopped at an error
+// gives its events up to there, then the same error. Opens from many
+// goroutines wait for the first. A generated trace is returned as it is
+// (a generator holds nothing a row would pay for twice), and so is one
+// already spooled. Where no temporary file can be written, each Open
+// decodes the trace again, as t's own does.
+func (t Trace) Spooled() Trace {
+	if t.Generated || t.spool != nil || t.open == nil {
+		return t
+	}
+	s := &spool{decode: t.open}
+	t.spool = s
+	t.open = s.Open
+	return t
+}
+
+// fill decodes the trace into the spool.
+func (s *spool) fill() {
+	src, closer, err := s.decode()
+	if err != nil {
+		s.open = err
+		return
+	}
+	defer closer.Close()
+	f, err := os.CreateTemp("", "carve-spool-*")
+	if err != nil {
+		return
+	}
+	// Unnamed from now on: the file goes when the program does.
+	os.Remove(f.Name())
+	e := &encoder{w: bufio.NewWriterSize(f, 256<<10)}
+	pos, _ := src.(trace.Positioned)
+	buf := make([]trace.Event, 4096)
+	for {
+		n, err := src.Read(buf)
+		for i, ev := range buf[:n] {
+			name, line := "", int64(0)
+			if pos != nil {
+				name, line = pos.Position(i)
+			}
+			e.event(ev, name, line)
+		}
+		if err == nil && n == 0 {
+			err = io.ErrNoProgress
+		}
+		if err != nil {
+			if err != io.EOF {
+				s.err = err
+			}
+			break
+		}
+	}
+	if werr := e.end(s.err); werr != nil {
+		f.Close()
+		s.err = nil
+		return
+	}
+	size, werr := f.Seek(0, io.SeekCurrent)
+	if werr != nil {
+		f.Close()
+		s.err = nil
+		return
+	}
+	s.held, s.size = f, size
+	s.labels = trace.LabelsOf(src)
+	if g, ok := src.(interface{ GoHeap() []trace.GoHeapSample }); ok {
+		s.goHeap = g.GoHeap()
+	}
+}
+
+// Open returns a reader of the spool, decoding the trace first if this is
+// the first Open.
+func (s *spool) Open() (trace.Source, io.Closer, error) {
+	s.once.Do(s.fill)
+	switch {
+	case s.open != nil:
+		return nil, nil, s.open
+	case s.held == nil:
+		return s.decode()
+	}
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, end: s.err}
+	if d.end == nil {
+		d.end = io.EOF
+	}
+	return d, io.NopCloser(nil), nil
+}
