@@ -47,6 +47,8 @@ type Job struct {
 	// Stride asks for the stride measurement instead of a replay: how far
 	// apart two malloc(16)s land (see Stride).
 	Stride bool `json:"stride,omitempty"`
+	// Reader are the options the trace is read with (traces.Trace.Reader).
+	Reader trace.ReaderOptions `json:"reader,omitzero"`
 }
 
 // child returns the command of a child process for spec: this program
@@ -153,7 +155,7 @@ func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress) Row {
 		return rw
 	}
 	var got Row
-	if err := ask(Job{Trace: t.Label, Spec: s, Options: o}, &got); err != nil {
+	if err := ask(Job{Trace: t.Label, Reader: t.Reader, Spec: s, Options: o}, &got); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindAllocator
 		return rw
 	}
@@ -176,7 +178,7 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(strideHere(job.Spec.Alloc))
 	}
 	rw := Row{Trace: job.Trace, Allocator: job.Spec.Label(), Measured: "child"}
-	t, err := traces.Resolve(job.Trace)
+	t, err := traces.ResolveOptions(job.Trace, job.Reader)
 	if err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindInput
 		return json.NewEncoder(stdout).Encode(rw)

@@ -28,6 +28,10 @@ type Trace struct {
 	// shipped trace's description, or the generator's, with the figure
 	// its source gives to compare with; "" for a file.
 	About string
+	// Reader are the options a file or a shipped trace is read with
+	// (ResolveOptions): a row's child process reads the trace again with
+	// them.
+	Reader trace.ReaderOptions
 
 	open func() (trace.Source, io.Closer, error)
 }
@@ -49,13 +53,19 @@ func Usage() string {
 // shipped trace of the same name; an argument that is neither says what a
 // TRACE may be. A file is only checked to exist here: Open reads it.
 func Resolve(arg string) (Trace, error) {
+	return ResolveOptions(arg, trace.ReaderOptions{})
+}
+
+// ResolveOptions is Resolve with the options a file or a shipped trace is
+// read with.
+func ResolveOptions(arg string, opt trace.ReaderOptions) (Trace, error) {
 	if spec, ok := strings.CutPrefix(arg, GenPrefix); ok {
 		return generated(arg, spec)
 	}
 	if _, err := os.Stat(arg); err != nil {
 		if t, ok := Lookup(arg); ok {
-			return Trace{Label: arg, About: t.About + ".", open: func() (trace.Source, io.Closer, error) {
-				r, err := trace.NewReader(t.Open(), t.File, trace.Auto)
+			return Trace{Label: arg, About: t.About + ".", Reader: opt, open: func() (trace.Source, io.Closer, error) {
+				r, err := trace.NewReaderOptions(t.Open(), t.File, opt)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -67,8 +77,8 @@ func Resolve(arg string) (Trace, error) {
 		}
 		return Trace{}, err
 	}
-	return Trace{Label: arg, open: func() (trace.Source, io.Closer, error) {
-		r, err := trace.Open(arg)
+	return Trace{Label: arg, Reader: opt, open: func() (trace.Source, io.Closer, error) {
+		r, err := trace.OpenOptions(arg, opt)
 		if err != nil {
 			return nil, nil, err
 		}
