@@ -156,6 +156,7 @@ func (b *goBudget) step(c byte) error {
 		switch c {
 		case goEvEndOfGeneration:
 			b.endGeneration()
+			b.start = false // the next batch's generation starts the count
 		case goEvEventBatch, goEvExperimentalBatch:
 			b.exp = c == goEvExperimentalBatch
 			b.frame, b.field, b.v, b.shift, b.head = goFrameField, 0, 0, 0, 1
@@ -236,9 +237,6 @@ func (b *goBudget) charge(c int64) error {
 	if b.cost <= b.max {
 		return nil
 	}
-	return fmt.Errorf("%w: generation %d would cost the reader more than %s of memory by its byte %d "+
-		"(%d batches, %s so far; each batch costs %d B and each of its bytes %d B, %d B in a table of strings, stacks or CPU samples); "+
-		"--%s raises the bound",
-		ErrGoGeneration, b.gen, size.Format(b.max), b.offset, b.batches, size.Format(b.bytes),
-		goBatchCost, goBytesCost, goTableCost, MaxGoGenerationFlag)
+	return fmt.Errorf("%w: generation %d would cost the reader more than %s of memory (%d batches, %s, by byte %d of the trace); --%s raises the bound",
+		ErrGoGeneration, b.gen, size.Format(b.max), b.batches, size.Format(b.bytes), b.offset, MaxGoGenerationFlag)
 }
