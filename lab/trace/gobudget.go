@@ -11,15 +11,16 @@ import (
 // x/exp/trace reads a whole generation of a Go execution trace (about a
 // second of the program) before it returns the generation's first event:
 // every batch of it, copied out, and the tables of strings, stacks and CPU
-// samples, decoded. What that costs is not the generation's bytes: a batch
-// of 5 bytes, empty, costs the reader about 570 bytes of heap (the
-// bytes.Buffer it is copied into grows to 640), one of 30 to 500 bytes
-// about 1,080, and a full batch of 64 KiB twice its size (the buffer grows
-// once more when it is full), while a stack table of stacks of no frame
-// takes 13 bytes per byte and one of one frame 15 (measured with Go
-// 1.26.8 and x/exp v0.0.0-20261113113407, heap after a collection: see
-// TestGoBatchCost). A generation of nothing but empty batches, which never
-// ends, makes the reader take 113 bytes of heap per byte of the trace.
+// samples, decoded. What that costs is not the generation's bytes. A
+// batch of 5 bytes, empty, holds 569 bytes of heap (the bytes.Buffer it
+// is copied into grows to 640), one of 30 to 500 bytes 1,081; a full batch
+// of 64 KiB twice its size (the buffer grows once more when it is full);
+// a table of stacks of no frame 12.8 bytes per byte, of one frame 14.8,
+// one of strings 8.5, of CPU samples 8.3 (Go 1.26.8, x/exp
+// v0.0.0-20261113113407, the heap after a collection: TestGoBatchCost
+// measures them again). A generation of nothing but empty batches, which
+// never ends, makes the reader take 113 bytes of heap per byte of the
+// trace.
 //
 // goBudget sits in front of x/exp/trace and reads the trace's batch
 // framing as the bytes pass, keeping none of them: per generation it
@@ -46,8 +47,11 @@ const (
 )
 
 // DefaultMaxGoGeneration is the default of ReaderOptions.MaxGoGeneration:
-// 128 MiB, a generation of up to 64 MiB of full batches (a busy program's
-// second), or of 130,000 empty ones.
+// 128 MiB, a generation of up to 64 MiB of full batches, or of 130,000
+// empty ones. (A program allocating 16-byte objects as fast as it can on
+// two cores wrote generations of up to 51 MB, counted 102 MB.) While it
+// reads a generation, x/exp/trace still holds the one before (it replaces
+// it once the new one is read): a Reader holds up to twice the bound.
 const DefaultMaxGoGeneration = 128 << 20
 
 // MaxGoGenerationFlag is the name of carve's flag that sets

@@ -29,15 +29,28 @@ func goBatch(gen, m uint64, data []byte) []byte {
 }
 
 // goTable returns the data of a batch of about n bytes of the table of
-// kind (goEvStacks or goEvStrings), its entries empty (stacks of no
-// frame, strings of no byte), their IDs from first.
-func goTable(kind byte, first uint64, n int) []byte {
-	entry := map[byte]byte{goEvStacks: 3, goEvStrings: 5}[kind] // EvStack, EvString
+// kind (goEvStacks, goEvStrings or goEvCPUSamples), its entries the
+// least: stacks of frames frames (0 or 1), strings of no byte, samples of
+// zeroes; the IDs of stacks, strings and frames from first.
+func goTable(kind byte, first uint64, frames, n int) []byte {
 	d := []byte{kind}
-	for id := first; len(d) < n-12; id++ {
-		d = append(d, entry)
-		d = binary.AppendUvarint(d, id)
-		d = append(d, 0)
+	for id := first; len(d) < n-32; id++ {
+		switch kind {
+		case goEvStacks:
+			d = append(d, 3) // EvStack id frames {pc func file line}
+			d = binary.AppendUvarint(d, id)
+			d = append(d, byte(frames))
+			for range frames {
+				d = binary.AppendUvarint(d, id)
+				d = append(d, 0, 0, 0)
+			}
+		case goEvStrings:
+			d = append(d, 5) // EvString id length
+			d = binary.AppendUvarint(d, id)
+			d = append(d, 0)
+		case goEvCPUSamples:
+			d = append(d, 7, 0, 0, 0, 0, 0) // EvCPUSample time M P G stack
+		}
 	}
 	return d
 }
@@ -226,8 +239,10 @@ func TestGoBatchCost(t *testing.T) {
 		{"experimental", 100000, func(int) []byte { return []byte{goEvExperimentalBatch, 1, 1, 0, 0, 0} }, false},
 		{"full", 300, func(i int) []byte { return goBatch(1, uint64(i%4), make([]byte, goMaxBatchSize)) }, true},
 		{"65000 bytes", 300, func(i int) []byte { return goBatch(1, uint64(i%4), make([]byte, 65000)) }, false},
-		{"stacks", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvStacks, uint64(1+i*30000), goMaxBatchSize)) }, false},
-		{"strings", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvStrings, uint64(1+i*30000), goMaxBatchSize)) }, false},
+		{"stacks", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvStacks, uint64(1+i*30000), 0, goMaxBatchSize)) }, false},
+		{"stacks of a frame", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvStacks, uint64(1+i*30000), 1, goMaxBatchSize)) }, false},
+		{"strings", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvStrings, uint64(1+i*30000), 0, goMaxBatchSize)) }, false},
+		{"CPU samples", 100, func(i int) []byte { return goBatch(1, 0, goTable(goEvCPUSamples, 0, 0, goMaxBatchSize)) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
