@@ -105,8 +105,8 @@ type traceFlags struct {
 }
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.maxGoGeneration, trace.MaxGoGenerationFlag, "the most memory one generation of a Go execution trace may cost its reader, `SIZE`: "+
-		"twice its bytes and 1 KiB per batch (default "+size.Format(trace.DefaultMaxGoGeneration)+"; a reader holds two generations at once)")
+	fs.Var(&f.maxGoGeneration, trace.MaxGoGenerationFlag, "bound the memory one generation of a Go execution trace may cost its reader "+
+		"("+trace.GoGenerationCost+") to `SIZE` (default "+size.Format(trace.DefaultMaxGoGeneration)+"; a reader holds up to two generations)")
 }
 
 // resolve resolves a TRACE argument, read with the flags.

@@ -46,6 +46,11 @@ const (
 	goBatchCost = 1024 // per batch: its copy's least buffer, and its entry
 )
 
+// GoGenerationCost says how the cost of a generation is counted, for
+// help texts.
+var GoGenerationCost = fmt.Sprintf("%d B per byte of its batches, %d B per byte of its tables of strings, stacks and CPU samples, and %d B per batch",
+	goBytesCost, goTableCost, goBatchCost)
+
 // DefaultMaxGoGeneration is the default of ReaderOptions.MaxGoGeneration:
 // 128 MiB, a generation of up to 64 MiB of full batches, or of 130,000
 // empty ones. (A program allocating 16-byte objects as fast as it can on

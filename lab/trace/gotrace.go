@@ -139,6 +139,9 @@ func (r *Reader) initGo(opt ReaderOptions) error {
 	l.buf, l.r, l.w = nil, 0, 0 // the Go reader buffers on its own
 	budget := newGoBudget(rd, bytes.Index(head, []byte(goHeaderEnd))+len(goHeaderEnd), opt.MaxGoGeneration)
 	tr, err := xtrace.NewReader(budget)
+	if budget.err != nil {
+		return fmt.Errorf("%s: %w", r.name, budget.err) // with the first bytes read
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", r.name, ErrGoTrace, err)
 	}
