@@ -48,13 +48,10 @@ var ErrGoTrace = errors.New("trace: bad Go execution trace")
 // without the alloc/free experiment: it has no heap events.
 var ErrNoGoHeap = errors.New("trace: the Go execution trace has no heap events (record it with GODEBUG=traceallocfree=1)")
 
-// goHeaderEnd ends the header of a Go execution trace.
-const goHeaderEnd = " trace\x00\x00\x00"
-
 // goHeader returns the format of a Go execution trace from its first
 // bytes, "go 1.<format> trace\x00\x00\x00".
 func goHeader(b []byte) (format int, ok bool) {
-	const prefix, suffix = "go 1.", goHeaderEnd
+	const prefix, suffix = "go 1.", " trace\x00\x00\x00"
 	if !bytes.HasPrefix(b, []byte(prefix)) {
 		return 0, false
 	}
@@ -72,7 +69,7 @@ func goHeader(b []byte) (format int, ok bool) {
 // generation's types, the events due, the metric samples.
 type goState struct {
 	tr      *xtrace.Reader
-	budget  *goBudget // in front of tr
+	bound   *GoBound // in front of tr
 	classes *goClasses
 	stacks  bool // ReaderOptions.GoStacks
 
@@ -137,17 +134,17 @@ func (r *Reader) initGo(opt ReaderOptions) error {
 	head := bytes.Clone(l.buf[l.r:l.w])
 	rd := io.MultiReader(bytes.NewReader(head), l.rd)
 	l.buf, l.r, l.w = nil, 0, 0 // the Go reader buffers on its own
-	budget := newGoBudget(rd, bytes.Index(head, []byte(goHeaderEnd))+len(goHeaderEnd), opt.MaxGoGeneration)
-	tr, err := xtrace.NewReader(budget)
-	if budget.err != nil {
-		return fmt.Errorf("%s: %w", r.name, budget.err) // with the first bytes read
+	bound := NewGoBound(rd, opt.MaxGoGeneration)
+	tr, err := xtrace.NewReader(bound)
+	if bound.err != nil {
+		return fmt.Errorf("%s: %w", r.name, bound.err) // with the first bytes read
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", r.name, ErrGoTrace, err)
 	}
 	r.gotr = &goState{
 		tr:       tr,
-		budget:   budget,
+		bound:    bound,
 		classes:  classes,
 		stacks:   opt.GoStacks,
 		maxPages: classes.maxSmallPages(),
@@ -185,9 +182,9 @@ func (r *Reader) goStep() (err error) {
 		}
 	}()
 	e, err := g.tr.ReadEvent()
-	if g.budget.err != nil {
+	if g.bound.err != nil {
 		// x/exp/trace may have wrapped it, or not.
-		return fmt.Errorf("%s: %w", r.name, g.budget.err)
+		return fmt.Errorf("%s: %w", r.name, g.bound.err)
 	}
 	switch {
 	case err == io.EOF && !g.info && g.read > 0:

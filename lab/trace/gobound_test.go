@@ -161,11 +161,11 @@ func TestGoGenerationBomb(t *testing.T) {
 	}
 }
 
-// TestGoBudgetGenerations checks that goBudget reads the framing of real
+// TestGoBoundGenerations checks that GoBound reads the framing of real
 // traces to their end, whatever the reads' lengths, and counts each
 // generation apart: a generation of tens of MiB of full batches, and any
 // number of generations, pass the default bound.
-func TestGoBudgetGenerations(t *testing.T) {
+func TestGoBoundGenerations(t *testing.T) {
 	golden, err := os.ReadFile("testdata/labelled/go.trace")
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestGoBudgetGenerations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newGoBudget(tt.rd(), len(goTestHeader), 0)
+			b := NewGoBound(tt.rd(), 0)
 			if _, err := io.Copy(io.Discard, b); err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +219,7 @@ type oneByte struct{ r io.Reader }
 func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
 
 // TestGoBatchCost measures the heap x/exp/trace holds for a generation
-// of batches of each kind, read up to its end, and checks goBudget's
+// of batches of each kind, read up to its end, and checks GoBound's
 // count against it: at or above it, and for full batches, as a busy
 // program writes them, within 10% of it.
 func TestGoBatchCost(t *testing.T) {
@@ -247,7 +247,7 @@ func TestGoBatchCost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The count.
-			b := newGoBudget(newGoStream(tt.n, tt.batch), len(goTestHeader), 1<<62)
+			b := NewGoBound(newGoStream(tt.n, tt.batch), 1<<62)
 			if _, err := io.Copy(io.Discard, b); err != nil {
 				t.Fatal(err)
 			}

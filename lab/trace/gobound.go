@@ -22,7 +22,7 @@ import (
 // never ends, makes the reader take 113 bytes of heap per byte of the
 // trace.
 //
-// goBudget sits in front of x/exp/trace and reads the trace's batch
+// GoBound sits in front of x/exp/trace and reads the trace's batch
 // framing as the bytes pass, keeping none of them: per generation it
 // counts what the reader will hold, goBytesCost times each batch's bytes
 // (goTableCost for those of a table batch), plus goBatchCost per batch,
@@ -38,7 +38,7 @@ import (
 // starts (the traces of Go 1.22 to 1.25 have no end marker). Bytes that do
 // not frame a batch are passed on uncounted: x/exp/trace refuses them.
 
-// The costs per byte and per batch goBudget counts (see above: each is at
+// The costs per byte and per batch GoBound counts (see above: each is at
 // or above the heap that was measured for it).
 const (
 	goBytesCost = 2    // per byte of a batch: its copy, grown
@@ -91,8 +91,10 @@ const (
 	goFrameLost                 // not a batch: x/exp/trace fails on it
 )
 
-// goBudget is the reader in front of x/exp/trace (see above).
-type goBudget struct {
+// GoBound is the reader in front of x/exp/trace (see above). Reader puts
+// one in front of its own; other readers of Go execution traces with
+// x/exp/trace put one in front of theirs (NewGoBound).
+type GoBound struct {
 	rd  io.Reader
 	max int64
 
@@ -116,17 +118,28 @@ type goBudget struct {
 	err     error // sticky
 }
 
-// newGoBudget returns a goBudget of the trace in rd, which starts with a
-// header of headLen bytes.
-func newGoBudget(rd io.Reader, headLen int, max int64) *goBudget {
+// goHeaderLen is the length of the header of a Go execution trace, which
+// x/exp/trace reads whole ("go 1.26 trace\x00\x00\x00").
+const goHeaderLen = 16
+
+// NewGoBound returns a GoBound of the Go execution trace in rd, its
+// header included, for xtrace.NewReader to read: one of its generations
+// that would cost more than max (0: DefaultMaxGoGeneration) stops it with
+// an error wrapping ErrGoGeneration. x/exp/trace does not always wrap the
+// errors of its reader: after any error of it, see Err.
+func NewGoBound(rd io.Reader, max int64) *GoBound {
 	if max <= 0 {
 		max = DefaultMaxGoGeneration
 	}
-	return &goBudget{rd: rd, max: max, skip: int64(headLen)}
+	return &GoBound{rd: rd, max: max, skip: goHeaderLen}
 }
 
+// Err returns the error that stopped the trace, wrapping
+// ErrGoGeneration, or nil.
+func (b *GoBound) Err() error { return b.err }
+
 // Read reads from the trace, counting what passes.
-func (b *goBudget) Read(p []byte) (int, error) {
+func (b *GoBound) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -139,7 +152,7 @@ func (b *goBudget) Read(p []byte) (int, error) {
 }
 
 // count reads the framing in p.
-func (b *goBudget) count(p []byte) error {
+func (b *GoBound) count(p []byte) error {
 	for len(p) > 0 {
 		if b.skip > 0 {
 			k := min(b.skip, int64(len(p)))
@@ -159,7 +172,7 @@ func (b *goBudget) count(p []byte) error {
 }
 
 // step reads byte c of the framing.
-func (b *goBudget) step(c byte) error {
+func (b *GoBound) step(c byte) error {
 	switch b.frame {
 	case goFrameType:
 		switch c {
@@ -200,12 +213,12 @@ func (b *goBudget) step(c byte) error {
 
 // lose passes the rest of the trace on uncounted: it is no batch, and
 // x/exp/trace fails on it.
-func (b *goBudget) lose() {
+func (b *GoBound) lose() {
 	b.frame, b.skip = goFrameLost, 1<<62
 }
 
 // endField takes the uvarint just read, field b.field of a batch's header.
-func (b *goBudget) endField() error {
+func (b *GoBound) endField() error {
 	v := b.v
 	b.field++
 	b.v, b.shift = 0, 0
@@ -234,14 +247,14 @@ func (b *goBudget) endField() error {
 }
 
 // endGeneration starts the count of a new generation.
-func (b *goBudget) endGeneration() {
+func (b *GoBound) endGeneration() {
 	b.ended++
 	b.peak = max(b.peak, b.cost)
 	b.cost, b.batches, b.bytes = 0, 0, 0
 }
 
 // charge adds c to the generation's cost, and fails past the bound.
-func (b *goBudget) charge(c int64) error {
+func (b *GoBound) charge(c int64) error {
 	b.cost += c
 	if b.cost <= b.max {
 		return nil
