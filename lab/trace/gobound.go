@@ -115,6 +115,7 @@ type GoBound struct {
 	bytes   int64 // its bytes
 	ended   int   // generations ended
 	peak    int64 // the largest cost of an ended generation
+	total   int64 // the cost of every generation so far
 	err     error // sticky
 }
 
@@ -256,6 +257,7 @@ func (b *GoBound) endGeneration() {
 // charge adds c to the generation's cost, and fails past the bound.
 func (b *GoBound) charge(c int64) error {
 	b.cost += c
+	b.total += c
 	if b.cost <= b.max {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -275,5 +276,52 @@ func TestGoBatchCost(t *testing.T) {
 				t.Errorf("the generation holds %d B of heap, counted %d: more than 10%% above", heap, b.cost)
 			}
 		})
+	}
+}
+
+// goSyncBatch returns the sync batch a generation needs: its clock's
+// frequency and snapshot.
+func goSyncBatch(gen uint64) []byte {
+	d := []byte{50, 8} // EvSync, EvFrequency 1e9
+	d = binary.AppendUvarint(d, 1e9)
+	d = append(d, 51, 0, 0, 0, 0) // EvClockSnapshot
+	return goBatch(gen, 0, d)
+}
+
+// TestGoQuietGenerations reads, with the collector off as the go row's
+// process has it, generations that give no event, each under the bound:
+// the Reader collects their garbage itself, once per bound read.
+func TestGoQuietGenerations(t *testing.T) {
+	const per, gens = 7000, 40 // empty batches: 7.2 MB counted, 4 MB of heap each
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s := newGoStream(gens*(per+2), func(i int) []byte {
+		gen := uint64(1 + i/(per+2))
+		switch i % (per + 2) {
+		case 0:
+			return goSyncBatch(gen)
+		case per + 1:
+			return []byte{goEvEndOfGeneration}
+		}
+		return goBatch(gen, 0, nil)
+	})
+	r, err := NewReaderOptions(s, "quiet.trace", ReaderOptions{MaxGoGeneration: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for err == nil {
+		_, err = r.Next()
+	}
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrNoGoHeap) || s.i != s.n {
+		t.Errorf("err = %v after %d of %d batches, want %v at the end", err, s.i, s.n, ErrNoGoHeap)
+	}
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d generations read: %d B allocated, %d B of heap at the end", gens, after.TotalAlloc-before.TotalAlloc, heap)
+	if heap > 48<<20 {
+		t.Errorf("the heap holds %d B at the end, want less than %d: the generations' garbage was left", heap, 48<<20)
 	}
 }
