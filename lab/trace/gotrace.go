@@ -96,9 +96,11 @@ type goState struct {
 	queue []Event // the events of the last trace event, due
 	qi    int     // queue[qi:] are not returned yet
 	made  int64   // the events queued so far: the stream's position
-	quiet int64   // bound.total when the last event was queued (collectQuiet)
-	syncs int
-	read  int64 // events of the execution trace read
+	// quietMade and quietFrom are made and bound.total at the first Sync
+	// after the last event queued (collectQuiet).
+	quietMade, quietFrom int64
+	syncs                int
+	read                 int64 // events of the execution trace read
 
 	cur GoHeapSample // the metrics last reported
 }
@@ -225,7 +227,6 @@ func (r *Reader) goError(err error) error {
 func (g *goState) emit(e Event) {
 	g.queue = append(g.queue, e)
 	g.made++
-	g.quiet = g.bound.total
 }
 
 // collectQuiet runs a collection when generations that gave no event
@@ -238,10 +239,14 @@ func (g *goState) emit(e Event) {
 // process to 4.4 GB). A real trace has events in its generations: this
 // runs once per bound read without any.
 func (g *goState) collectQuiet() {
-	if g.bound.total-g.quiet <= g.bound.max {
+	if g.made != g.quietMade {
+		g.quietMade, g.quietFrom = g.made, g.bound.total
 		return
 	}
-	g.quiet = g.bound.total
+	if g.bound.total-g.quietFrom <= g.bound.max {
+		return
+	}
+	g.quietFrom = g.bound.total
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() == metrics.KindUint64 && int64(s[0].Value.Uint64()) < 0 {
