@@ -44,6 +44,8 @@ types that hold pointers are listed as staying where they are.`,
 		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+advise.Schema+")")
 		var maxRequest byteSize
 		budgetFlags(fs, &maxRequest, nil)
+		var tf traceFlags
+		tf.register(fs)
 		return func(c *cli, args []string) error {
 			switch {
 			case len(args) != 1:
@@ -63,7 +65,7 @@ types that hold pointers are listed as staying where they are.`,
 			}
 			cfg.MaxRequest = int64(maxRequest)
 			var err error
-			if cfg.Trace, err = traces.Resolve(args[0]); err != nil {
+			if cfg.Trace, err = tf.resolve(args[0]); err != nil {
 				return inputError{err}
 			}
 			if cfg.Base == "" && advise.Labelled(cfg.Trace) {

@@ -67,7 +67,7 @@ replay's, and --n.`,
 			// The shipped traces, one row per allocator.
 			shipped := base
 			for _, t := range traces.All() {
-				tr, err := traces.Resolve(t.Name)
+				tr, err := f.resolve(t.Name)
 				if err != nil {
 					return err
 				}

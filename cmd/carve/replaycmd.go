@@ -11,6 +11,7 @@ import (
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -58,6 +59,7 @@ func (c replayConfig) replays() int { return len(c.traces) * len(c.specs) }
 // replayFlags are the flags carve replay, carve lab and carve report
 // share.
 type replayFlags struct {
+	traceFlags
 	alloc, format string
 	pools         poolSizes
 	arenas        arenaTypes
@@ -96,6 +98,22 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// traceFlags are the flags of every command that reads TRACE arguments:
+// how a trace is read.
+type traceFlags struct {
+	maxGoGeneration byteSize
+}
+
+func (f *traceFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.maxGoGeneration, trace.MaxGoGenerationFlag, "bound the memory one generation of a Go execution trace may cost its reader "+
+		"("+trace.GoGenerationCost+") to `SIZE` (default "+size.Format(trace.DefaultMaxGoGeneration)+"; a reader holds up to two generations)")
+}
+
+// resolve resolves a TRACE argument, read with the flags.
+func (f *traceFlags) resolve(arg string) (traces.Trace, error) {
+	return traces.ResolveOptions(arg, trace.ReaderOptions{MaxGoGeneration: int64(f.maxGoGeneration)})
+}
+
 // budgetFlags registers --max-request and --max-rss.
 func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
 	fs.Var(maxRequest, "max-request", "the most `SIZE` one request may ask for: one above it is a trace error, skipped (default "+size.Format(replay.DefaultMaxRequest())+": half the physical memory, at most 64 GiB)")
@@ -106,6 +124,7 @@ func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
+	f.traceFlags.register(fs)
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
 	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes, or the objects of a type (type=NAME, as a Go trace names it), in a dedicated pool in front of each allocator (repeat for more pools)")
 	fs.Var(&f.arenas, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")
@@ -133,7 +152,7 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 		return c, badUsage("want at least one TRACE (%s)", traces.Usage())
 	}
 	for _, arg := range args {
-		t, err := traces.Resolve(arg)
+		t, err := f.resolve(arg)
 		if err != nil {
 			return c, inputError{err}
 		}

@@ -71,9 +71,9 @@ var genCommand = &command{
 	},
 }
 
-// openTrace resolves and opens a TRACE argument.
-func openTrace(arg string) (traces.Trace, trace.Source, io.Closer, error) {
-	t, err := traces.Resolve(arg)
+// openTrace resolves and opens a TRACE argument, read with f.
+func openTrace(f *traceFlags, arg string) (traces.Trace, trace.Source, io.Closer, error) {
+	t, err := f.resolve(arg)
 	if err != nil {
 		return t, nil, nil, inputError{err}
 	}
@@ -91,6 +91,8 @@ var convertCommand = &command{
 		"samples of its heap are kept: the output is version 2 of the format when the trace has labels.",
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
+		var tf traceFlags
+		tf.register(fs)
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
@@ -99,7 +101,7 @@ var convertCommand = &command{
 			if err != nil {
 				return err
 			}
-			_, src, closer, err := openTrace(args[0])
+			_, src, closer, err := openTrace(&tf, args[0])
 			if err != nil {
 				o.finish(false)
 				return err
@@ -126,11 +128,13 @@ var statsCommand = &command{
 	short: "describe a trace: sizes, lifetimes, peak live, Robson's bounds",
 	long:  "A TRACE is " + traces.Usage() + ".",
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
+		var tf traceFlags
+		tf.register(fs)
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
 			}
-			t, src, closer, err := openTrace(args[0])
+			t, src, closer, err := openTrace(&tf, args[0])
 			if err != nil {
 				return err
 			}

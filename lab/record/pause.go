@@ -44,7 +44,11 @@ func readGoHead(path string) (h goTraceHead, err error) {
 			err = fmt.Errorf("record: %s: %w: x/exp/trace failed: %v", path, trace.ErrGoTrace, p)
 		}
 	}()
-	r, err := xtrace.NewReader(f)
+	bound := trace.NewGoBound(f, 0) // x/exp/trace holds the generation before its first event
+	r, err := xtrace.NewReader(bound)
+	if err := bound.Err(); err != nil {
+		return h, fmt.Errorf("record: %s: %w", path, err)
+	}
 	if err != nil {
 		return h, fmt.Errorf("record: %s: %w: %w", path, trace.ErrGoTrace, err)
 	}
@@ -53,6 +57,9 @@ func readGoHead(path string) (h goTraceHead, err error) {
 	begun := false
 	for {
 		e, err := r.ReadEvent()
+		if err := bound.Err(); err != nil {
+			return h, fmt.Errorf("record: %s: %w", path, err)
+		}
 		if err == io.EOF {
 			return h, nil
 		}

@@ -50,8 +50,9 @@
 // [NewReader] reads a trace from any io.Reader, streamed: it keeps one
 // buffer of [MaxLine] bytes and, when importing, one table entry per live
 // object, never the trace (a Go execution trace: x/exp/trace's one
-// generation at a time, about a second of the program, and one entry per
-// live object and per span). gzip and zstd streams are decompressed
+// generation at a time, about a second of the program, bounded by
+// [ReaderOptions].MaxGoGeneration, and one entry per live object and per
+// span). gzip and zstd streams are decompressed
 // transparently (recognized by their magic bytes, not their names), and
 // with [Auto] the format is detected from the first lines. [Open] does the
 // same for a file. [Reader.Next] returns one event at a time;

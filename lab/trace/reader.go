@@ -20,7 +20,8 @@ const MaxLive = 1 << 26
 // Reader reads the events of a trace, streamed: it keeps one buffer of
 // MaxLine bytes and, for the importers, one table entry per live object;
 // never the trace. (A Go execution trace is read a generation at a time,
-// by x/exp/trace, with a table entry per live object and per span.) The
+// by x/exp/trace, bounded by ReaderOptions.MaxGoGeneration, with a table
+// entry per live object and per span.) The
 // labels of the events and the Go heap's samples are kept as they come:
 // see Labels and GoHeap.
 //
@@ -142,6 +143,12 @@ type ReaderOptions struct {
 	// out otherwise: they are no heap objects (a program cannot move its
 	// stacks into a pool), and the heap's metrics do not count them.
 	GoStacks bool
+	// MaxGoGeneration bounds the memory one generation of a Go execution
+	// trace may cost the reader, which holds a whole generation before
+	// its first event (see DefaultMaxGoGeneration, the default, for what
+	// that allows): past it the Reader returns an error wrapping
+	// ErrGoGeneration. 0 is the default.
+	MaxGoGeneration int64
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name

@@ -55,13 +55,19 @@ func Usage() string {
 // shipped trace of the same name; an argument that is neither says what a
 // TRACE may be. A file is only checked to exist here: Open reads it.
 func Resolve(arg string) (Trace, error) {
+	return ResolveOptions(arg, trace.ReaderOptions{})
+}
+
+// ResolveOptions is Resolve with the options a file or a shipped trace is
+// read with.
+func ResolveOptions(arg string, opt trace.ReaderOptions) (Trace, error) {
 	if spec, ok := strings.CutPrefix(arg, GenPrefix); ok {
 		return generated(arg, spec)
 	}
 	if _, err := os.Stat(arg); err != nil {
 		if t, ok := Lookup(arg); ok {
 			return Trace{Label: arg, About: t.About + ".", open: func() (trace.Source, io.Closer, error) {
-				r, err := trace.NewReader(t.Open(), t.File, trace.Auto)
+				r, err := trace.NewReaderOptions(t.Open(), t.File, opt)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -74,7 +80,7 @@ func Resolve(arg string) (Trace, error) {
 		return Trace{}, err
 	}
 	return Trace{Label: arg, open: func() (trace.Source, io.Closer, error) {
-		r, err := trace.Open(arg)
+		r, err := trace.OpenOptions(arg, opt)
 		if err != nil {
 			return nil, nil, err
 		}
