@@ -125,7 +125,8 @@
 //
 // A label is defined before the first event that uses it; its number is
 // the trace's own name for it (1 to [MaxLabels]; the Reader numbers labels
-// 1, 2, 3... in the order they are defined). A name or a value is a word
+// 1, 2, 3... in the order they are defined, and holds at most 32 MiB of
+// them, [MaxLabelBytes]). A name or a value is a word
 // without blanks, or a Go string literal in double quotes when it holds
 // blanks, quotes, backslashes or bytes that are not printable UTF-8 (Go
 // type names do: "struct { F uintptr; X0 *main.conn }"); a key is
