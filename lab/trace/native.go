@@ -49,7 +49,9 @@ type nativeState struct {
 func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	if !r.native.header {
 		switch {
-		case cut || !blank(line, len(nativeHeader)):
+		case cut:
+			return false, r.longError("header", line)
+		case !blank(line, len(nativeHeader)):
 			return false, r.syntaxError("header", nativeHeaders, line)
 		case hasAt(line, 0, nativeHeader):
 		case hasAt(line, 0, nativeHeaderV2):
@@ -66,7 +68,10 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	if len(line) > 0 && line[0] == '#' || blank(line, 0) {
 		return r.skip()
 	}
-	if cut || len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
+	if cut {
+		return false, r.longError("line", line)
+	}
+	if len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
 		if r.native.v2 {
 			return false, r.syntaxError("line", nativeAnyV2, line)
 		}

@@ -257,6 +257,30 @@ func TestLongLine(t *testing.T) {
 	if !errors.As(err, &e) || e.Line != 2 || len(e.Got) > maxGot+3 {
 		t.Errorf("native with a long line: err = %v, want an *Error at line 2 quoting at most %d bytes", err, maxGot)
 	}
+	// A long line where an event could be says so, in every format.
+	for _, c := range []struct {
+		format     Format
+		text, what string
+		line       int64
+	}{
+		{Native, long + "\n", "header", 1},
+		{Native, "# carve trace v1\na 1 " + long, "line", 2},
+		{Native, "# carve trace v2\nl 1 " + long, "line", 2},
+		{Rep, "20000 6 13 1\na 0 " + long, "line", 2},
+		{Valgrind, "--1-- malloc(" + long, "malloc", 1},
+		{Heaptrack, "v 10400 3\n+ " + long, "alloc", 2},
+		{Heaptrack, "v 10400 3\n- " + long, "free", 2},
+		{Heaptrack, "v 10400 3\na " + long, "allocation info", 2},
+		{Mtrace, "= Start\n@ [0x1] + 0x10 " + long, "line", 2},
+		{AOSP, "1: malloc 0x10 " + long, "line", 1},
+	} {
+		_, _, err := readString("f", c.text, c.format)
+		var e *Error
+		if !errors.As(err, &e) || e.Line != c.line || e.What != c.what || e.Why != "line too long" ||
+			e.Want != "a line of at most 64 KiB" || len(e.Got) > maxGot+3 {
+			t.Errorf("%v, %.20q: err = %v; want an *Error at line %d, %s, of a line too long", c.format, c.text, err, c.line, c.what)
+		}
+	}
 	// The line after a long one is read whole, from its first byte.
 	evs, _, err = readString("c", "# carve trace v1\n# "+long+"\na 1 2\n", Native)
 	if err != nil || len(evs) != 1 || evs[0] != (Event{Op: Alloc, ID: 1, Size: 2}) {
