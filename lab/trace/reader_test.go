@@ -160,6 +160,15 @@ func TestDetect(t *testing.T) {
 		{"v 10400 3\nx 14 /tmp/prog\n", Heaptrack},
 		{"+ 10 8 5627750451d0\n", Heaptrack},
 		{"a 11c00 4\n+ 0\n", Heaptrack},
+		{"t 1 0\na 10 1\n", Heaptrack},
+		{"a 10 1\nm 1 /lib/libc.so.6\n+ 0\nf 1\n", Heaptrack},
+		// A native trace without its header: its reader says so.
+		{"l 1 main.x\na 1 2 @1\n", Native},
+		{"a 1 2 @2\nl 2 x\n", Native},
+		{"a 1 16\nt 2\nf 1\n", Native},
+		{"a 1 16\n# comment\nr 1 32\n", Native},
+		{"c 1 2 8 @3\n", Native},
+		{"g 100 200\n", Native},
 		{"hello world\n", Auto},
 		{"", Auto},
 		{"12 apples\n", Auto},
@@ -172,6 +181,18 @@ func TestDetect(t *testing.T) {
 	_, err := NewReader(strings.NewReader("hello world\n"), "h.txt", Auto)
 	if !errors.Is(err, ErrDetect) || !strings.HasPrefix(err.Error(), "h.txt: ") {
 		t.Errorf("NewReader of prose: err = %v, want ErrDetect naming h.txt", err)
+	}
+}
+
+// TestHeaderlessNative: the body of a native trace, its header lost, is
+// refused as such, not read as heaptrack data.
+func TestHeaderlessNative(t *testing.T) {
+	for _, text := range []string{"l 1 main.x\na 1 2 @1\nf 1\n", "a 1 16\nt 2\nf 1\n"} {
+		_, _, err := readString("body", text, Auto)
+		var e *Error
+		if !errors.As(err, &e) || e.Line != 1 || e.What != "header" || !strings.Contains(e.Why, "header") {
+			t.Errorf("%q: err = %v; want the native header's *Error at line 1 saying it is missing", text, err)
+		}
 	}
 }
 
