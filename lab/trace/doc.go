@@ -239,7 +239,11 @@
 // AOSP; "= Start" or "@ ", mtrace; "==<pid>==" or "--<pid>-- ", valgrind;
 // a letter and a blank ("v 10400 3", "+ 10 8 5627750451d0"), heaptrack.
 // Lines that look like none are passed over, up to 64 of them: a valgrind
-// log may follow the program's own output.
+// log may follow the program's own output. A line only a native trace has
+// ("l 1 main.T", "f 1", "r 1 32", "a 1 16 @1"), first or after heaptrack's
+// "a", "c", "m" and "t" records that a native trace's events resemble,
+// makes the trace native: a native trace that lost its header, which its
+// reader refuses as such.
 //
 // # Generating
 //
