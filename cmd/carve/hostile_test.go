@@ -35,7 +35,7 @@ var hostile = []hostileCase{
 	{file: "empty.txt", replay: 2, stats: 2, convert: 2, want: "the file is empty"},
 	{file: "header-only.txt"},
 	{file: "ids-huge.txt"},
-	{file: "native-no-header.txt", replay: 2, stats: 2, convert: 2, want: "no event"},
+	{file: "native-no-header.txt", replay: 2, stats: 2, convert: 2, want: "its header, the first line, is missing"},
 	{file: "op-unknown.txt", replay: 2, stats: 2, convert: 2, want: "op-unknown.txt:3:"},
 	{file: "rep-two-numbers-truncated.rep", replay: 2, stats: 2, convert: 2, want: "rep-two-numbers-truncated.rep"},
 	{file: "request-16gib.txt", want: "above the replay's budget of 256.00 MiB"},

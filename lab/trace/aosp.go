@@ -33,9 +33,12 @@ const (
 // parse benchmark: every field is read in place, and the action is
 // matched on its bytes.
 func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
+	if cut {
+		return false, r.longError("line", line)
+	}
 	tid, i, ok := dec(line, 0)
-	if !ok || cut || !hasAt(line, i, ": ") || tid > 1<<32-1 {
-		if !cut && blank(line, 0) {
+	if !ok || !hasAt(line, i, ": ") || tid > 1<<32-1 {
+		if blank(line, 0) {
 			return r.skip()
 		}
 		err := r.syntaxError("line", aospLine, line)

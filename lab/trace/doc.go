@@ -126,7 +126,8 @@
 //
 // A label is defined before the first event that uses it; its number is
 // the trace's own name for it (1 to [MaxLabels]; the Reader numbers labels
-// 1, 2, 3... in the order they are defined). A name or a value is a word
+// 1, 2, 3... in the order they are defined, and holds at most 32 MiB of
+// them, [MaxLabelBytes]). A name or a value is a word
 // without blanks, or a Go string literal in double quotes when it holds
 // blanks, quotes, backslashes or bytes that are not printable UTF-8 (Go
 // type names do: "struct { F uintptr; X0 *main.conn }"); a key is
@@ -239,7 +240,11 @@
 // AOSP; "= Start" or "@ ", mtrace; "==<pid>==" or "--<pid>-- ", valgrind;
 // a letter and a blank ("v 10400 3", "+ 10 8 5627750451d0"), heaptrack.
 // Lines that look like none are passed over, up to 64 of them: a valgrind
-// log may follow the program's own output.
+// log may follow the program's own output. A line only a native trace has
+// ("l 1 main.T", "f 1", "r 1 32", "a 1 16 @1"), first or after heaptrack's
+// "a", "c", "m" and "t" records that a native trace's events resemble,
+// makes the trace native: a native trace that lost its header, which its
+// reader refuses as such.
 //
 // # Generating
 //

@@ -104,6 +104,13 @@ func tooLarge(line []byte) string {
 	return ""
 }
 
+// longError builds the Error of a line longer than MaxLine (cut) where
+// the format has an event: what it was taken for, and that it is too long.
+func (r *Reader) longError(what string, line []byte) error {
+	return &Error{File: r.name, Line: r.lines.n, What: what, Want: fmt.Sprintf("a line of at most %d KiB", MaxLine>>10), Got: got(line),
+		Why: "line too long"}
+}
+
 // endError builds the Error of a trace that ends too early.
 func (r *Reader) endError(what, want string) error {
 	return &Error{File: r.name, What: what, Want: want, Got: "end of file"}

@@ -60,10 +60,17 @@ const detectLines = 64
 // detect names the format of a trace from its first bytes: a Go
 // execution trace by its header, else the first line that looks like one
 // format decides. It returns Auto when no line does.
+//
+// Heaptrack's records "a", "c", "m" and "t" look like the lines of a
+// native trace's events: when one comes first, a later line that only a
+// native trace has (a label, a free, a realloc, an event's "@<label>")
+// makes it a native trace without its header, which its reader then
+// refuses, rather than heaptrack data of no allocation.
 func detect(b []byte) Format {
 	if _, ok := goHeader(b); ok {
 		return Go
 	}
+	first := Auto // a line of heaptrack that a native trace may have
 	for n := 0; n < detectLines && len(b) > 0; n++ {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -75,11 +82,69 @@ func detect(b []byte) Format {
 		if blank(line, 0) {
 			continue
 		}
-		if f := detectLine(line); f != Auto {
+		if nativeBody(line) {
+			return Native
+		}
+		switch f := detectLine(line); {
+		case f == Auto:
+		case f == Heaptrack && nativeLetter(line[0]):
+			first = Heaptrack
+		case first != Auto:
+			return first
+		default:
 			return f
 		}
 	}
-	return Auto
+	return first
+}
+
+// nativeLetter reports whether c starts the lines of both heaptrack and
+// native events.
+func nativeLetter(c byte) bool { return c == 'a' || c == 'c' || c == 'm' || c == 't' }
+
+// nativeBody reports whether l is a line that only a native trace has:
+// "l <label> <name>...", "f <id>", "r <id> <size>", "g <n> <n>", or an
+// allocation of decimal fields and "@<label>".
+func nativeBody(l []byte) bool {
+	if len(l) < 3 || l[1] != ' ' && l[1] != '\t' {
+		return false
+	}
+	fields := func(n int) (int, bool) { // n decimal fields from 1
+		i, ok := 1, true
+		for ; n > 0 && ok; n-- {
+			_, i, ok = decField(l, i)
+		}
+		return i, ok
+	}
+	switch l[0] {
+	case 'l':
+		i, ok := fields(1)
+		if ok {
+			i, ok = space(l, i)
+		}
+		return ok && i < len(l)
+	case 'f':
+		i, ok := fields(1)
+		return ok && blank(l, i)
+	case 'r', 'g':
+		i, ok := fields(2)
+		return ok && blank(l, i)
+	case 'a', 'c', 'm':
+		i, ok := fields(2)
+		for ok {
+			j := i
+			if _, i, ok = decField(l, i); !ok {
+				i = j
+			}
+		}
+		i, ok = space(l, i)
+		if !ok || i == len(l) || l[i] != '@' {
+			return false
+		}
+		_, i, ok = dec(l, i+1)
+		return ok && blank(l, i)
+	}
+	return false
 }
 
 // detectLine names the format a line belongs to, or Auto.

@@ -13,7 +13,8 @@ import (
 // a reader must not panic; must return only events that keep Event's
 // contract; must, when importing, return a consistent trace (see
 // checkConsistent); and must end with io.EOF or an error that says where
-// (an *Error) or why. Memory stays bounded by construction: one buffer of
+// (an *Error) or why (ErrNoEvent for lines of which none is a call of the
+// format's, ErrTooManyLive, ErrTooManyLabels...). Memory stays bounded by construction: one buffer of
 // MaxLine bytes, lines beyond it dropped unstored, and one table entry
 // per live object, which a line must create; nothing is sized by a
 // number read from the input. The native format must also survive a
@@ -45,6 +46,9 @@ func FuzzAuto(f *testing.F) {
 			f.Add(c.compress(f, in))
 		}
 	}
+	for _, s := range notATrace {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := NewReader(bytes.NewReader(in), "fuzz", Auto)
 		if err != nil {
@@ -68,6 +72,9 @@ func fuzzFormat(f *testing.F, format Format) {
 	}
 	for _, e := range errorSeeds(format) {
 		f.Add([]byte(e))
+	}
+	for _, s := range notATrace {
+		f.Add([]byte(s))
 	}
 	if format == Go {
 		// The golden trace cut short, and with a byte changed here and
@@ -94,6 +101,13 @@ func fuzzFormat(f *testing.F, format Format) {
 		checkReader(t, r, format, in)
 	})
 }
+
+// notATrace seeds every target with inputs that hold no call of any
+// format: an empty file, a blank line, one word, a header of numbers, a
+// line that detection takes for heaptrack. Their readers end with
+// ErrNoEvent (or a header's *Error), which the fuzzers must accept, or
+// they stop on their first inputs and fuzz nothing.
+var notATrace = []string{"", "\n", "x\n", "x", "0 0\n", "A \n"}
 
 // errorSeeds returns TestErrors' malformed traces of a format.
 func errorSeeds(format Format) []string {
@@ -132,6 +146,12 @@ func checkReader(t *testing.T, r *Reader, format Format, in []byte) {
 				t.Fatalf("error %+v: Got too long or Line past the lines read (%d)", e, r.Stats().Lines)
 			}
 		case errors.Is(err, ErrTooManyLive), errors.Is(err, ErrTooManyLabels):
+		case errors.Is(err, ErrNoEvent):
+			// Lines, and none a call of the format's: a file that is not
+			// a trace of it, which says so.
+			if len(evs) > 0 {
+				t.Fatalf("reader ended with %v after %d events", err, len(evs))
+			}
 		case r.Format() == Go && (errors.Is(err, ErrGoTrace) || errors.Is(err, ErrNoGoHeap)):
 		case format == Auto || len(r.closers) > 0: // a broken compressed stream
 		default:

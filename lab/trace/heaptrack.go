@@ -77,7 +77,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 	switch line[0] {
 	case '+':
 		if cut {
-			return false, r.syntaxError("alloc", htAllocRaw, line)
+			return false, r.longError("alloc", line)
 		}
 		a, i, ok := hexField(line, 1)
 		if !ok {
@@ -104,8 +104,11 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 		h.kind = htRaw
 		return r.born(p, ev, Event{Op: Alloc, Size: a})
 	case '-':
+		if cut {
+			return false, r.longError("free", line)
+		}
 		a, i, ok := hexField(line, 1)
-		if cut || !ok || !blank(line, i) {
+		if !ok || !blank(line, i) {
 			return false, r.syntaxError("free", htFree, line)
 		}
 		if h.kind == htInterpreted {
@@ -122,7 +125,10 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 		if ok {
 			_, i, ok = hexField(line, i)
 		}
-		if cut || !ok || !blank(line, i) {
+		if cut {
+			return false, r.longError("allocation info", line)
+		}
+		if !ok || !blank(line, i) {
 			return false, r.syntaxError("allocation info", htInfo, line)
 		}
 		if h.kind == htRaw {

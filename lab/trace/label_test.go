@@ -1,9 +1,13 @@
 package trace
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -68,6 +72,63 @@ func TestLabelsBounded(t *testing.T) {
 	if _, err := tab.Intern(Label{Name: long + "y"}); !errors.Is(err, ErrTooManyLabels) {
 		t.Errorf("Intern past MaxLabelBytes = %v, want ErrTooManyLabels", err)
 	}
+	// A label already in the table costs nothing more.
+	if _, err := tab.Intern(Label{Name: long}); err != nil {
+		t.Errorf("Intern of a label in a full table = %v", err)
+	}
+}
+
+// labelBomb returns a native trace of n labels of names of 39 bytes, each
+// used by one allocation, made as it is read.
+func labelBomb(n int) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		w := bufio.NewWriter(pw)
+		fmt.Fprintln(w, nativeHeaderV2)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(w, "l %d main.type_%029d\na %d 16 @%d\n", i, i, i, i)
+		}
+		w.Flush()
+		pw.Close()
+	}()
+	return pr
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestLabelBomb: 2^20 labels of 39-byte names, each used once. The
+// reader stops at MaxLabelBytes, its error says so, and what the table
+// holds then is at most what it counted, and within MaxLabelBytes.
+func TestLabelBomb(t *testing.T) {
+	before := heapInUse()
+	r, err := NewReader(labelBomb(1<<20), "bomb", Native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = r.Next()
+	}
+	if !errors.Is(err, ErrTooManyLabels) {
+		t.Fatalf("reading the bomb: %v, want ErrTooManyLabels", err)
+	}
+	if want := fmt.Sprintf("bound of %d MiB", MaxLabelBytes>>20); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	used := heapInUse() - before
+	n, counted := r.Labels().Len(), r.Labels().Bytes()
+	t.Logf("%d labels: %d bytes of Go heap (%d a label), %d counted; the error: %v", n, used, int(used)/n, counted, err)
+	if int(used) > counted || counted > MaxLabelBytes {
+		t.Errorf("%d labels hold %d bytes, counted %d, bound %d", n, used, counted, MaxLabelBytes)
+	}
+	if counted < MaxLabelBytes-LabelCost-64 {
+		t.Errorf("the table stopped at %d bytes, short of its bound %d", counted, MaxLabelBytes)
+	}
+	runtime.KeepAlive(r)
 }
 
 // TestNativeV2Errors: the lines of version 2, malformed, and version 2's

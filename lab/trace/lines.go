@@ -8,7 +8,8 @@ import (
 // MaxLine is the longest line a reader keeps whole, in bytes. Of a longer
 // line only the first 256 bytes are kept (the rest is read and dropped,
 // never stored); a format whose events never come close treats a cut line
-// as an error where it could be an event, and skips it where it cannot
+// as an error where it could be an event (an *Error whose Why is "line
+// too long"), and skips it where it cannot
 // (heaptrack's module lists and command lines, valgrind's other
 // messages).
 const MaxLine = 64 << 10

@@ -28,8 +28,11 @@ func (r *Reader) parseMtrace(line []byte, cut bool, ev *Event) (bool, error) {
 		}
 		return r.skip()
 	}
+	if cut {
+		return false, r.longError("line", line)
+	}
 	op, p, size, ok := mtraceFields(line)
-	if !ok || cut {
+	if !ok {
 		return false, r.syntaxError("line", mtraceLine, line)
 	}
 	if r.mtrace.pending != (op == '>') {

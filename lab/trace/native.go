@@ -49,8 +49,10 @@ type nativeState struct {
 func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	if !r.native.header {
 		switch {
-		case cut || !blank(line, len(nativeHeader)):
-			return false, r.syntaxError("header", nativeHeaders, line)
+		case cut:
+			return false, r.longError("header", line)
+		case !blank(line, len(nativeHeader)):
+			return false, r.headerError(line)
 		case hasAt(line, 0, nativeHeader):
 		case hasAt(line, 0, nativeHeaderV2):
 			r.native.v2 = true
@@ -58,7 +60,7 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 				r.labels = &Labels{}
 			}
 		default:
-			return false, r.syntaxError("header", nativeHeaders, line)
+			return false, r.headerError(line)
 		}
 		r.native.header = true
 		return r.skip()
@@ -66,7 +68,10 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	if len(line) > 0 && line[0] == '#' || blank(line, 0) {
 		return r.skip()
 	}
-	if cut || len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
+	if cut {
+		return false, r.longError("line", line)
+	}
+	if len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
 		if r.native.v2 {
 			return false, r.syntaxError("line", nativeAnyV2, line)
 		}
@@ -170,6 +175,16 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		}
 	}
 	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
+}
+
+// headerError is the error of a first line that is not a header: one of
+// a native trace's events or labels says the header is missing.
+func (r *Reader) headerError(line []byte) error {
+	err := r.syntaxError("header", nativeHeaders, line)
+	if nativeBody(line) || len(line) > 1 && nativeLetter(line[0]) && (line[1] == ' ' || line[1] == '\t') {
+		err.(*Error).Why = "a carve trace's line: its header, the first line, is missing"
+	}
+	return err
 }
 
 // nativeSyntax returns the syntax of the trace's version: v1's or v2's.

@@ -470,8 +470,8 @@ func (r *Reader) end(err error) error {
 	if r.stats.Events == 0 && r.stats.Skipped >= r.lines.n && !(r.format == Native && r.native.header) {
 		// Lines, and not one of them a call of the format's (an event, a
 		// failed call, a free of NULL): a file taken for what it is not,
-		// most likely (a carve trace without its header reads as
-		// heaptrack).
+		// most likely (a carve trace of allocations alone, without its
+		// header, reads as heaptrack's records of allocation info).
 		return fmt.Errorf("%s: %w in its %d lines, read in the %s format (a carve trace starts with %q)", r.name, ErrNoEvent, r.lines.n, r.format, nativeHeader)
 	}
 	return io.EOF

@@ -160,6 +160,15 @@ func TestDetect(t *testing.T) {
 		{"v 10400 3\nx 14 /tmp/prog\n", Heaptrack},
 		{"+ 10 8 5627750451d0\n", Heaptrack},
 		{"a 11c00 4\n+ 0\n", Heaptrack},
+		{"t 1 0\na 10 1\n", Heaptrack},
+		{"a 10 1\nm 1 /lib/libc.so.6\n+ 0\nf 1\n", Heaptrack},
+		// A native trace without its header: its reader says so.
+		{"l 1 main.x\na 1 2 @1\n", Native},
+		{"a 1 2 @2\nl 2 x\n", Native},
+		{"a 1 16\nt 2\nf 1\n", Native},
+		{"a 1 16\n# comment\nr 1 32\n", Native},
+		{"c 1 2 8 @3\n", Native},
+		{"g 100 200\n", Native},
 		{"hello world\n", Auto},
 		{"", Auto},
 		{"12 apples\n", Auto},
@@ -172,6 +181,18 @@ func TestDetect(t *testing.T) {
 	_, err := NewReader(strings.NewReader("hello world\n"), "h.txt", Auto)
 	if !errors.Is(err, ErrDetect) || !strings.HasPrefix(err.Error(), "h.txt: ") {
 		t.Errorf("NewReader of prose: err = %v, want ErrDetect naming h.txt", err)
+	}
+}
+
+// TestHeaderlessNative: the body of a native trace, its header lost, is
+// refused as such, not read as heaptrack data.
+func TestHeaderlessNative(t *testing.T) {
+	for _, text := range []string{"l 1 main.x\na 1 2 @1\nf 1\n", "a 1 16\nt 2\nf 1\n"} {
+		_, _, err := readString("body", text, Auto)
+		var e *Error
+		if !errors.As(err, &e) || e.Line != 1 || e.What != "header" || !strings.Contains(e.Why, "header") {
+			t.Errorf("%q: err = %v; want the native header's *Error at line 1 saying it is missing", text, err)
+		}
 	}
 }
 
@@ -256,6 +277,30 @@ func TestLongLine(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Line != 2 || len(e.Got) > maxGot+3 {
 		t.Errorf("native with a long line: err = %v, want an *Error at line 2 quoting at most %d bytes", err, maxGot)
+	}
+	// A long line where an event could be says so, in every format.
+	for _, c := range []struct {
+		format     Format
+		text, what string
+		line       int64
+	}{
+		{Native, long + "\n", "header", 1},
+		{Native, "# carve trace v1\na 1 " + long, "line", 2},
+		{Native, "# carve trace v2\nl 1 " + long, "line", 2},
+		{Rep, "20000 6 13 1\na 0 " + long, "line", 2},
+		{Valgrind, "--1-- malloc(" + long, "malloc", 1},
+		{Heaptrack, "v 10400 3\n+ " + long, "alloc", 2},
+		{Heaptrack, "v 10400 3\n- " + long, "free", 2},
+		{Heaptrack, "v 10400 3\na " + long, "allocation info", 2},
+		{Mtrace, "= Start\n@ [0x1] + 0x10 " + long, "line", 2},
+		{AOSP, "1: malloc 0x10 " + long, "line", 1},
+	} {
+		_, _, err := readString("f", c.text, c.format)
+		var e *Error
+		if !errors.As(err, &e) || e.Line != c.line || e.What != c.what || e.Why != "line too long" ||
+			e.Want != "a line of at most 64 KiB" || len(e.Got) > maxGot+3 {
+			t.Errorf("%v, %.20q: err = %v; want an *Error at line %d, %s, of a line too long", c.format, c.text, err, c.line, c.what)
+		}
 	}
 	// The line after a long one is read whole, from its first byte.
 	evs, _, err = readString("c", "# carve trace v1\n# "+long+"\na 1 2\n", Native)

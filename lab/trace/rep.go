@@ -30,7 +30,7 @@ func (r *Reader) RepHeader() [4]uint64 { return r.rep.header }
 // as realloc(NULL) is in mdriver.
 func (r *Reader) parseRep(line []byte, cut bool, ev *Event) (bool, error) {
 	if cut {
-		return false, r.syntaxError("line", repAny, line)
+		return false, r.longError("line", line)
 	}
 	if blank(line, 0) {
 		return r.skip()

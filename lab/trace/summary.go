@@ -237,7 +237,13 @@ func (ls *labelCounts) peak() {
 // stats returns the labels' statistics, most bytes at the peak first
 // (then the highest peak of their own, then by name).
 func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
-	var out []LabelStat
+	n := 0
+	for l := range ls.c {
+		if ls.c[l].seen {
+			n++
+		}
+	}
+	out := make([]LabelStat, 0, n)
 	for l := range ls.c {
 		c := &ls.c[l]
 		if !c.seen {

@@ -112,7 +112,7 @@ func (r *Reader) vgCall(line []byte, i int, cut bool, ev *Event) (bool, error) {
 		return r.skip()
 	}
 	if cut {
-		return false, r.syntaxError(string(name), "a line of at most 64 KiB", line)
+		return false, r.longError(string(name), line)
 	}
 	i++
 	switch kind {
