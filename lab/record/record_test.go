@@ -579,3 +579,77 @@ func BenchmarkPython(b *testing.B) {
 		})
 	}
 }
+
+// TestSignalEnd records testdata/dies.c, which makes 7 mallocs (a few
+// hundred bytes of records) and then dies by a signal: a segfault,
+// abort, SIGKILL, or, ignoring the interrupt Record sends it when its
+// context is done, the kill that follows. Every malloc must be in the
+// trace (the recorder's log is a shared mapping, which outlives the
+// process), and the error must be the signal's *ExitError, not
+// ErrNoEvents.
+func TestSignalEnd(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	const dieSize, dieCount = 23456, 7 // testdata/dies.c
+	for _, how := range []string{"segv", "abort", "kill", "int"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			if how == "int" {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+			}
+			var out bytes.Buffer
+			res, err := record.Record(ctx, []string{prog, how}, &out, record.Options{})
+			if errors.Is(err, record.ErrNoEvents) {
+				t.Fatalf("Record = %v, want the trace of the 7 mallocs", err)
+			}
+			var exit *record.ExitError
+			switch {
+			case how == "int" && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("Record = %v, want an error wrapping context.DeadlineExceeded", err)
+			case how != "int" && (!errors.As(err, &exit) || exit.Code != -1):
+				t.Errorf("Record = %v, want an *ExitError of a signal", err)
+			}
+			got, _ := census(t, out.Bytes(), []uint64{dieSize})
+			if n := got[key{trace.Alloc, dieSize, 0}]; n != dieCount {
+				t.Errorf("the trace has %d mallocs of %d bytes, want %d (%d events, cut %d)", n, dieSize, dieCount, res.Events, res.Cut)
+			}
+			if res.Cut != 0 || res.Stopped != "" {
+				t.Errorf("Cut %d, Stopped %q; want 0, \"\" (the program died between calls)", res.Cut, res.Stopped)
+			}
+		})
+	}
+}
+
+// TestCutRecord reads a mapped log whose process died in the middle of
+// a record: the complete records are read, the one cut short is left out
+// and counted, and the zeros past it are no record.
+func TestCutRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name, log string
+		lines     int64
+		cut       int
+	}{
+		{"cut", "7: malloc 0x10 5\n7: free 0x10\n7: mall", 2, 1},
+		{"cut, zeros inside", "7: malloc 0x10 5\n7: \x00\x00loc 0x20 6", 1, 1},
+		{"whole", "7: malloc 0x10 5\n7: free 0x10\n", 2, 0},
+		{"empty", "", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "1-0.log")
+			data := append([]byte(tt.log), make([]byte, 1000)...)
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lines, size, cut, err := record.CountLines(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(strings.LastIndexByte(tt.log, '\n') + 1)
+			if lines != tt.lines || size != want || cut != tt.cut {
+				t.Errorf("CountLines = %d lines, %d bytes, %d cut; want %d, %d, %d", lines, size, cut, tt.lines, want, tt.cut)
+			}
+		})
+	}
+}

@@ -1,0 +1,39 @@
+/*
+ * dies makes COUNT mallocs of SIZE bytes, far fewer than would fill a
+ * 64 KiB buffer of records, and then ends as its argument says:
+ *
+ *	segv	a store through a null pointer (SIGSEGV)
+ *	abort	abort() (SIGABRT)
+ *	kill	SIGKILL, sent to itself
+ *	int	it ignores SIGINT and sleeps until it is killed
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { SIZE = 23456, COUNT = 7 };
+
+int main(int argc, char **argv)
+{
+	const char *how = argc > 1 ? argv[1] : "";
+	for (int i = 0; i < COUNT; i++) {
+		char *p = malloc(SIZE);
+		if (p == NULL)
+			abort();
+		memset(p, i, SIZE);
+	}
+	if (strcmp(how, "segv") == 0)
+		*(volatile int *)0 = 1;
+	if (strcmp(how, "abort") == 0)
+		abort();
+	if (strcmp(how, "kill") == 0)
+		kill(getpid(), SIGKILL);
+	if (strcmp(how, "int") == 0) {
+		signal(SIGINT, SIG_IGN);
+		write(1, "ready\n", 6);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
