@@ -156,6 +156,15 @@ func (t *goTest) packageList(ctx context.Context, env []string, workdir string) 
 	return strings.Fields(string(out))
 }
 
+// tracePath is the path of the trace file the run writes, for a go
+// command run in workdir ("": the current directory).
+func (t *goTest) tracePath(workdir string) string {
+	if filepath.IsAbs(t.trace) {
+		return t.trace
+	}
+	return filepath.Join(t.runDir(workdir), t.trace)
+}
+
 // runDir is the directory the go command runs in.
 func (t *goTest) runDir(workdir string) string {
 	if t.dir == "" {
@@ -202,12 +211,19 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		return fmt.Errorf("%w: go test -trace takes one package, and %s names %d (%s): record one at a time",
 			ErrGoTestPackages, strings.Join(t.packages, " "), len(pkgs), strings.Join(pkgs, ", "))
 	}
-	path := t.trace
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(t.runDir(workdir), path)
-	}
+	path := t.tracePath(workdir)
+	// A trace left from an earlier run must not pass for this one's, and
+	// the file is the user's: it is left alone, and known by its state
+	// before the run.
+	var before os.FileInfo
 	if t.ownTrace {
-		os.Remove(path) // a trace left from an earlier run must not pass for this one's
+		fi, err := os.Stat(path)
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return fmt.Errorf("%w: go test -trace %s: %s is not a regular file, which carve reads the trace from: name a new file, or leave -trace out", ErrUsage, t.trace, path)
+		case err == nil:
+			before = fi
+		}
 	}
 	// go test's own complaint about several packages, should go list
 	// have missed it, is caught in its standard error.
@@ -226,8 +242,16 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 	if bytes.Contains(stderr.b, []byte("cannot use -trace flag with multiple packages")) {
 		return fmt.Errorf("%w: go test -trace takes one package (go test said: cannot use -trace flag with multiple packages)", ErrGoTestPackages)
 	}
-	if _, err := os.Stat(path); err != nil {
-		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (did the package's tests run?)", ErrNoEvents, path))
+	if fi, err := os.Stat(path); err != nil || before != nil && os.SameFile(fi, before) && fi.ModTime().Equal(before.ModTime()) && fi.Size() == before.Size() {
+		why := "did the package's tests run?"
+		var exit *ExitError
+		if errors.As(runErr, &exit) {
+			why = fmt.Sprintf("go test ended with %s: a build failure, or tests that did not run; its output says", exit.State)
+		}
+		if before != nil {
+			path += ", which is as it was before the run"
+		}
+		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (%s)", ErrNoEvents, path, why))
 	}
 	err = convertGo(res, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)

@@ -505,3 +505,27 @@ func commandLine(cmd []string) string {
 	}
 	return line
 }
+
+// Inputs returns the files a recording of cmd reads or runs, which its
+// trace must not be written over: the program (cmd[0] as the PATH finds
+// it: for a go test command, the go command), a go test command's own
+// -trace file, and every argument that names an existing file (the
+// program may read it).
+func Inputs(cmd []string) []string {
+	if len(cmd) == 0 {
+		return nil
+	}
+	var in []string
+	if prog, err := exec.LookPath(cmd[0]); err == nil {
+		in = append(in, prog)
+	}
+	if t, _, err := parseGoTest(cmd, ""); t != nil && err == nil && t.ownTrace {
+		in = append(in, t.tracePath(""))
+	}
+	for _, a := range cmd[1:] {
+		if _, err := os.Stat(a); err == nil {
+			in = append(in, a)
+		}
+	}
+	return in
+}
