@@ -248,12 +248,16 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		if errors.As(runErr, &exit) {
 			why = fmt.Sprintf("go test ended with %s: a build failure, or tests that did not run; its output says", exit.State)
 		}
-		if before != nil {
-			path += ", which is as it was before the run"
+		at := "" // carve's own file: no name to give
+		switch {
+		case before != nil:
+			at = " at " + path + ", which is as it was before the run"
+		case t.ownTrace:
+			at = " at " + path
 		}
-		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (%s)", ErrNoEvents, path, why))
+		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace%s (%s)", ErrNoEvents, at, why))
 	}
-	err = convertGo(res, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
 }
 
@@ -268,14 +272,15 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// convertGo converts the Go execution trace at path to the native format
-// of version 2 (labels: the types), with the heap's own metrics.
+// convertGo converts the Go execution trace at path, called name in
+// errors, to the native format of version 2 (labels: the types), with
+// the heap's own metrics.
 //
 // It first reads the trace's first generation: a trace recorded without
 // the alloc/free experiment is refused with an error wrapping
 // trace.ErrNoGoHeap before anything is written, and the pause in which
 // the trace started goes in res.StartPause.
-func convertGo(res *Result, path string, stacks bool, out io.Writer, comment string) error {
+func convertGo(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
 	// An error of the first generation is left to the converter to
 	// report, with the event where it came.
 	if head, err := readGoHead(path); err == nil {
@@ -284,7 +289,12 @@ func convertGo(res *Result, path string, stacks bool, out io.Writer, comment str
 		}
 		res.StartPause = head.startPause
 	}
-	r, err := trace.OpenOptions(path, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
 	if err != nil {
 		return err
 	}
