@@ -196,8 +196,8 @@ func TestFromServiceSecret(t *testing.T) {
 	defer srv.Close()
 	for _, b := range []string{
 		strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1), // 404
-		"user:" + secret + "@127.0.0.1:1",                                // refused
-		"http://user:" + secret + "@127.0.0.1:bad port/",                 // not a URL
+		"user:" + secret + "@127.0.0.1:1",                                 // refused
+		"http://user:" + secret + "@127.0.0.1:bad port/",                  // not a URL
 	} {
 		_, err := record.FromService(context.Background(), b, 100*time.Millisecond, io.Discard, record.Options{})
 		if err == nil || strings.Contains(err.Error(), secret) {
