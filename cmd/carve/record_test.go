@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/carvelab/carve/lab/record"
 )
@@ -18,7 +19,7 @@ import (
 // recordProgram is a C program for carve record's tests: it creates the
 // file its first argument names (so a test can tell it ran), makes 7
 // mallocs, and ends as its second argument says (kill: SIGKILL, sent to
-// itself).
+// itself; sleep: it sleeps a minute first).
 const recordProgram = `#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "kill") == 0)
 		kill(getpid(), SIGKILL);
+	if (argc > 2 && strcmp(argv[2], "sleep") == 0)
+		sleep(60);
 	return 0;
 }
 `
@@ -212,5 +215,33 @@ func TestRecordMessages(t *testing.T) {
 		if _, err := os.Stat(out); (err == nil) != (tt.code == 1) {
 			t.Errorf("%v: the trace written: %v, want %v", tt.args, err == nil, tt.code == 1)
 		}
+	}
+}
+
+// TestRecordInterrupted interrupts carve record (SIGINT to carve alone)
+// while the program sleeps after its mallocs: the program is
+// interrupted, and its trace until then is written.
+func TestRecordInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildRecordProgram(t, dir)
+	ran, out := filepath.Join(dir, "ran"), filepath.Join(dir, "out.trace")
+	cmd := exec.Command(os.Args[0], "record", "-o", out, "--", prog, ran, "sleep")
+	cmd.Env = append(os.Environ(), asCarve+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ran); err == nil {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // past the mallocs
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if cmd.ProcessState.ExitCode() != 1 || !isTrace(out) || !strings.Contains(stderr.String(), "7 events") {
+		t.Errorf("carve record, interrupted: %v, a trace written %v, %q; want exit 1, the trace of 7 events", err, isTrace(out), stderr.String())
 	}
 }

@@ -104,7 +104,9 @@
 // recorded by the go recorder when the recorder asked for is the default
 // or go (valgrind, heaptrack or mtrace is a usage error): Record adds GODEBUG=traceallocfree=1 to the environment (after any GODEBUG
 // settings already there: the last setting of a name wins) and, unless
-// the command has its own -trace FILE, -trace with a temporary file; it
+// the command has its own -trace FILE, -trace with a temporary file (a
+// -trace FILE of the user's is never removed: one that is not a regular
+// file is refused, and one that the run left as it was is no trace); it
 // runs the command and converts the execution trace with package trace's
 // Go importer to the native format of version 2, whose labels are the
 // objects' types and whose "g" lines are the runtime's own heap metrics
