@@ -653,3 +653,25 @@ func TestCutRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestLogFull records a program whose log cannot grow: its logs go to a
+// tmpfs of 128 KiB (mounted by the test, which needs root). The program
+// runs on, the records that fit are converted, and Result.Stopped says
+// why the rest are lost.
+func TestLogFull(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mount a tmpfs (needs root): %v %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	t.Setenv("TMPDIR", dir)
+	res, data, err := recordTo(t, "carve", []string{prog, "many"})
+	if err != nil {
+		t.Fatalf("Record = %v, want the records that fit", err)
+	}
+	if res.Stopped == "" || !strings.Contains(res.Stopped, "no space left on device") || res.Events == 0 || len(data) == 0 {
+		t.Errorf("Stopped %q, %d events; want the reason (no space left on device) and the events before it", res.Stopped, res.Events)
+	}
+}

@@ -6,6 +6,8 @@
  *	abort	abort() (SIGABRT)
  *	kill	SIGKILL, sent to itself
  *	int	it ignores SIGINT and sleeps until it is killed
+ *	many	it makes 100000 more malloc and free pairs (some 4 MB of
+ *		records), and exits
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -29,6 +31,9 @@ int main(int argc, char **argv)
 		abort();
 	if (strcmp(how, "kill") == 0)
 		kill(getpid(), SIGKILL);
+	if (strcmp(how, "many") == 0)
+		for (int i = 0; i < 100000; i++)
+			free(malloc(SIZE + 1));
 	if (strcmp(how, "int") == 0) {
 		signal(SIGINT, SIG_IGN);
 		write(1, "ready\n", 6);
