@@ -175,6 +175,17 @@ static void stop(int err)
 	state = STATE_OFF;
 }
 
+/* prefault maps the pages of the log's n bytes at p writable at once,
+ * where the kernel can (Linux 5.14 and later): a fault per page as the
+ * records reach it costs about twice the recording's own time. */
+static void prefault(void *p, size_t n)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+	madvise(p, n, MADV_POPULATE_WRITE);
+}
+
 /* grow makes room for a record past used: the file is extended (with its
  * blocks allocated, so that a full disk is an error here rather than a
  * SIGBUS at a store into the mapping) and the mapping with it. Lock held. */
@@ -191,6 +202,7 @@ static int grow(void)
 		stop(errno);
 		return -1;
 	}
+	prefault((char *)m + mapped, size - mapped);
 	map = m;
 	mapped = size;
 	return 0;
@@ -263,6 +275,7 @@ static void open_log(void)
 		stop(err);
 		return;
 	}
+	prefault(map, MAP_FIRST);
 	mapped = MAP_FIRST;
 	state = STATE_ON;
 
