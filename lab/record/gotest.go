@@ -274,21 +274,25 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // convertGo converts the Go execution trace at path, called name in
 // errors, to the native format of version 2 (labels: the types), with
-// the heap's own metrics.
+// the heap's own metrics. A trace recorded without the alloc/free
+// experiment is refused with an error wrapping trace.ErrNoGoHeap before
+// anything is written.
 //
-// It first reads the trace's first generation: a trace recorded without
-// the alloc/free experiment is refused with an error wrapping
-// trace.ErrNoGoHeap before anything is written, and the pause in which
-// the trace started goes in res.StartPause.
+// Once it is converted, the trace's first generation is read again for
+// the pause in which the trace started (res.StartPause): after the
+// converter, which bounds what a generation may cost, has read it whole.
 func convertGo(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
-	// An error of the first generation is left to the converter to
-	// report, with the event where it came.
+	if err := convertGoEvents(res, path, name, stacks, out, comment); err != nil {
+		return err
+	}
 	if head, err := readGoHead(path); err == nil {
-		if head.synced && !head.allocFree {
-			return fmt.Errorf("record: %w", trace.ErrNoGoHeap)
-		}
 		res.StartPause = head.startPause
 	}
+	return nil
+}
+
+// convertGoEvents is convertGo's conversion.
+func convertGoEvents(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
