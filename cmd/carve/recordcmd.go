@@ -94,7 +94,7 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			case errors.Is(recErr, record.ErrUsage):
 				return inputError{recErr} // a command that cannot be recorded as given
 			case errors.Is(recErr, record.ErrNoEvents):
-				return inputError{fmt.Errorf("no trace of %s written: %w", cmd[0], recErr)}
+				return inputError{fmt.Errorf("%s: no trace written: %w", cmd[0], recErr)}
 			case errors.Is(recErr, exec.ErrNotFound), errors.As(recErr, new(*iofs.PathError)):
 				return inputError{recErr} // the program cannot be run
 			case recErr != nil && !written:
