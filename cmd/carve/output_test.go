@@ -84,17 +84,19 @@ func TestOutputInterrupted(t *testing.T) {
 	}
 }
 
-// TestStatsWriteError: carve stats whose standard output cannot be
-// written (/dev/full) fails (exit 1, as a failed write of every command
-// does) and says so.
+// TestStatsWriteError: carve stats (and carve record --recorders) whose
+// standard output cannot be written (/dev/full) fails (exit 1, as a
+// failed write of every command does) and says so.
 func TestStatsWriteError(t *testing.T) {
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("/dev/full: %v", err)
 	}
 	defer full.Close()
-	var stderr bytes.Buffer
-	if code := run([]string{"stats", "gen:connection:n=1000"}, full, &stderr); code != 1 || !strings.Contains(stderr.String(), "no space left on device") {
-		t.Errorf("carve stats > /dev/full: exit %d, %q; want 1 and the write error", code, stderr.String())
+	for _, args := range [][]string{{"stats", "gen:connection:n=1000"}, {"record", "--recorders"}} {
+		var stderr bytes.Buffer
+		if code := run(args, full, &stderr); code != 1 || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("carve %v > /dev/full: exit %d, %q; want 1 and the write error", args, code, stderr.String())
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"os/exec"
@@ -51,14 +52,20 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 				return recordService(c, *out, *from, *seconds, *rec, cmd)
 			}
 			if *list {
-				for _, r := range record.Recorders() {
-					avail := "available"
-					if err := record.Available(r.Name); err != nil {
-						avail = err.Error()
-					}
-					fmt.Fprintf(c.stdout, "%s (%s)\n  keeps: %s\n  loses: %s\n  processes: %s\n  needs: %s\n\n", r.Name, avail, r.Keeps, r.Loses, r.Processes, r.Needs)
+				o, err := openOutput("", c.stdout)
+				if err != nil {
+					return err
 				}
-				return nil
+				return o.written(func(w io.Writer) error {
+					for _, r := range record.Recorders() {
+						avail := "available"
+						if err := record.Available(r.Name); err != nil {
+							avail = err.Error()
+						}
+						fmt.Fprintf(w, "%s (%s)\n  keeps: %s\n  loses: %s\n  processes: %s\n  needs: %s\n\n", r.Name, avail, r.Keeps, r.Loses, r.Processes, r.Needs)
+					}
+					return nil
+				})
 			}
 			if len(cmd) == 0 {
 				return badUsage("want -- COMMAND [ARGS...]")

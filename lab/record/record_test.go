@@ -675,3 +675,34 @@ func TestLogFull(t *testing.T) {
 		t.Errorf("Stopped %q, %d events; want the reason (no space left on device) and the events before it", res.Stopped, res.Events)
 	}
 }
+
+// TestForkExec records testdata/dies.c forking a child that makes 100000
+// malloc and free pairs, and replacing itself by exec with itself doing
+// the same: the busiest log (the child's, the exec'd image's) is the
+// trace, without the other's 7 mallocs (the exec'd image makes 7 of its
+// own first), and the other process keeps its own log, whole (the image
+// that exec replaced included: its records are in its log's pages).
+func TestForkExec(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	const dieSize = 23456 // testdata/dies.c
+	for _, tt := range []struct {
+		how  string
+		own7 int // the mallocs of dieSize in the busiest log
+	}{{"fork", 0}, {"exec", 7}} {
+		t.Run(tt.how, func(t *testing.T) {
+			res, data, err := recordTo(t, "carve", []string{prog, tt.how})
+			if err != nil {
+				t.Fatalf("Record = %v", err)
+			}
+			got, _ := census(t, data, []uint64{dieSize, dieSize + 1})
+			if got[key{trace.Alloc, dieSize + 1, 0}] != 100000 || got[key{trace.Alloc, dieSize, 0}] != tt.own7 {
+				t.Errorf("the trace has %d mallocs of %d bytes and %d of %d; want 100000 and %d",
+					got[key{trace.Alloc, dieSize + 1, 0}], dieSize+1, got[key{trace.Alloc, dieSize, 0}], dieSize, tt.own7)
+			}
+			if len(res.Others) != 1 || res.Others[0].Lines < 7 {
+				t.Errorf("Others = %+v, want the other process with its 7 mallocs at least", res.Others)
+			}
+		})
+	}
+}

@@ -8,10 +8,14 @@
  *	int	it ignores SIGINT and sleeps until it is killed
  *	many	it makes 100000 more malloc and free pairs (some 4 MB of
  *		records), and exits
+ *	fork	a child it forks does as many, then the parent waits for it
+ *		and exits
+ *	exec	it replaces itself with itself run as many
  */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum { SIZE = 23456, COUNT = 7 };
@@ -31,6 +35,15 @@ int main(int argc, char **argv)
 		abort();
 	if (strcmp(how, "kill") == 0)
 		kill(getpid(), SIGKILL);
+	if (strcmp(how, "exec") == 0)
+		execl("/proc/self/exe", argv[0], "many", (char *)NULL);
+	if (strcmp(how, "fork") == 0) {
+		pid_t child = fork();
+		if (child == 0)
+			how = "many";
+		else
+			waitpid(child, NULL, 0);
+	}
 	if (strcmp(how, "many") == 0)
 		for (int i = 0; i < 100000; i++)
 			free(malloc(SIZE + 1));
