@@ -677,7 +677,8 @@ func TestLogFull(t *testing.T) {
 }
 
 // TestForkExec records testdata/dies.c forking a child that makes 100000
-// malloc and free pairs, and replacing itself by exec with itself doing
+// malloc and free pairs (by fork, and by the raw system call, which runs
+// no fork handlers), and replacing itself by exec with itself doing
 // the same: the busiest log (the child's, the exec'd image's) is the
 // trace, without the other's 7 mallocs (the exec'd image makes 7 of its
 // own first), and the other process keeps its own log, whole (the image
@@ -689,7 +690,7 @@ func TestForkExec(t *testing.T) {
 	for _, tt := range []struct {
 		how  string
 		own7 int // the mallocs of dieSize in the busiest log
-	}{{"fork", 0}, {"exec", 7}} {
+	}{{"fork", 0}, {"rawfork", 0}, {"exec", 7}} {
 		t.Run(tt.how, func(t *testing.T) {
 			res, data, err := recordTo(t, "carve", []string{prog, tt.how})
 			if err != nil {

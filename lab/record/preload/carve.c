@@ -51,8 +51,10 @@
  * image that loads this library with that variable set writes its own
  * log there, <pid>-<k>.log (k the first number not taken), and the path
  * of its executable in <pid>-<k>.exe: a forked child unmaps its parent's
- * log and opens its own, and a program that execs another leaves its
- * log and the new image starts one. The Go side keeps the busiest log.
+ * log and opens its own (in the fork handler, or, forked by the raw
+ * system call, at its first record: see owner), and a program that
+ * execs another leaves its log and the new image starts one. The Go
+ * side keeps the busiest log.
  */
 
 #define _GNU_SOURCE
@@ -89,12 +91,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * child); state is read without it, to skip the lock when not recording. */
 static volatile int state = STATE_UNSET;
 static int log_fd = -1;
-static char *map;      /* the log, mapped shared: MAP_FAILED when none */
+static char *map = MAP_FAILED; /* the log, mapped shared: MAP_FAILED when none */
 static size_t mapped;  /* its size, the file's */
 static size_t used;    /* the bytes of complete records */
 static char scratch[LINE_MAX_LEN]; /* where a record goes once the log is off */
 static char dir[4096];
 static char base[sizeof dir + 64]; /* <dir>/<pid>-<k>: the log's path, less ".log" */
+
+/* A page the kernel zeroes in a forked child (MADV_WIPEONFORK), 1 in the
+ * process that opened the log: 0 tells a child forked without the fork
+ * handlers (by the raw system call), which must not write its parent's
+ * shared log. NULL where the kernel has no MADV_WIPEONFORK (before 4.14). */
+static volatile char *owner;
 
 static TLS int inside; /* this thread is in a wrapper */
 static TLS pid_t tid;
@@ -208,11 +216,30 @@ static int grow(void)
 	return 0;
 }
 
+static void open_log(void);
+
+/* reopen leaves the log of the process this one was forked from and
+ * opens its own: from the fork handler, or at the first record of a
+ * child forked without it. */
+static void reopen(void)
+{
+	tid = 0;
+	if (map != MAP_FAILED)
+		munmap(map, mapped);
+	map = MAP_FAILED;
+	mapped = 0;
+	close(log_fd);
+	log_fd = -1;
+	open_log();
+}
+
 /* line starts a record: "<tid>: <op> ". Lock held. The caller appends
  * the fields and passes the end to done. */
 static char *line(const char *op)
 {
 	char *s = scratch;
+	if (owner != NULL && *owner == 0)
+		reopen(); /* a child forked by the raw system call */
 	if (state == STATE_ON && (used + LINE_MAX_LEN <= mapped || grow() == 0))
 		s = map + used;
 	if (tid == 0)
@@ -278,6 +305,18 @@ static void open_log(void)
 	prefault(map, MAP_FIRST);
 	mapped = MAP_FIRST;
 	state = STATE_ON;
+	if (owner == NULL) {
+		void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+		if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) == 0)
+			owner = page;
+		else if (page != MAP_FAILED)
+			munmap(page, 4096);
+	}
+	if (owner != NULL)
+		*owner = 1;
 
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe);
@@ -650,13 +689,7 @@ static void fork_child(void)
 		return;
 	pthread_mutex_init(&lock, NULL);
 	inside = 0;
-	tid = 0;
-	munmap(map, mapped);
-	map = MAP_FAILED;
-	mapped = 0;
-	close(log_fd);
-	log_fd = -1;
-	open_log();
+	reopen();
 }
 
 __attribute__((constructor)) static void init(void)

@@ -10,11 +10,13 @@
  *		records), and exits
  *	fork	a child it forks does as many, then the parent waits for it
  *		and exits
+ *	rawfork	as fork, by the raw system call (no fork handlers run)
  *	exec	it replaces itself with itself run as many
  */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,8 +39,8 @@ int main(int argc, char **argv)
 		kill(getpid(), SIGKILL);
 	if (strcmp(how, "exec") == 0)
 		execl("/proc/self/exe", argv[0], "many", (char *)NULL);
-	if (strcmp(how, "fork") == 0) {
-		pid_t child = fork();
+	if (strcmp(how, "fork") == 0 || strcmp(how, "rawfork") == 0) {
+		pid_t child = strcmp(how, "fork") == 0 ? fork() : (pid_t)syscall(SYS_fork);
 		if (child == 0)
 			how = "many";
 		else
