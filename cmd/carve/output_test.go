@@ -100,3 +100,11 @@ func TestStatsWriteError(t *testing.T) {
 		}
 	}
 }
+
+// TestReportNoFile: carve report -o "" is bad usage, not a crash.
+func TestReportNoFile(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"report", "-o", "", "gen:connection:n=100"}, new(bytes.Buffer), &stderr); code != 2 || !strings.Contains(stderr.String(), "want the report's FILE") {
+		t.Errorf("carve report -o '': exit %d, %q; want 2 and a usage error", code, stderr.String())
+	}
+}
