@@ -233,6 +233,9 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		errOut = io.MultiWriter(opt.Stderr, &stderr)
 	}
 	o := opt
+	if sameWriter(opt.Stdout, opt.Stderr) {
+		o.Stdout = errOut // one writer, which exec.Cmd writes from one goroutine
+	}
 	o.Stderr = errOut
 	pid, runErr := run(ctx, t.argv, env, o)
 	if pid == 0 {
@@ -259,6 +262,18 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 	}
 	err = convertGo(res, path, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
+}
+
+// sameWriter reports whether a and b are the same writer (not nil), as
+// exec.Cmd tells its Stdout and Stderr: a writer of a type that cannot
+// be compared is no other's.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
 }
 
 // tail keeps the last 64 KiB written to it.
