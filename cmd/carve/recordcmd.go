@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"os/exec"
@@ -51,14 +52,20 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 				return recordService(c, *out, *from, *seconds, *rec, cmd)
 			}
 			if *list {
-				for _, r := range record.Recorders() {
-					avail := "available"
-					if err := record.Available(r.Name); err != nil {
-						avail = err.Error()
-					}
-					fmt.Fprintf(c.stdout, "%s (%s)\n  keeps: %s\n  loses: %s\n  processes: %s\n  needs: %s\n\n", r.Name, avail, r.Keeps, r.Loses, r.Processes, r.Needs)
+				o, err := openOutput("", c.stdout)
+				if err != nil {
+					return err
 				}
-				return nil
+				return o.written(func(w io.Writer) error {
+					for _, r := range record.Recorders() {
+						avail := "available"
+						if err := record.Available(r.Name); err != nil {
+							avail = err.Error()
+						}
+						fmt.Fprintf(w, "%s (%s)\n  keeps: %s\n  loses: %s\n  processes: %s\n  needs: %s\n\n", r.Name, avail, r.Keeps, r.Loses, r.Processes, r.Needs)
+					}
+					return nil
+				})
 			}
 			if len(cmd) == 0 {
 				return badUsage("want -- COMMAND [ARGS...]")
@@ -66,36 +73,39 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			if err := record.AvailableFor(*rec, cmd); err != nil {
 				return badUsage("%v", err)
 			}
+			if _, err := exec.LookPath(cmd[0]); err != nil {
+				return badUsage("cannot run %s: %v", cmd[0], lookPathReason(err))
+			}
 			path := *out
 			if path == "" {
 				path = strings.TrimSuffix(filepath.Base(cmd[0]), ".exe") + ".trace"
 			}
-			// The trace is written to a temporary file beside the target and
-			// renamed when complete: a failed recording leaves no file.
-			tmp, err := os.CreateTemp(filepath.Dir(path), ".carve-record-*")
+			// Checked before the program runs: the trace goes where -o
+			// says, as every command's output does, and never over the
+			// program or a file it is given.
+			o, err := openOutputFile(path, nil, record.Inputs(cmd)...)
 			if err != nil {
-				return badUsage("-o %s: %v", path, err)
-			}
-			defer os.Remove(tmp.Name())
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, recErr := record.Record(ctx, cmd, tmp, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
-			if err := tmp.Close(); err != nil {
 				return err
 			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, recErr := record.Record(ctx, cmd, o, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 			var exit *record.ExitError
+			errors.As(recErr, &exit)
+			written := recErr == nil || exit != nil && !errors.Is(recErr, record.ErrNoEvents) ||
+				errors.Is(recErr, context.Canceled) && !errors.Is(recErr, record.ErrNoEvents) && res.Events > 0
+			if err := o.finish(written); err != nil && (written || o.err != nil) {
+				return err // writing the trace failed
+			}
 			switch {
 			case errors.Is(recErr, record.ErrUsage):
 				return inputError{recErr} // a command that cannot be recorded as given
 			case errors.Is(recErr, record.ErrNoEvents):
-				return inputError{fmt.Errorf("%s made no allocation the %s recorder saw (a pure-Go program, or a static one, calls no malloc): no trace written: %w", cmd[0], *rec, recErr)}
+				return inputError{fmt.Errorf("%s: no trace written: %w", cmd[0], recErr)}
 			case errors.Is(recErr, exec.ErrNotFound), errors.As(recErr, new(*iofs.PathError)):
 				return inputError{recErr} // the program cannot be run
-			case recErr != nil && !errors.As(recErr, &exit):
+			case recErr != nil && !written:
 				return recErr
-			}
-			if err := os.Rename(tmp.Name(), path); err != nil {
-				return err
 			}
 			threads := ""
 			if res.Threads > 0 {
@@ -104,18 +114,41 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d%s) written to %s by the %s recorder\n",
 				res.Events, res.Process.Program, res.Process.Pid, threads, path, res.Recorder)
 			printPause(c, res)
+			if res.Cut > 0 {
+				fmt.Fprintf(c.stderr, "carve record: the program ended while its last allocator call was being logged: %s, cut short, is left out\n",
+					text.Count(int64(res.Cut), "record"))
+			}
+			if res.Stopped != "" {
+				fmt.Fprintf(c.stderr, "carve record: %s: the program's calls after the trace's last event are lost\n", res.Stopped)
+			}
 			if res.CHeapOnly {
 				fmt.Fprintf(c.stderr, "carve record: %s is a Go program: the trace holds only its C heap (cgo); its Go heap is recorded from its tests: carve record -- go test -run TestX ./pkg\n", cmd[0])
 			}
 			if len(res.Others) > 0 {
 				fmt.Fprintf(c.stderr, "carve record: %s of the run were logged and left out (the busiest one is kept)\n", text.Count(int64(len(res.Others)), "other process"))
 			}
+			if recErr != nil && exit == nil {
+				return recErr // interrupted: the trace until then is written
+			}
 			if exit != nil {
-				return checkFailed{fmt.Errorf("the program exited with status %d; its trace until then is written", exit.Code)}
+				return checkFailed{fmt.Errorf("the program ended with %s; its trace until then is written", exit.State)}
 			}
 			return nil
 		}
 	},
+}
+
+// lookPathReason is why exec.LookPath did not find a program: its
+// error, less the name it repeats.
+func lookPathReason(err error) error {
+	var e *exec.Error
+	if errors.As(err, &e) {
+		if errors.Is(e.Err, iofs.ErrPermission) {
+			return errors.New("not an executable file (a directory, or a file without execute permission)")
+		}
+		return e.Err
+	}
+	return err
 }
 
 // recordService is carve record --from: the trace of a running service.
@@ -125,33 +158,29 @@ func recordService(c *cli, path, from string, seconds float64, rec string, cmd [
 		return badUsage("--from records a running service: no COMMAND (%s)", cmd[0])
 	case rec != record.Default && rec != "go":
 		return badUsage("--from records a Go service's own heap, not with the %s recorder: leave --recorder out", rec)
-	case seconds <= 0:
-		return badUsage("--seconds %v: want a duration above 0", seconds)
+	case !(seconds > 0) || seconds > record.MaxServiceTrace.Seconds(): // NaN too
+		return badUsage("--seconds %v: want a duration above 0, up to %v", seconds, record.MaxServiceTrace.Seconds())
 	}
 	if path == "" {
 		path = "service.trace"
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".carve-record-*")
+	o, err := openOutputFile(path, nil)
 	if err != nil {
-		return badUsage("-o %s: %v", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := time.Duration(seconds * float64(time.Second))
-	fmt.Fprintf(c.stderr, "carve record: tracing the service at %s for %v\n", from, d)
-	res, recErr := record.FromService(ctx, from, d, tmp, record.Options{})
-	if err := tmp.Close(); err != nil {
-		return err
+	fmt.Fprintf(c.stderr, "carve record: tracing the service at %s for %v\n", record.Redacted(from), d)
+	res, recErr := record.FromService(ctx, from, d, o, record.Options{})
+	if err := o.finish(recErr == nil); err != nil && (recErr == nil || o.err != nil) {
+		return err // writing the trace failed
 	}
 	switch {
 	case errors.Is(recErr, record.ErrUsage):
 		return inputError{recErr} // nothing listens there, no pprof, no alloc/free events
 	case recErr != nil:
 		return recErr
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
 	}
 	fmt.Fprintf(c.stderr, "carve record: %d events from %s written to %s\n", res.Events, res.Process.Program, path)
 	printPause(c, res)

@@ -73,6 +73,9 @@ type reportOptions struct {
 // writeReport replays cfg's traces, writes the report, and prints the
 // tables as carve replay does.
 func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) error {
+	if o.path == "" {
+		return badUsage("-o: want the report's FILE")
+	}
 	var inputs []string
 	for _, t := range cfg.traces {
 		inputs = append(inputs, t.Label)

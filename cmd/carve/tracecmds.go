@@ -147,20 +147,25 @@ var statsCommand = &command{
 			if r, ok := src.(interface{ Format() trace.Format }); ok {
 				format = r.Format().String()
 			}
-			w := c.stdout
-			writeSummary(w, t.Label, format, s)
-			fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
-			for k := range s.Sizes {
-				if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
-					continue
+			o, err := openOutput("", c.stdout)
+			if err != nil {
+				return err
+			}
+			return o.written(func(w io.Writer) error {
+				writeSummary(w, t.Label, format, s)
+				fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
+				for k := range s.Sizes {
+					if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
+						continue
+					}
+					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
-				fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
-			}
-			if len(s.Labels) > 0 {
-				fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")
-				return s.WriteLabels(w, 20)
-			}
-			return nil
+				if len(s.Labels) > 0 {
+					fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")
+					return s.WriteLabels(w, 20)
+				}
+				return nil
+			})
 		}
 	},
 }

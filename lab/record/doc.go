@@ -38,9 +38,14 @@
 // all threads in one order, one in which they could have happened (a
 // block's free comes before the allocation that reuses its address), at
 // the cost of one lock per call: threads allocate one at a time. Records
-// are buffered, 64 KiB, and written at exit (and at _exit); a program
-// ended by a signal, or that replaces itself with exec, loses what it had
-// not written.
+// go straight into a shared mapping of the log file, whose pages outlive
+// the process however it ends: a program ended by a signal (SIGKILL
+// included), that replaces itself with exec or that ends by the
+// exit_group system call (a Go program) loses at most the one record it
+// was writing, which is left out ([Result].Cut says so). No signal
+// handler is installed: programs that own their signals keep them. A log
+// that cannot grow (a full disk) stops the recording of its process, and
+// [Result].Stopped says so.
 //
 // valgrind runs the program on valgrind's emulated CPU with
 // --trace-malloc=yes (under massif, which replaces malloc as memcheck does
@@ -99,7 +104,9 @@
 // recorded by the go recorder when the recorder asked for is the default
 // or go (valgrind, heaptrack or mtrace is a usage error): Record adds GODEBUG=traceallocfree=1 to the environment (after any GODEBUG
 // settings already there: the last setting of a name wins) and, unless
-// the command has its own -trace FILE, -trace with a temporary file; it
+// the command has its own -trace FILE, -trace with a temporary file (a
+// -trace FILE of the user's is never removed: one that is not a regular
+// file is refused, and one that the run left as it was is no trace); it
 // runs the command and converts the execution trace with package trace's
 // Go importer to the native format of version 2, whose labels are the
 // objects' types and whose "g" lines are the runtime's own heap metrics
@@ -151,9 +158,7 @@
 // binary built with cgo is recorded by the C recorder asked for; its trace
 // holds only its C heap, and says so in its first lines and in
 // [Result].CHeapOnly (with nothing recorded, the error wraps ErrGoProgram
-// too). A Go program ends by the exit_group system call, without libc's
-// exit handlers, so carve's library writes each record at once for it
-// (CARVE_RECORD_WRITE_THROUGH=1) rather than at exit. The errors that
+// too). The errors that
 // wrap [ErrUsage] are a command that cannot be recorded as given, or a
 // service that cannot be recorded as asked ([ErrService]): carve's
 // command line exits with status 2 on them.

@@ -35,3 +35,9 @@ func SetServiceSlack(d time.Duration) func() {
 	serviceSlack = d
 	return func() { serviceSlack = old }
 }
+
+// CountLines reads a mapped log as Record reads carve's.
+func CountLines(path string) (lines, size int64, cut int, err error) {
+	_, lines, size, cut, err = countLines(path, true)
+	return lines, size, cut, err
+}

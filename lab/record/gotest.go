@@ -156,6 +156,15 @@ func (t *goTest) packageList(ctx context.Context, env []string, workdir string) 
 	return strings.Fields(string(out))
 }
 
+// tracePath is the path of the trace file the run writes, for a go
+// command run in workdir ("": the current directory).
+func (t *goTest) tracePath(workdir string) string {
+	if filepath.IsAbs(t.trace) {
+		return t.trace
+	}
+	return filepath.Join(t.runDir(workdir), t.trace)
+}
+
 // runDir is the directory the go command runs in.
 func (t *goTest) runDir(workdir string) string {
 	if t.dir == "" {
@@ -202,12 +211,19 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		return fmt.Errorf("%w: go test -trace takes one package, and %s names %d (%s): record one at a time",
 			ErrGoTestPackages, strings.Join(t.packages, " "), len(pkgs), strings.Join(pkgs, ", "))
 	}
-	path := t.trace
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(t.runDir(workdir), path)
-	}
+	path := t.tracePath(workdir)
+	// A trace left from an earlier run must not pass for this one's, and
+	// the file is the user's: it is left alone, and known by its state
+	// before the run.
+	var before os.FileInfo
 	if t.ownTrace {
-		os.Remove(path) // a trace left from an earlier run must not pass for this one's
+		fi, err := os.Stat(path)
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return fmt.Errorf("%w: go test -trace %s: %s is not a regular file, which carve reads the trace from: name a new file, or leave -trace out", ErrUsage, t.trace, path)
+		case err == nil:
+			before = fi
+		}
 	}
 	// go test's own complaint about several packages, should go list
 	// have missed it, is caught in its standard error.
@@ -217,6 +233,9 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		errOut = io.MultiWriter(opt.Stderr, &stderr)
 	}
 	o := opt
+	if sameWriter(opt.Stdout, opt.Stderr) {
+		o.Stdout = errOut // one writer, which exec.Cmd writes from one goroutine
+	}
 	o.Stderr = errOut
 	pid, runErr := run(ctx, t.argv, env, o)
 	if pid == 0 {
@@ -226,11 +245,35 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 	if bytes.Contains(stderr.b, []byte("cannot use -trace flag with multiple packages")) {
 		return fmt.Errorf("%w: go test -trace takes one package (go test said: cannot use -trace flag with multiple packages)", ErrGoTestPackages)
 	}
-	if _, err := os.Stat(path); err != nil {
-		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace at %s (did the package's tests run?)", ErrNoEvents, path))
+	if fi, err := os.Stat(path); err != nil || before != nil && os.SameFile(fi, before) && fi.ModTime().Equal(before.ModTime()) && fi.Size() == before.Size() {
+		why := "did the package's tests run?"
+		var exit *ExitError
+		if errors.As(runErr, &exit) {
+			why = fmt.Sprintf("go test ended with %s: a build failure, or tests that did not run; its output says", exit.State)
+		}
+		at := "" // carve's own file: no name to give
+		switch {
+		case before != nil:
+			at = " at " + path + ", which is as it was before the run"
+		case t.ownTrace:
+			at = " at " + path
+		}
+		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace%s (%s)", ErrNoEvents, at, why))
 	}
-	err = convertGo(res, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
+}
+
+// sameWriter reports whether a and b are the same writer (not nil), as
+// exec.Cmd tells its Stdout and Stderr: a writer of a type that cannot
+// be compared is no other's.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
 }
 
 // tail keeps the last 64 KiB written to it.
@@ -244,23 +287,33 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// convertGo converts the Go execution trace at path to the native format
-// of version 2 (labels: the types), with the heap's own metrics.
+// convertGo converts the Go execution trace at path, called name in
+// errors, to the native format of version 2 (labels: the types), with
+// the heap's own metrics. A trace recorded without the alloc/free
+// experiment is refused with an error wrapping trace.ErrNoGoHeap before
+// anything is written.
 //
-// It first reads the trace's first generation: a trace recorded without
-// the alloc/free experiment is refused with an error wrapping
-// trace.ErrNoGoHeap before anything is written, and the pause in which
-// the trace started goes in res.StartPause.
-func convertGo(res *Result, path string, stacks bool, out io.Writer, comment string) error {
-	// An error of the first generation is left to the converter to
-	// report, with the event where it came.
+// Once it is converted, the trace's first generation is read again for
+// the pause in which the trace started (res.StartPause): after the
+// converter, which bounds what a generation may cost, has read it whole.
+func convertGo(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
+	if err := convertGoEvents(res, path, name, stacks, out, comment); err != nil {
+		return err
+	}
 	if head, err := readGoHead(path); err == nil {
-		if head.synced && !head.allocFree {
-			return fmt.Errorf("record: %w", trace.ErrNoGoHeap)
-		}
 		res.StartPause = head.startPause
 	}
-	r, err := trace.OpenOptions(path, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
+	return nil
+}
+
+// convertGoEvents is convertGo's conversion.
+func convertGoEvents(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
 	if err != nil {
 		return err
 	}

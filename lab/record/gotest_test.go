@@ -197,6 +197,61 @@ func TestGoTestOwnTrace(t *testing.T) {
 	}
 }
 
+// TestGoTestOwnTraceKept records go test commands whose -trace names a
+// path that exists already: a user's file, of a test that does not build
+// (testdata/nobuild); an empty directory; a device. None may be removed
+// or changed. The file's run is an error wrapping ErrNoEvents that says
+// go test wrote no trace and why, and neither a directory nor a device is
+// run at all (ErrUsage: carve reads the trace back from the file).
+func TestGoTestOwnTraceKept(t *testing.T) {
+	needGo(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mine.trace")
+	if err := os.WriteFile(file, []byte("the user's own data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, path string
+		usage      bool // refused before go test runs
+	}{
+		{"file", file, false},
+		{"directory", empty, true},
+		{"device", os.DevNull, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before, err := os.Stat(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, data, err := recordTo(t, "", []string{"go", "test", "-count=1", "-trace=" + tt.path, "./testdata/nobuild"})
+			switch {
+			case tt.usage && !errors.Is(err, record.ErrUsage):
+				t.Errorf("Record = %v, want ErrUsage", err)
+			case !tt.usage && (!errors.Is(err, record.ErrNoEvents) || !strings.Contains(err.Error(), "wrote no execution trace") ||
+				!strings.Contains(err.Error(), "exit status 1")):
+				t.Errorf("Record = %v, want ErrNoEvents, saying go test wrote no trace and its exit status", err)
+			}
+			if len(data) > 0 {
+				t.Errorf("Record wrote %d bytes, want none", len(data))
+			}
+			after, err := os.Stat(tt.path)
+			if err != nil {
+				t.Fatalf("the -trace path after the run: %v", err)
+			}
+			if after.Mode() != before.Mode() || !os.SameFile(before, after) {
+				t.Errorf("the -trace path was %v, is %v", before.Mode(), after.Mode())
+			}
+		})
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "the user's own data\n" {
+		t.Errorf("the user's file holds %q (%v), want its own data", b, err)
+	}
+}
+
 // TestGoTestPackages: go test -trace takes one package, so a command of
 // two is refused before it runs, with an error that says so.
 func TestGoTestPackages(t *testing.T) {

@@ -19,14 +19,13 @@ const startTraceSTW = "stop-the-world (start trace)"
 // goTraceHead is what the first generation of a Go execution trace tells
 // before it is converted.
 type goTraceHead struct {
-	synced     bool          // it holds a generation
-	allocFree  bool          // it holds the alloc/free experiment's batches
 	startPause time.Duration // the pause that started it, 0 if none is recorded
 }
 
 // readGoHead reads the first generation of the Go execution trace at
-// path: whether it was recorded with the alloc/free experiment, and the
-// length of the stop-the-world pause in which it started.
+// path for the length of the stop-the-world pause in which it started.
+// It buffers that generation whole (x/exp/trace does): run it on a trace
+// that package trace's reader has read.
 //
 // The runtime records that pause from the moment tracing is on, the world
 // already stopped, to the moment the world starts again: inside it, with
@@ -71,8 +70,6 @@ func readGoHead(path string) (h goTraceHead, err error) {
 			if syncs++; syncs > 1 {
 				return h, nil // the second generation: the pause would have ended in the first
 			}
-			h.synced = true
-			h.allocFree = len(e.Sync().ExperimentalBatches["AllocFree"]) > 0
 		case xtrace.EventRangeBegin:
 			if e.Range().Name == startTraceSTW {
 				begin, begun = e.Time(), true

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -78,6 +79,15 @@ type Result struct {
 	// recorded by a C recorder: it holds the program's C allocations
 	// only, not its Go heap.
 	CHeapOnly bool
+	// Cut counts the records of Process that its end cut short, left out
+	// of the trace: carve's recorder writes each record whole into a
+	// shared mapping of its log, so a signal or SIGKILL cuts at most one,
+	// the call the process was in.
+	Cut int
+	// Stopped, when not empty, says why carve's recorder stopped
+	// recording Process before it ended (its log could not grow: a full
+	// disk): the calls after the trace's last event are lost.
+	Stopped string
 }
 
 // Process is one program run that a recorder logged: a process, or a
@@ -174,9 +184,6 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	if err != nil {
 		return res, err
 	}
-	if isGo {
-		env = append(env, writeThroughVar+"=1")
-	}
 	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt)
 	if pid == 0 { // did not start
 		return res, runErr
@@ -191,10 +198,11 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 		noEvents = rec.empty(logs)
 	} else {
 		res.Process = logs[0].Process
+		res.Cut, res.Stopped = logs[0].cut, logs[0].stopped
 		for _, l := range logs[1:] {
 			res.Others = append(res.Others, l.Process)
 		}
-		err := convert(&res, logs[0].path, rec.format, out, comment(rec.Name, cmd, logs, isGo))
+		err := convert(&res, logs[0], rec.format, out, comment(rec.Name, cmd, logs, isGo))
 		if err != nil {
 			return res, errors.Join(err, runErr)
 		}
@@ -272,12 +280,22 @@ func lookup(env []string, name string) string {
 type logFile struct {
 	Process
 	path string
+	// size is the length of the log's complete records, read; -1 is the
+	// whole file.
+	size int64
+	// cut counts the records cut short past size (0 or 1), and stopped
+	// says why the recorder stopped recording the process, if it did:
+	// carve's library (see preload/carve.c).
+	cut     int
+	stopped string
 }
 
 // findLogs lists the logs in dir, busiest first. Logs are named
 // "<pid>-<k>.log" by carve's libraries and valgrind, with the program's
 // path in "<pid>-<k>.exe" for carve's; a log without a pid in its name
-// is that of the process started, pid.
+// is that of the process started, pid. The log of a recorder that maps
+// its log (carve's) ends at its last complete record, before the zeros
+// of the space it had not used.
 func findLogs(dir string, pid int, rec *recorder) ([]logFile, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
@@ -293,11 +311,14 @@ func findLogs(dir string, pid int, rec *recorder) ([]logFile, error) {
 		if l.Pid == 0 {
 			l.Pid = pid
 		}
-		head, lines, err := countLines(path)
+		head, lines, size, cut, err := countLines(path, rec.mapped)
 		if err != nil {
 			return nil, err
 		}
-		l.Lines = lines
+		l.Lines, l.size, l.cut = lines, size, cut
+		if rec.mapped {
+			l.stopped = stopped(strings.TrimSuffix(path, ".log") + ".stopped")
+		}
 		if exe, err := os.ReadFile(strings.TrimSuffix(path, ".log") + ".exe"); err == nil {
 			l.Program = string(exe)
 		} else if rec.program != nil {
@@ -312,36 +333,82 @@ func findLogs(dir string, pid int, rec *recorder) ([]logFile, error) {
 }
 
 // countLines returns the first 4 KiB of the file at path and its number
-// of lines.
-func countLines(path string) (head []byte, lines int64, err error) {
+// of lines. For a mapped log (see preload/carve.c), whose records end
+// at its first zero byte, it also returns the length of its complete
+// records (up to the last newline before that byte) and the number of
+// records cut short past them (0 or 1); size is -1 otherwise.
+func countLines(path string, mapped bool) (head []byte, lines, size int64, cut int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("record: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("record: %w", err)
 	}
 	defer f.Close()
 	buf := make([]byte, 64<<10)
+	var off, complete int64 // the bytes read; those up to the last newline
 	for {
 		n, err := f.Read(buf)
-		if head == nil && n > 0 {
-			head = bytes.Clone(buf[:min(n, 4<<10)])
+		b := buf[:n]
+		end := false
+		if mapped {
+			if i := bytes.IndexByte(b, 0); i >= 0 {
+				b, end = b[:i], true
+			}
 		}
-		lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
-		if err == io.EOF {
-			return head, lines, nil
+		if head == nil && len(b) > 0 {
+			head = bytes.Clone(b[:min(len(b), 4<<10)])
+		}
+		lines += int64(bytes.Count(b, []byte{'\n'}))
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			complete = off + int64(i) + 1
+		}
+		off += int64(len(b))
+		if end || err == io.EOF {
+			if !mapped {
+				return head, lines, -1, 0, nil
+			}
+			if off > complete {
+				cut = 1
+			}
+			return head[:min(len(head), int(complete))], lines, complete, cut, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("record: %w", err)
+			return nil, 0, 0, 0, fmt.Errorf("record: %w", err)
 		}
 	}
 }
 
-// convert reads the log at path in format and writes its events to out,
+// stopped reads the file carve's library writes when it stops recording
+// a process ("<length of the log> <error number>") and says why, or
+// returns "" when there is none.
+func stopped(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var at int64
+	var errno int
+	if _, err := fmt.Sscan(string(b), &at, &errno); err != nil {
+		return fmt.Sprintf("carve's library stopped recording (%q)", bytes.TrimSpace(b))
+	}
+	return fmt.Sprintf("carve's library stopped recording after %d bytes of records: its log could not grow (%v)", at, syscall.Errno(errno))
+}
+
+// convert reads the log l in format and writes its events to out,
 // filling res's Events, Threads and Import. A trace without an
 // allocation is no trace: frees before the first allocation (of blocks
 // allocated before recording began) are held back until one comes, and
 // nothing at all is written if none does.
-func convert(res *Result, path string, format trace.Format, out io.Writer, comment string) error {
-	r, err := trace.OpenFormat(path, format)
+func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment string) error {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer f.Close()
+	var rd io.Reader = f
+	if l.size >= 0 {
+		rd = io.LimitReader(f, l.size)
+	}
+	r, err := trace.NewReader(rd, l.path, format)
 	if err != nil {
 		return err
 	}
@@ -437,4 +504,28 @@ func commandLine(cmd []string) string {
 		line = line[:n] + "..."
 	}
 	return line
+}
+
+// Inputs returns the files a recording of cmd reads or runs, which its
+// trace must not be written over: the program (cmd[0] as the PATH finds
+// it: for a go test command, the go command), a go test command's own
+// -trace file, and every argument that names an existing file (the
+// program may read it).
+func Inputs(cmd []string) []string {
+	if len(cmd) == 0 {
+		return nil
+	}
+	var in []string
+	if prog, err := exec.LookPath(cmd[0]); err == nil {
+		in = append(in, prog)
+	}
+	if t, _, err := parseGoTest(cmd, ""); t != nil && err == nil && t.ownTrace {
+		in = append(in, t.tracePath(""))
+	}
+	for _, a := range cmd[1:] {
+		if _, err := os.Stat(a); err == nil {
+			in = append(in, a)
+		}
+	}
+	return in
 }

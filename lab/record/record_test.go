@@ -579,3 +579,131 @@ func BenchmarkPython(b *testing.B) {
 		})
 	}
 }
+
+// TestSignalEnd records testdata/dies.c, which makes 7 mallocs (a few
+// hundred bytes of records) and then dies by a signal: a segfault,
+// abort, SIGKILL, or, ignoring the interrupt Record sends it when its
+// context is done, the kill that follows. Every malloc must be in the
+// trace (the recorder's log is a shared mapping, which outlives the
+// process), and the error must be the signal's *ExitError, not
+// ErrNoEvents.
+func TestSignalEnd(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	const dieSize, dieCount = 23456, 7 // testdata/dies.c
+	for _, how := range []string{"segv", "abort", "kill", "int"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			if how == "int" {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+			}
+			var out bytes.Buffer
+			res, err := record.Record(ctx, []string{prog, how}, &out, record.Options{})
+			if errors.Is(err, record.ErrNoEvents) {
+				t.Fatalf("Record = %v, want the trace of the 7 mallocs", err)
+			}
+			var exit *record.ExitError
+			switch {
+			case how == "int" && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("Record = %v, want an error wrapping context.DeadlineExceeded", err)
+			case how != "int" && (!errors.As(err, &exit) || exit.Code != -1):
+				t.Errorf("Record = %v, want an *ExitError of a signal", err)
+			}
+			got, _ := census(t, out.Bytes(), []uint64{dieSize})
+			if n := got[key{trace.Alloc, dieSize, 0}]; n != dieCount {
+				t.Errorf("the trace has %d mallocs of %d bytes, want %d (%d events, cut %d)", n, dieSize, dieCount, res.Events, res.Cut)
+			}
+			if res.Cut != 0 || res.Stopped != "" {
+				t.Errorf("Cut %d, Stopped %q; want 0, \"\" (the program died between calls)", res.Cut, res.Stopped)
+			}
+		})
+	}
+}
+
+// TestCutRecord reads a mapped log whose process died in the middle of
+// a record: the complete records are read, the one cut short is left out
+// and counted, and the zeros past it are no record.
+func TestCutRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name, log string
+		lines     int64
+		cut       int
+	}{
+		{"cut", "7: malloc 0x10 5\n7: free 0x10\n7: mall", 2, 1},
+		{"cut, zeros inside", "7: malloc 0x10 5\n7: \x00\x00loc 0x20 6", 1, 1},
+		{"whole", "7: malloc 0x10 5\n7: free 0x10\n", 2, 0},
+		{"empty", "", 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "1-0.log")
+			data := append([]byte(tt.log), make([]byte, 1000)...)
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lines, size, cut, err := record.CountLines(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(strings.LastIndexByte(tt.log, '\n') + 1)
+			if lines != tt.lines || size != want || cut != tt.cut {
+				t.Errorf("CountLines = %d lines, %d bytes, %d cut; want %d, %d, %d", lines, size, cut, tt.lines, want, tt.cut)
+			}
+		})
+	}
+}
+
+// TestLogFull records a program whose log cannot grow: its logs go to a
+// tmpfs of 128 KiB (mounted by the test, which needs root). The program
+// runs on, the records that fit are converted, and Result.Stopped says
+// why the rest are lost.
+func TestLogFull(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mount a tmpfs (needs root): %v %s", err, out)
+	}
+	defer exec.Command("umount", dir).Run()
+	t.Setenv("TMPDIR", dir)
+	res, data, err := recordTo(t, "carve", []string{prog, "many"})
+	if err != nil {
+		t.Fatalf("Record = %v, want the records that fit", err)
+	}
+	if res.Stopped == "" || !strings.Contains(res.Stopped, "no space left on device") || res.Events == 0 || len(data) == 0 {
+		t.Errorf("Stopped %q, %d events; want the reason (no space left on device) and the events before it", res.Stopped, res.Events)
+	}
+}
+
+// TestForkExec records testdata/dies.c forking a child that makes 100000
+// malloc and free pairs (by fork, and by the raw system call, which runs
+// no fork handlers), and replacing itself by exec with itself doing
+// the same: the busiest log (the child's, the exec'd image's) is the
+// trace, without the other's 7 mallocs (the exec'd image makes 7 of its
+// own first), and the other process keeps its own log, whole (the image
+// that exec replaced included: its records are in its log's pages).
+func TestForkExec(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "dies")
+	const dieSize = 23456 // testdata/dies.c
+	for _, tt := range []struct {
+		how  string
+		own7 int // the mallocs of dieSize in the busiest log
+	}{{"fork", 0}, {"rawfork", 0}, {"exec", 7}} {
+		t.Run(tt.how, func(t *testing.T) {
+			res, data, err := recordTo(t, "carve", []string{prog, tt.how})
+			if err != nil {
+				t.Fatalf("Record = %v", err)
+			}
+			got, _ := census(t, data, []uint64{dieSize, dieSize + 1})
+			if got[key{trace.Alloc, dieSize + 1, 0}] != 100000 || got[key{trace.Alloc, dieSize, 0}] != tt.own7 {
+				t.Errorf("the trace has %d mallocs of %d bytes and %d of %d; want 100000 and %d",
+					got[key{trace.Alloc, dieSize + 1, 0}], dieSize+1, got[key{trace.Alloc, dieSize, 0}], dieSize, tt.own7)
+			}
+			if len(res.Others) != 1 || res.Others[0].Lines < 7 {
+				t.Errorf("Others = %+v, want the other process with its 7 mallocs at least", res.Others)
+			}
+		})
+	}
+}

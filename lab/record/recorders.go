@@ -40,6 +40,9 @@ type recorder struct {
 	program func(head []byte) string
 	// empty explains logs that hold no event (see Record).
 	empty func(logs []logFile) error
+	// mapped says the recorder's logs are mapped files, whose records
+	// end at the first zero byte (carve's library).
+	mapped bool
 }
 
 var recorders = []*recorder{carveRecorder, valgrindRecorder, heaptrackRecorder, mtraceRecorder, goRecorder}
@@ -102,24 +105,21 @@ func recorderNamed(name string) (*recorder, error) {
 // libraries (preload/carve.c, preload/mtrace.c).
 const dirVar = "CARVE_RECORD_DIR"
 
-// writeThroughVar makes carve's library write each record at once rather
-// than at exit: Record sets it for a Go binary, which ends by the
-// exit_group system call without running libc's exit handlers.
-const writeThroughVar = "CARVE_RECORD_WRITE_THROUGH"
-
 var carveRecorder = &recorder{
 	RecorderInfo: RecorderInfo{
 		Name: "carve",
 		Keeps: "every call of malloc, free, calloc, realloc, reallocarray, memalign, posix_memalign, " +
 			"aligned_alloc, valloc and pvalloc, with its alignment and calloc's count, and the thread " +
 			"that made it, in one order across threads",
-		Loses: "calls made before the library is loaded (none in practice) and, when the program ends " +
-			"by a signal or replaces itself with exec, its last unwritten records (up to 64 KiB); " +
-			"it serializes the program's allocations (one lock per call)",
+		Loses: "calls made before the library is loaded (none in practice); the one call a process " +
+			"is in when a signal ends it (each record goes whole into a shared mapping of the log, which " +
+			"outlives the process however it ends); the calls after its log cannot grow (a full disk: " +
+			"carve says so); it serializes the program's allocations (one lock per call)",
 		Processes: "every process and exec'd program logs on its own; the busiest is kept",
 		Needs:     "a C compiler at first use (cc or $CC: apt-get install gcc); a dynamically linked program",
 	},
 	format: trace.AOSP,
+	mapped: true,
 	check:  func() error { return cachedOrCompiler("carve", carveSource) },
 	prepare: func(dir string, cmd []string) ([]string, []string, error) {
 		lib, err := library("carve", carveSource)
@@ -129,8 +129,13 @@ var carveRecorder = &recorder{
 		return cmd, []string{dirVar + "=" + dir, preload + lib}, nil
 	},
 	empty: func(logs []logFile) error {
-		if len(logs) == 0 {
+		switch {
+		case len(logs) == 0:
 			return notLoaded("carve's library")
+		case logs[0].cut > 0:
+			return fmt.Errorf("%w: the program ended (by a signal) while its first allocator call was being logged: that record was cut short and left out", ErrNoEvents)
+		case logs[0].stopped != "":
+			return fmt.Errorf("%w: %s", ErrNoEvents, logs[0].stopped)
 		}
 		return errNoCalls
 	},

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ import (
 // net/http/pprof there, or its trace has no heap events (it was not
 // started with GODEBUG=traceallocfree=1). It wraps ErrUsage.
 var ErrService = fmt.Errorf("%w: a service that cannot be traced as asked", ErrUsage)
+
+// MaxServiceTrace is the longest trace FromService asks a service for.
+const MaxServiceTrace = 24 * time.Hour
 
 // DefaultMaxTraceBytes is the most bytes of an execution trace that
 // FromService downloads unless Options.MaxTraceBytes says otherwise.
@@ -62,7 +66,8 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 	if err != nil {
 		return res, err
 	}
-	res.Process.Program = u
+	shown := u.Redacted()
+	res.Process.Program = shown
 	limit := opt.MaxTraceBytes
 	if limit <= 0 {
 		limit = DefaultMaxTraceBytes
@@ -73,34 +78,67 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "service.trace")
-	if err := download(ctx, u, d, limit, path); err != nil {
+	n, err := download(ctx, u, d, limit, path)
+	if err != nil {
 		return res, err
 	}
 	comment := fmt.Sprintf("recorded by carve record --from %s --seconds %s\nfrom the execution trace of the service (net/http/pprof, GODEBUG=traceallocfree=1)",
-		base, seconds(d))
-	err = convertGo(&res, path, opt.GoStacks, out, comment)
-	if errors.Is(err, trace.ErrNoGoHeap) {
+		Redacted(base), seconds(d))
+	err = convertGo(&res, path, shown, opt.GoStacks, out, comment)
+	switch {
+	case errors.Is(err, trace.ErrNoGoHeap):
 		return res, &described{"record: the service's execution trace has no heap events: start the service with GODEBUG=traceallocfree=1",
 			[]error{ErrService, err}}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return res, fmt.Errorf("record: GET %s: the trace ends in the middle of its data, after %d bytes: the service's answer was cut short: %w", shown, n, err)
 	}
 	return res, err
 }
 
+// Redacted returns a service's address as given to FromService, with the
+// password of its user information (http://user:password@host) replaced
+// by "xxxxx", as url.URL's Redacted does: for messages and the trace's
+// header.
+func Redacted(base string) string {
+	scheme, rest, ok := strings.Cut(base, "://")
+	if !ok {
+		scheme, rest = "", base
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return base
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return base
+	}
+	redacted := user + ":xxxxx" + rest[at:]
+	if ok {
+		redacted = scheme + "://" + redacted
+	}
+	return redacted
+}
+
 // traceURL returns the URL of the trace of d at base: base's own path if
 // it ends in /trace, else base's path joined with /debug/pprof/trace.
-func traceURL(base string, d time.Duration) (string, error) {
-	if d < time.Millisecond {
-		return "", &described{fmt.Sprintf("record: a service's trace of %v: want at least a millisecond", d), []error{ErrUsage}}
+func traceURL(base string, d time.Duration) (*url.URL, error) {
+	if d < time.Millisecond || d > MaxServiceTrace {
+		return nil, &described{fmt.Sprintf("record: a service's trace of %v: want at least a millisecond, at most %v", d, MaxServiceTrace), []error{ErrUsage}}
 	}
 	if !strings.Contains(base, "://") {
 		base = "http://" + base // HOST:PORT
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", &described{fmt.Sprintf("record: --from %s: %v", base, err), []error{ErrUsage, err}}
+		// url.Parse's error repeats the URL, password and all.
+		return nil, &described{fmt.Sprintf("record: --from %s: not a URL", Redacted(base)), []error{ErrUsage}}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return "", &described{fmt.Sprintf("record: --from %s: want the service's address as a URL, http://HOST:PORT", base), []error{ErrUsage}}
+		return nil, &described{fmt.Sprintf("record: --from %s: want the service's address as a URL, http://HOST:PORT", u.Redacted()), []error{ErrUsage}}
 	}
 	if !strings.HasSuffix(u.Path, "/trace") {
 		u.Path = strings.TrimSuffix(u.Path, "/")
@@ -112,7 +150,7 @@ func traceURL(base string, d time.Duration) (string, error) {
 	q := u.Query()
 	q.Set("seconds", seconds(d))
 	u.RawQuery = q.Encode()
-	return u.String(), nil
+	return u, nil
 }
 
 // seconds writes d in seconds, as net/http/pprof reads it.
@@ -121,18 +159,19 @@ func seconds(d time.Duration) string {
 }
 
 // download reads the trace of d at u into the file at path, at most
-// limit bytes of it.
-func download(ctx context.Context, u string, d time.Duration, limit int64, path string) error {
+// limit bytes of it, and returns how many it read.
+func download(ctx context.Context, tu *url.URL, d time.Duration, limit int64, path string) (int64, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, d+serviceSlack,
 		fmt.Errorf("the service had not sent its trace of %v after %v", d, d+serviceSlack))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	u := tu.Redacted() // in messages
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tu.String(), nil)
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return 0, fmt.Errorf("record: GET %s: cannot make the request", u) // its error repeats the URL, password and all
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return serviceError(ctx, u, err)
+		return 0, serviceError(ctx, u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -142,23 +181,25 @@ func download(ctx context.Context, u string, d time.Duration, limit int64, path 
 			err = &described{fmt.Sprintf("record: GET %s: %s: the service must import net/http/pprof, which serves /debug/pprof/trace on http.DefaultServeMux", u, resp.Status),
 				[]error{ErrService}}
 		}
-		return err
+		return 0, err
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return 0, fmt.Errorf("record: %w", err)
 	}
 	n, err := io.Copy(f, io.LimitReader(resp.Body, limit+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) && ctx.Err() == nil:
+		return n, fmt.Errorf("record: GET %s: the service's answer was cut short after %d bytes of its trace (the connection ended before the end its HTTP framing announced: %w)", u, n, err)
 	case err != nil:
-		return serviceError(ctx, u, err)
+		return n, serviceError(ctx, u, err)
 	case n > limit:
-		return fmt.Errorf("record: GET %s: the trace passed %s before its end: record fewer seconds, or allow a larger trace", u, bytesText(limit))
+		return n, fmt.Errorf("record: GET %s: the trace passed %s before its end: record fewer seconds, or allow a larger trace", u, bytesText(limit))
 	}
-	return checkGoHeader(path, u)
+	return n, checkGoHeader(path, u)
 }
 
 // bytesText writes n in MiB when it is a whole number of them, else in
@@ -198,11 +239,18 @@ func checkGoHeader(path, u string) error {
 	defer f.Close()
 	head := make([]byte, 16)
 	n, _ := io.ReadFull(f, head)
-	if !strings.HasPrefix(string(head[:n]), "go 1.") {
-		return &described{fmt.Sprintf("record: GET %s: the answer (%d bytes, starting %q) is not a Go execution trace", u, n, head[:n]),
-			[]error{ErrService}}
+	if strings.HasPrefix(string(head[:n]), "go 1.") {
+		return nil
 	}
-	return nil
+	what := ""
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		what = " (gzip-compressed)"
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		what = " (zstd-compressed)"
+	}
+	return &described{fmt.Sprintf("record: GET %s: the answer%s, starting %q, is not a Go execution trace", u, what, head[:n]),
+		[]error{ErrService}}
 }
 
 // described is an error with a message of its own that wraps others

@@ -3,11 +3,14 @@ package record_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/klauspost/compress/zstd"
 )
 
 // goService builds testdata/service, a small service with net/http/pprof
@@ -167,5 +171,105 @@ func TestFromServiceCancel(t *testing.T) {
 	_, err := record.FromService(ctx, base, time.Minute, &out, record.Options{})
 	if !errors.Is(err, context.DeadlineExceeded) || out.Len() != 0 {
 		t.Errorf("FromService = %v with %d bytes written, want context.DeadlineExceeded and nothing", err, out.Len())
+	}
+}
+
+// TestFromServiceSecret records a service through a URL with a user and
+// password: the password is in neither the trace nor the Result, nor in
+// the errors of a service that cannot be recorded.
+func TestFromServiceSecret(t *testing.T) {
+	const secret = "s3cr3t-pass"
+	base := startService(t, "GODEBUG=traceallocfree=1")
+	withSecret := strings.Replace(base, "http://", "http://user:"+secret+"@", 1)
+	var out bytes.Buffer
+	res, err := record.FromService(context.Background(), withSecret, 200*time.Millisecond, &out, record.Options{})
+	if err != nil {
+		t.Fatalf("FromService = %v", err)
+	}
+	if bytes.Contains(out.Bytes(), []byte(secret)) || strings.Contains(res.Process.Program, secret) {
+		t.Errorf("the password is in the trace (%v) or the Result's program %q", bytes.Contains(out.Bytes(), []byte(secret)), res.Process.Program)
+	}
+	if !strings.Contains(res.Process.Program, "user:xxxxx@") {
+		t.Errorf("Process.Program = %q, want the URL with its password redacted", res.Process.Program)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	for _, b := range []string{
+		strings.Replace(srv.URL, "http://", "http://user:"+secret+"@", 1), // 404
+		"user:" + secret + "@127.0.0.1:1",                                 // refused
+		"http://user:" + secret + "@127.0.0.1:bad port/",                  // not a URL
+	} {
+		_, err := record.FromService(context.Background(), b, 100*time.Millisecond, io.Discard, record.Options{})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("FromService(%s) = %v, want an error without the password", b, err)
+		}
+	}
+	if got := record.Redacted("http://user:" + secret + "@host:1/x?y=z"); got != "http://user:xxxxx@host:1/x?y=z" {
+		t.Errorf("Redacted = %q", got)
+	}
+}
+
+// TestFromServiceBody: a body that is not a whole trace is told by the
+// URL it came from (never carve's temporary file), a body cut short by
+// how many bytes came, and a compressed body is bounded by the bytes it
+// decompresses to, as a plain one is.
+func TestFromServiceBody(t *testing.T) {
+	head := []byte("go 1.26 trace\x00\x00\x00")
+	mux := http.NewServeMux()
+	mux.HandleFunc("/garbage/trace", func(w http.ResponseWriter, r *http.Request) {
+		w.Write(append(head, bytes.Repeat([]byte{0xff}, 100)...))
+	})
+	mux.HandleFunc("/cut/trace", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10000")
+		w.Write(append(head, make([]byte, 5000-len(head))...))
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	big := append(head, make([]byte, 1<<20)...)
+	mux.HandleFunc("/gzip/trace", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		z := gzip.NewWriter(w)
+		z.Write(big)
+		z.Close()
+	})
+	mux.HandleFunc("/zstd/trace", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "zstd")
+		z, _ := zstd.NewWriter(w)
+		z.Write(big)
+		z.Close()
+	})
+	mux.HandleFunc("/gzfile/trace", func(w http.ResponseWriter, r *http.Request) {
+		z := gzip.NewWriter(w) // a compressed file, served as it is
+		z.Write(big)
+		z.Close()
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	limit := record.Options{MaxTraceBytes: 64 << 10}
+	for _, tt := range []struct {
+		path string
+		opt  record.Options
+		want string
+	}{
+		{"/garbage/trace", record.Options{}, srv.URL + "/garbage/trace"},
+		{"/cut/trace", record.Options{}, "cut short after 5000 bytes"},
+		{"/gzip/trace", limit, "passed 65536 bytes"},
+		{"/zstd/trace", limit, "(zstd-compressed), starting"},
+		{"/gzfile/trace", limit, "(gzip-compressed), starting"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := record.FromService(context.Background(), srv.URL+tt.path, 100*time.Millisecond, &out, tt.opt)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), os.TempDir()) {
+				t.Errorf("FromService = %v, want an error saying %q, naming no temporary file", err, tt.want)
+			}
+			t.Log(err)
+			if out.Len() != 0 {
+				t.Errorf("FromService wrote %d bytes, want nothing", out.Len())
+			}
+		})
 	}
 }

@@ -18,7 +18,7 @@
  *
  * Sections: the log (where records go), the real functions (and the
  * bootstrap buffer that serves dlsym's own allocations), the wrappers,
- * and the process's life (constructor, fork, exit).
+ * and the process's life (constructor, fork).
  *
  * One order. A global lock is held around "call the real function,
  * append the record", so the log is an order in which the calls could
@@ -33,18 +33,28 @@
  * unlogged: the `inside` flag. Blocks served from the bootstrap buffer
  * are never logged and never reach the real free.
  *
+ * The log. Records go straight into the log file, mapped MAP_SHARED:
+ * a record stored there is in the file's pages, which outlive the
+ * process however it ends (exit, _exit, the exit_group system call of a
+ * Go program, a signal, SIGKILL) or replaces itself (exec), with no
+ * handler to run and no buffer to write. The file is extended ahead of
+ * the records (posix_fallocate, so that a full disk is an error rather
+ * than a SIGBUS) and the mapping with it (mremap); its tail past the
+ * records is zeros. A record's newline is stored last: the Go side reads
+ * the file up to its last newline before the first zero byte, and what
+ * lies past it is at most one record that the program's end cut short.
+ * A log that cannot grow stops the recording of its process, not the
+ * process: <pid>-<k>.stopped then holds the log's length and the error
+ * number.
+ *
  * Processes. CARVE_RECORD_DIR names the directory of logs. Every process
  * image that loads this library with that variable set writes its own
  * log there, <pid>-<k>.log (k the first number not taken), and the path
- * of its executable in <pid>-<k>.exe: a forked child opens its own log
- * (the parent's buffered records stay the parent's), and a program that
- * execs another leaves its log and the new image starts one. The Go side
- * keeps the busiest log. The buffer is written at exit and _exit; it is
- * lost (at most LOG_BUF bytes) when a signal ends the process or it
- * replaces itself with exec, or when it ends by the exit_group system
- * call without libc's exit, as a Go program does: with
- * CARVE_RECORD_WRITE_THROUGH=1 (which the Go side sets for Go binaries)
- * every record is written at once instead, a write(2) per call.
+ * of its executable in <pid>-<k>.exe: a forked child unmaps its parent's
+ * log and opens its own (in the fork handler, or, forked by the raw
+ * system call, at its first record: see owner), and a program that
+ * execs another leaves its log and the new image starts one. The Go
+ * side keeps the busiest log.
  */
 
 #define _GNU_SOURCE
@@ -55,6 +65,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,9 +77,10 @@
 /* ---- The log ---------------------------------------------------------- */
 
 enum {
-	LOG_BUF = 64 << 10, /* bytes buffered before a write(2) */
-	LINE_MAX_LEN = 128, /* longer than any record */
-	FD_MIN = 256,       /* the log's descriptor is moved at or above this */
+	MAP_FIRST = 64 << 10, /* the log's first mapping */
+	MAP_STEP = 64 << 20,  /* the most the mapping grows by at once */
+	LINE_MAX_LEN = 128,   /* longer than any record */
+	FD_MIN = 256,         /* the log's descriptor is moved at or above this */
 };
 
 enum { STATE_UNSET, STATE_ON, STATE_OFF };
@@ -79,11 +91,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * child); state is read without it, to skip the lock when not recording. */
 static volatile int state = STATE_UNSET;
 static int log_fd = -1;
-static int write_through; /* set at exit: each record is written at once */
-static int always_through; /* CARVE_RECORD_WRITE_THROUGH=1: from the start */
-static size_t used;
-static char buf[LOG_BUF];
+static char *map = MAP_FAILED; /* the log, mapped shared: MAP_FAILED when none */
+static size_t mapped;  /* its size, the file's */
+static size_t used;    /* the bytes of complete records */
+static char scratch[LINE_MAX_LEN]; /* where a record goes once the log is off */
 static char dir[4096];
+static char base[sizeof dir + 64]; /* <dir>/<pid>-<k>: the log's path, less ".log" */
+
+/* A page the kernel zeroes in a forked child (MADV_WIPEONFORK), 1 in the
+ * process that opened the log: 0 tells a child forked without the fork
+ * handlers (by the raw system call), which must not write its parent's
+ * shared log. NULL where the kernel has no MADV_WIPEONFORK (before 4.14). */
+static volatile char *owner;
 
 static TLS int inside; /* this thread is in a wrapper */
 static TLS pid_t tid;
@@ -139,62 +158,131 @@ static int write_all(int fd, const char *b, size_t n)
 	return 0;
 }
 
-/* flush writes the buffer. Lock held. A log that cannot be written
- * stops the recording rather than the program. */
-static void flush(void)
+/* side writes text to the file <base><ext> beside the log. */
+static void side(const char *ext, const char *text, size_t n)
 {
-	if (used > 0 && log_fd >= 0 && write_all(log_fd, buf, used) != 0) {
-		state = STATE_OFF;
-		close(log_fd);
-		log_fd = -1;
+	char path[sizeof base + 16];
+	strcpy(put_str(path, base), ext);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		write_all(fd, text, n);
+		close(fd);
 	}
-	used = 0;
+}
+
+/* stop ends the recording of this process when its log cannot grow
+ * (err: the error number): the records so far stay, and the file
+ * <base>.stopped says at which byte and why. Lock held. */
+static void stop(int err)
+{
+	char msg[64], *s = put_dec(msg, used);
+	*s++ = ' ';
+	s = put_dec(s, (uint64_t)err);
+	*s++ = '\n';
+	side(".stopped", msg, (size_t)(s - msg));
+	state = STATE_OFF;
+}
+
+/* prefault maps the pages of the log's n bytes at p writable at once,
+ * where the kernel can (Linux 5.14 and later): a fault per page as the
+ * records reach it costs about twice the recording's own time. */
+static void prefault(void *p, size_t n)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+	madvise(p, n, MADV_POPULATE_WRITE);
+}
+
+/* grow makes room for a record past used: the file is extended (with its
+ * blocks allocated, so that a full disk is an error here rather than a
+ * SIGBUS at a store into the mapping) and the mapping with it. Lock held. */
+static int grow(void)
+{
+	size_t size = mapped + (mapped < MAP_STEP ? mapped : MAP_STEP);
+	int err = posix_fallocate(log_fd, (off_t)mapped, (off_t)(size - mapped));
+	if (err != 0) {
+		stop(err);
+		return -1;
+	}
+	void *m = mremap(map, mapped, size, MREMAP_MAYMOVE);
+	if (m == MAP_FAILED) {
+		stop(errno);
+		return -1;
+	}
+	prefault((char *)m + mapped, size - mapped);
+	map = m;
+	mapped = size;
+	return 0;
+}
+
+static void open_log(void);
+
+/* reopen leaves the log of the process this one was forked from and
+ * opens its own: from the fork handler, or at the first record of a
+ * child forked without it. */
+static void reopen(void)
+{
+	tid = 0;
+	if (map != MAP_FAILED)
+		munmap(map, mapped);
+	map = MAP_FAILED;
+	mapped = 0;
+	close(log_fd);
+	log_fd = -1;
+	open_log();
 }
 
 /* line starts a record: "<tid>: <op> ". Lock held. The caller appends
  * the fields and passes the end to done. */
 static char *line(const char *op)
 {
-	if (used > LOG_BUF - LINE_MAX_LEN)
-		flush();
+	char *s = scratch;
+	if (owner != NULL && *owner == 0)
+		reopen(); /* a child forked by the raw system call */
+	if (state == STATE_ON && (used + LINE_MAX_LEN <= mapped || grow() == 0))
+		s = map + used;
 	if (tid == 0)
 		tid = (pid_t)syscall(SYS_gettid);
-	char *s = put_dec(buf + used, (uint64_t)tid);
+	s = put_dec(s, (uint64_t)tid);
 	s = put_str(s, ": ");
 	s = put_str(s, op);
 	return put_str(s, " ");
 }
 
+/* done completes the record that ends at end. Its newline is stored
+ * last: a record in the file is complete when it ends with one, and the
+ * bytes past the last newline (a record the program's end cut short, or
+ * the zeros of space not used yet) are no record. Lock held. */
 static void done(char *end)
 {
-	*end++ = '\n';
-	used = (size_t)(end - buf);
-	if (write_through)
-		flush();
+	if (state != STATE_ON)
+		return; /* the scratch record of a log that went off */
+	__atomic_store_n(end, '\n', __ATOMIC_RELEASE);
+	used = (size_t)(end + 1 - map);
 }
 
-/* open_log opens this process's log, <dir>/<pid>-<k>.log, and writes the
- * executable's path beside it. It allocates nothing: it may run inside
- * the first malloc. */
+/* open_log opens this process's log, <dir>/<pid>-<k>.log, maps it, and
+ * writes the executable's path beside it. It allocates nothing: it may
+ * run inside the first malloc. */
 static void open_log(void)
 {
-	char path[sizeof dir + 64], *end, *s;
+	char path[sizeof base + 16], *end;
 	int fd = -1;
-	end = put_str(path, dir);
+	end = put_str(base, dir);
 	end = put_str(end, "/");
 	end = put_dec(end, (uint64_t)getpid());
 	end = put_str(end, "-");
 	for (unsigned k = 0; k < 1000 && fd < 0; k++) {
-		s = put_dec(end, k);
-		strcpy(s, ".log");
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		*put_dec(end, k) = '\0';
+		strcpy(put_str(path, base), ".log");
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
-	if (fd < 0) {
-		state = STATE_OFF;
+	state = STATE_OFF;
+	if (fd < 0)
 		return;
-	}
 	/* Out of the way of programs that reuse low descriptors. */
 	int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_MIN);
 	if (high >= 0) {
@@ -203,18 +291,36 @@ static void open_log(void)
 	}
 	log_fd = fd;
 	used = 0;
-	write_through = always_through;
+	mapped = 0;
+	map = MAP_FAILED;
+	int err = posix_fallocate(fd, 0, MAP_FIRST);
+	if (err == 0) {
+		map = mmap(NULL, MAP_FIRST, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		err = map == MAP_FAILED ? errno : 0;
+	}
+	if (err != 0) {
+		stop(err);
+		return;
+	}
+	prefault(map, MAP_FIRST);
+	mapped = MAP_FIRST;
 	state = STATE_ON;
+	if (owner == NULL) {
+		void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+		if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) == 0)
+			owner = page;
+		else if (page != MAP_FAILED)
+			munmap(page, 4096);
+	}
+	if (owner != NULL)
+		*owner = 1;
 
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe);
-	strcpy(s, ".exe");
-	int efd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (efd >= 0) {
-		if (n > 0)
-			write_all(efd, exe, (size_t)n);
-		close(efd);
-	}
+	side(".exe", exe, n > 0 ? (size_t)n : 0);
 }
 
 /* start reads CARVE_RECORD_DIR and opens the log. It runs once, from
@@ -228,8 +334,6 @@ static void start(void)
 		return;
 	}
 	strcpy(dir, d);
-	const char *wt = getenv("CARVE_RECORD_WRITE_THROUGH");
-	always_through = wt != NULL && wt[0] == '1' && wt[1] == '\0';
 	open_log();
 }
 
@@ -274,7 +378,6 @@ static struct {
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
-	void (*exit)(int);
 } real;
 
 static volatile int resolved;
@@ -329,7 +432,6 @@ static void resolve(void)
 	real.aligned_alloc = next("aligned_alloc");
 	real.valloc = next("valloc");
 	real.pvalloc = next("pvalloc");
-	real.exit = next("_exit");
 	real.free = next("free");
 	resolving = 0;
 	if (real.malloc == NULL || real.free == NULL || real.calloc == NULL || real.realloc == NULL ||
@@ -562,8 +664,11 @@ EXPORT void *pvalloc(size_t size)
 /* ---- The process's life ------------------------------------------------ */
 
 /* Fork: the forking thread holds the lock across fork, so the child gets
- * it in a known state. The child drops the parent's buffered records
- * (the parent writes them) and opens a log of its own. */
+ * it in a known state. The child leaves the parent's log (its mapping is
+ * shared: the child's records must not go there) and opens one of its
+ * own. Exit needs nothing: every record is in the file's pages once it
+ * is complete, whatever ends the process (exit, _exit, exit_group, a
+ * signal, SIGKILL) or replaces it (exec). */
 static void fork_prepare(void)
 {
 	if (state != STATE_ON)
@@ -584,46 +689,12 @@ static void fork_child(void)
 		return;
 	pthread_mutex_init(&lock, NULL);
 	inside = 0;
-	tid = 0;
-	close(log_fd);
-	log_fd = -1;
-	used = 0;
-	open_log();
-}
-
-/* Exit: the buffer is written by an atexit handler and again by the
- * destructor, and records after the first of them are written at once
- * (destructors and other threads may still allocate). */
-static void finish(void)
-{
-	if (state != STATE_ON || inside)
-		return;
-	enter();
-	flush();
-	write_through = 1;
-	leave();
-}
-
-/* _exit and _Exit end the process without exit's handlers: the buffer
- * is written first. (exit itself reaches the system call inside libc,
- * past these; exec, which also drops the buffer, is not wrapped.) */
-EXPORT void _exit(int status)
-{
-	finish();
-	if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) && real.exit != NULL)
-		real.exit(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-EXPORT void _Exit(int status)
-{
-	_exit(status);
+	reopen();
 }
 
 __attribute__((constructor)) static void init(void)
 {
-	inside = 1; /* the registrations below allocate: not the program's */
+	inside = 1; /* the registration below allocates: not the program's */
 	ready();
 	inside = 0;
 	pthread_once(&started, start);
@@ -631,11 +702,5 @@ __attribute__((constructor)) static void init(void)
 		return;
 	inside = 1;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	atexit(finish);
 	inside = 0;
-}
-
-__attribute__((destructor)) static void fini(void)
-{
-	finish();
 }
