@@ -29,7 +29,7 @@ func TestMaxGoGeneration(t *testing.T) {
 			t.Errorf("run(%q) = %d, printed %q; want 2 and an error naming %s", low, code, stderr.String(), flag)
 		}
 		if args[0] == "replay" && strings.Count(stdout.String()+stderr.String(), "raises the bound") < 3 {
-			t.Errorf("run(%q) printed %q: want the error of both rows, the go row's from its child", low, stdout.String()+stderr.String())
+			t.Errorf("run(%q) printed %q: want the error of both rows", low, stdout.String()+stderr.String())
 		}
 	}
 	var stdout, stderr bytes.Buffer

@@ -47,9 +47,11 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 		list := fs.Bool("recorders", false, "describe the recorders, what each keeps and loses, and stop")
 		from := fs.String("from", "", "record the running Go service at `URL` (net/http/pprof) instead of a COMMAND")
 		seconds := fs.Float64("seconds", 5, "with --from, trace the service for `N` seconds")
+		var tf traceFlags
+		tf.register(fs)
 		return func(c *cli, cmd []string) error {
 			if *from != "" {
-				return recordService(c, *out, *from, *seconds, *rec, cmd)
+				return recordService(c, *out, *from, *seconds, *rec, cmd, int64(tf.maxGoGeneration))
 			}
 			if *list {
 				o, err := openOutput("", c.stdout)
@@ -89,7 +91,7 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, recErr := record.Record(ctx, cmd, o, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+			res, recErr := record.Record(ctx, cmd, o, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, MaxGoGeneration: int64(tf.maxGoGeneration)})
 			var exit *record.ExitError
 			errors.As(recErr, &exit)
 			written := recErr == nil || exit != nil && !errors.Is(recErr, record.ErrNoEvents) ||
@@ -152,7 +154,7 @@ func lookPathReason(err error) error {
 }
 
 // recordService is carve record --from: the trace of a running service.
-func recordService(c *cli, path, from string, seconds float64, rec string, cmd []string) error {
+func recordService(c *cli, path, from string, seconds float64, rec string, cmd []string, maxGoGeneration int64) error {
 	switch {
 	case len(cmd) > 0:
 		return badUsage("--from records a running service: no COMMAND (%s)", cmd[0])
@@ -172,7 +174,7 @@ func recordService(c *cli, path, from string, seconds float64, rec string, cmd [
 	defer stop()
 	d := time.Duration(seconds * float64(time.Second))
 	fmt.Fprintf(c.stderr, "carve record: tracing the service at %s for %v\n", record.Redacted(from), d)
-	res, recErr := record.FromService(ctx, from, d, o, record.Options{})
+	res, recErr := record.FromService(ctx, from, d, o, record.Options{MaxGoGeneration: maxGoGeneration})
 	if err := o.finish(recErr == nil); err != nil && (recErr == nil || o.err != nil) {
 		return err // writing the trace failed
 	}

@@ -260,7 +260,7 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		}
 		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace%s (%s)", ErrNoEvents, at, why))
 	}
-	err = convertGo(res, path, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
 }
 
@@ -296,24 +296,24 @@ func (t *tail) Write(p []byte) (int, error) {
 // Once it is converted, the trace's first generation is read again for
 // the pause in which the trace started (res.StartPause): after the
 // converter, which bounds what a generation may cost, has read it whole.
-func convertGo(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
-	if err := convertGoEvents(res, path, name, stacks, out, comment); err != nil {
+func convertGo(res *Result, path, name string, opt Options, out io.Writer, comment string) error {
+	if err := convertGoEvents(res, path, name, opt, out, comment); err != nil {
 		return err
 	}
-	if head, err := readGoHead(path); err == nil {
+	if head, err := readGoHead(path, opt.MaxGoGeneration); err == nil {
 		res.StartPause = head.startPause
 	}
 	return nil
 }
 
 // convertGoEvents is convertGo's conversion.
-func convertGoEvents(res *Result, path, name string, stacks bool, out io.Writer, comment string) error {
+func convertGoEvents(res *Result, path, name string, opt Options, out io.Writer, comment string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	defer f.Close()
-	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: stacks})
+	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: opt.GoStacks, MaxGoGeneration: opt.MaxGoGeneration})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,8 @@ type goTraceHead struct {
 }
 
 // readGoHead reads the first generation of the Go execution trace at
-// path for the length of the stop-the-world pause in which it started.
+// path for the length of the stop-the-world pause in which it started,
+// a generation bounded by maxGen (trace.ReaderOptions.MaxGoGeneration).
 // It buffers that generation whole (x/exp/trace does): run it on a trace
 // that package trace's reader has read.
 //
@@ -32,7 +33,7 @@ type goTraceHead struct {
 // GODEBUG=traceallocfree=1, the runtime writes an event for every span,
 // object and goroutine stack of the heap. The time it took to stop the
 // world is before it, and not in the trace.
-func readGoHead(path string) (h goTraceHead, err error) {
+func readGoHead(path string, maxGen int64) (h goTraceHead, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return h, fmt.Errorf("record: %w", err)
@@ -43,7 +44,7 @@ func readGoHead(path string) (h goTraceHead, err error) {
 			err = fmt.Errorf("record: %s: %w: x/exp/trace failed: %v", path, trace.ErrGoTrace, p)
 		}
 	}()
-	bound := trace.NewGoBound(f, 0) // x/exp/trace holds the generation before its first event
+	bound := trace.NewGoBound(f, maxGen) // x/exp/trace holds the generation before its first event
 	r, err := xtrace.NewReader(bound)
 	if err := bound.Err(); err != nil {
 		return h, fmt.Errorf("record: %s: %w", path, err)

@@ -23,7 +23,7 @@ func TestReadGoHeadBomb(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := readGoHead(path)
+	_, err := readGoHead(path, 0)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, trace.ErrGoGeneration) {
 		t.Errorf("readGoHead = %v, want %v", err, trace.ErrGoGeneration)

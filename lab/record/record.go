@@ -40,6 +40,10 @@ type Options struct {
 	// GoStacks makes the go recorder write goroutine stacks as objects
 	// too (see trace.ReaderOptions).
 	GoStacks bool
+	// MaxGoGeneration bounds what one generation of a Go execution trace
+	// may cost its reader (trace.ReaderOptions.MaxGoGeneration; 0: the
+	// default).
+	MaxGoGeneration int64
 	// MaxTraceBytes bounds the execution trace FromService downloads;
 	// 0 is DefaultMaxTraceBytes.
 	MaxTraceBytes int64

@@ -144,7 +144,7 @@ func recordSelftrace(ctx context.Context, cmd []string, out io.Writer, opt Optio
 		return errors.Join(runErr, &described{fmt.Sprintf("record: %s called selftrace.Start, and its trace is empty: the trace did not start (selftrace says why on the program's standard error), or the program ended before a byte of it was written, without the function Start returned running",
 			cmd[0]), []error{ErrSelftrace, ErrNoEvents}})
 	}
-	err = convertGo(res, path, path, opt.GoStacks, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace process %d wrote of itself (package selftrace, GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace process %d wrote of itself (package selftrace, GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	// selftrace starts the trace with the heap's events, so a trace
 	// without them, or whose last generation is cut short (x/exp/trace
 	// says "incomplete generation"), is one that was not stopped: the

@@ -246,6 +246,11 @@ func TestFromServiceBody(t *testing.T) {
 		z.Write(big)
 		z.Close()
 	})
+	golden, err := os.ReadFile("../trace/testdata/labelled/go.trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.HandleFunc("/golden/trace", func(w http.ResponseWriter, r *http.Request) { w.Write(golden) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	limit := record.Options{MaxTraceBytes: 64 << 10}
@@ -259,6 +264,7 @@ func TestFromServiceBody(t *testing.T) {
 		{"/gzip/trace", limit, "passed 65536 bytes"},
 		{"/zstd/trace", limit, "(zstd-compressed), starting"},
 		{"/gzfile/trace", limit, "(gzip-compressed), starting"},
+		{"/golden/trace", record.Options{MaxGoGeneration: 100 << 10}, "--" + trace.MaxGoGenerationFlag + " raises the bound"},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			var out bytes.Buffer
