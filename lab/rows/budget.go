@@ -91,7 +91,7 @@ func (m measure) reservation(s Spec, o Options, budget int64) (int64, error) {
 		need = min(need, o.MaxRSS)
 	}
 	if need > budget {
-		return 0, fmt.Errorf("%w: the row may hold %s (%g times the trace's peak live memory of %s, and the replayer's tables), more than the %s all the rows of a run may hold at once (half the physical memory)",
+		return 0, fmt.Errorf("%w: the row may hold %s (%g times the trace's peak live memory of %s, and the replayer's tables), more than the %s all the rows of a run may hold at once (half the physical memory); --max-rss SIZE lowers a row's share, a row stopping when it passes it",
 			replay.ErrBudget, size.Format(need), s.margin(), size.Format(m.peakLive), size.Format(budget))
 	}
 	return need, nil
