@@ -28,7 +28,10 @@ func TestReadGoHeadBomb(t *testing.T) {
 	if !errors.Is(err, trace.ErrGoGeneration) {
 		t.Errorf("readGoHead = %v, want %v", err, trace.ErrGoGeneration)
 	}
-	if alloc, max := after.TotalAlloc-before.TotalAlloc, uint64(trace.DefaultMaxGoGeneration+32<<20); alloc > max {
+	// The race detector's build of x/exp/trace allocates more than the
+	// release build the bound's cost is measured in (by how much:
+	// lab/trace's TestGoGenerationBomb).
+	if alloc, max := after.TotalAlloc-before.TotalAlloc, uint64(trace.DefaultMaxGoGeneration+32<<20); alloc > max && !raceEnabled {
 		t.Errorf("readGoHead allocated %d B, want less than %d", alloc, max)
 	}
 }

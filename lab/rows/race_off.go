@@ -1,0 +1,8 @@
+//go:build !race
+
+package rows
+
+// raceEnabled: this is a build with the race detector (race_on.go).
+const raceEnabled = false
+
+const raceNeed = 1

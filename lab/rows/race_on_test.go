@@ -1,5 +1,0 @@
-//go:build race
-
-package rows
-
-const raceEnabled = true
