@@ -307,8 +307,8 @@ func (r *runner) probe(c *lockfree.Cache, variant int) {
 	}
 	// Resident is the kernel's count of the pages, which the pool does
 	// not own alone: a pool over Go memory shares its pages with the Go
-	// heap (the probe's own slice may be allocated on one of them, and
-	// the first write to it makes the page resident).
+	// heap, and anything that writes to another object on one of them (an
+	// allocation, the GC) makes the page resident.
 	after := r.p.Stats()
 	after.Resident, before.Resident = 0, 0
 	if after != before || c.Len() != n {
