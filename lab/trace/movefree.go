@@ -125,8 +125,11 @@ func (m *freeMover) Position(i int) (string, int64) {
 }
 
 // GoCycles returns the cycles whose mark end the events returned have
-// passed, at their positions in those events.
-func (m *freeMover) GoCycles() []GoCycle { return slices.Clone(m.out) }
+// reached, at their positions in those events: after a Read, a cycle's
+// End is at most the count of events returned, and at least the count
+// before that Read.
+// The slice is shared: the caller must not change it.
+func (m *freeMover) GoCycles() []GoCycle { return m.out[:len(m.out):len(m.out)] }
 
 // GoHeap returns main's samples of the Go heap, those the events returned
 // have passed at their positions in them.
@@ -286,6 +289,7 @@ func (m *freeMover) endPassed() {
 	m.out = append(m.out, c)
 	m.next++
 	m.sweeping = false
+	m.due, m.di = m.due[:0], 0
 }
 
 // Read returns the next events of main, the moved frees at their marks'
@@ -309,9 +313,11 @@ func (m *freeMover) Read(dst []Event) (int, error) {
 			m.lines, m.names = append(m.lines, d.line), append(m.names, m.name)
 			n++
 			m.opos++
+			if m.di == len(m.due) {
+				m.endPassed()
+			}
 			continue
 		case m.sweeping:
-			m.due, m.di = m.due[:0], 0
 			m.endPassed()
 			continue
 		case m.next < len(m.cycles) && m.cycles[m.next].End <= m.mpos:

@@ -66,9 +66,34 @@ type Summary struct {
 	// first (see LabelStat).
 	Labels []LabelStat
 
+	// Cycles are the collections of a Go program whose frees were moved
+	// to the marks that proved the objects dead (MoveFrees), each with
+	// the bytes live in the events at its mark's end: the marked heap,
+	// as the events count it (the runtime's own count is the cycle's
+	// Marked). nil for a trace without cycles, and for one whose frees
+	// stay where the sweep made them: its live bytes then hold the
+	// garbage of a cycle.
+	Cycles []MarkedCycle
+	// PeakMarked is the largest Live of Cycles: the most of the heap a
+	// collection found reachable.
+	PeakMarked uint64
+
 	// Reader is the Reader's own count of what it read and had to make of
 	// the lines that do not fit an object's life.
 	Reader ReaderStats
+}
+
+// A MarkedCycle is one collection of a Go program and the bytes live in
+// the events at its mark's end.
+type MarkedCycle struct {
+	GoCycle
+	Live uint64
+}
+
+// cycleSource is a Source that says where its collections' marks ended
+// (MoveFrees's): GoCycles returns those reached so far, shared.
+type cycleSource interface {
+	GoCycles() []GoCycle
 }
 
 // LabelStat describes the objects of one label of a trace: for a Go
@@ -119,10 +144,26 @@ func SummarizeFrom(src Source) (Summary, error) {
 	var ls labelCounts
 	live := make(map[uint64]obj)
 	var cur u128
+	cs, _ := src.(cycleSource)
+	var cycles []GoCycle
+	marked := func() { // the cycles whose mark ended after s.Events events
+		for len(s.Cycles) < len(cycles) && cycles[len(s.Cycles)].End <= s.Events {
+			live, _ := cur.capped()
+			s.Cycles = append(s.Cycles, MarkedCycle{cycles[len(s.Cycles)], live})
+			s.PeakMarked = max(s.PeakMarked, live)
+		}
+	}
 	batch := make([]Event, 1024)
 	for {
 		n, err := src.Read(batch)
+		if cs != nil {
+			cycles = cs.GoCycles()
+			marked()
+		}
 		for _, e := range batch[:n] {
+			if cycles != nil {
+				marked()
+			}
 			at := s.Events
 			s.Events++
 			s.Ops[e.Op]++
@@ -178,6 +219,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 			return s, err
 		}
 	}
+	marked()
 	s.EndLive, _ = cur.capped()
 	s.EndObjects = int64(len(live))
 	if labels != nil {
