@@ -32,7 +32,8 @@ import (
 // lowers it. The peak live memory and the tables are measured exactly, by
 // a replay of the trace that calls no allocator (measure), once per trace
 // of a run; --max-request lowers them, the requests above it being
-// skipped. (A build with the race detector needs raceNeed times as much.)
+// skipped. (In a build with the race detector the go row needs
+// raceGoNeed times as much.)
 
 // Margin is how many times a trace's peak live memory a row may hold:
 // the headline (peak RSS over peak live) of a heap rarely reaches 2, a
@@ -80,7 +81,10 @@ func measureTrace(t traces.Trace, o Options) measure {
 // need returns what a row of s may hold replaying the trace m measured.
 func (m measure) need(s Spec) int64 {
 	n := s.margin()*float64(m.peakLive) + float64(m.ledger) + rowSlotBytes*float64(m.slots) + rowBase
-	return int64(min(raceNeed*n, math.MaxInt64/2))
+	if s.Alloc == "go" {
+		n *= raceGoNeed
+	}
+	return int64(min(n, math.MaxInt64/2))
 }
 
 // reservation returns the memory a row of s reserves of budget, or an

@@ -5,4 +5,4 @@ package rows
 // raceEnabled: this is a build with the race detector (race_on.go).
 const raceEnabled = false
 
-const raceNeed = 1
+const raceGoNeed = 1
