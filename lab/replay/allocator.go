@@ -14,6 +14,7 @@ import (
 	"github.com/carvelab/carve/fit"
 	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
 	"github.com/carvelab/carve/sizeclass"
 )
@@ -210,6 +211,7 @@ type goHeap struct {
 	gogc             int   // NewGoHeap's; 0: the runtime's own collector
 	goal             int64 // the heap's bytes of objects that start the next collection
 	prevGOGC         int   // the process's GOGC before NewGoHeap, set back by Close
+	byProgram        bool  // NewProgramGoHeap's: it collects where the program did
 	samples          []metrics.Sample
 }
 
@@ -290,6 +292,29 @@ func NewGoHeap(gogc int) Allocator {
 	return g
 }
 
+// NewProgramGoHeap returns the Go heap with its collections where the
+// program's were: the process's own collector is off, as for NewGoHeap,
+// and a full collection runs at each end of a mark in the trace (Collect,
+// which the replay calls there after the frees the trace moved to it:
+// trace.MoveFrees), and nowhere else, so that after each the heap holds
+// what the program's held. For a trace with collections only: without
+// them the heap never collects.
+func NewProgramGoHeap() Allocator {
+	g := newGoHeap()
+	g.prevGOGC = debug.SetGCPercent(-1)
+	g.gogc, g.byProgram = 100, true
+	runtime.GC()
+	return g
+}
+
+// Collect runs a full collection at the end of the program's collection
+// c (Collector), for a heap of NewProgramGoHeap.
+func (g *goHeap) Collect(trace.GoCycle) {
+	if g.byProgram {
+		runtime.GC()
+	}
+}
+
 // setGoal sets the goal of the next collection from the heap's objects,
 // used bytes, just after one.
 func (g *goHeap) setGoal(used int64) {
@@ -325,7 +350,7 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 // the heap's at every event, not only at samples.
 func (g *goHeap) Footprint() int64 {
 	fp, used := g.bytes()
-	if g.gogc > 0 && used-g.baseUsed-g.own >= g.goal {
+	if g.gogc > 0 && !g.byProgram && used-g.baseUsed-g.own >= g.goal {
 		// The heap reached its goal: the collection the pacer aims for,
 		// here and now (see NewGoHeap).
 		runtime.GC()

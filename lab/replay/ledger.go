@@ -116,6 +116,9 @@ type ledger struct {
 	bi    int              // the current event's index in its batch
 	marks []int64          // Options.Marks not reached yet
 
+	goCycles  []trace.GoCycle // the source's collections reached so far
+	collector Collector       // the engine's allocator, if it collects at them
+
 	series      series
 	pointLive   int64 // the most live memory since the last series point
 	pointEvents int64 // the events since then
@@ -201,12 +204,48 @@ func (l *ledger) replay(src trace.Source) (Result, error) {
 	return l.res, err
 }
 
+// cycleSource is a source that says where its Go program's collections'
+// marks ended (trace.MoveFrees's): those reached so far, shared.
+type cycleSource interface {
+	GoCycles() []trace.GoCycle
+}
+
+// A Collector is an allocator whose collections are the trace's own: at
+// the end of each collection's mark in the trace, after the frees the
+// trace moved there (trace.MoveFrees), the replay calls Collect, and the
+// allocator collects there (NewProgramGoHeap).
+type Collector interface {
+	Collect(c trace.GoCycle)
+}
+
+// cycles books the collections whose mark ended after the events replayed
+// so far: the live memory there is the marked heap, as the trace's
+// objects count it; a Collector collects.
+func (l *ledger) cycles() {
+	for len(l.res.Cycles) < len(l.goCycles) && l.goCycles[len(l.res.Cycles)].End <= l.res.Events {
+		c := l.goCycles[len(l.res.Cycles)]
+		l.res.Cycles = append(l.res.Cycles, Cycle{Event: l.res.Events, Live: l.live, Marked: c.Marked, Goal: c.Goal})
+		l.res.PeakMarked = max(l.res.PeakMarked, l.live)
+		if l.collector != nil {
+			l.collector.Collect(c)
+		}
+	}
+}
+
 func (l *ledger) read(src trace.Source) error {
 	buf := make([]trace.Event, 4096)
 	l.pos, _ = src.(trace.Positioned)
+	cs, _ := src.(cycleSource)
 	for {
 		n, err := src.Read(buf)
+		if cs != nil {
+			l.goCycles = cs.GoCycles()
+			l.cycles()
+		}
 		for i, e := range buf[:n] {
+			if l.goCycles != nil {
+				l.cycles()
+			}
 			l.bi = i
 			l.n++
 			l.res.Events++
@@ -225,6 +264,7 @@ func (l *ledger) read(src trace.Source) error {
 			l.opt.Progress.Add(int64(n))
 		}
 		if err == io.EOF {
+			l.cycles()
 			return nil
 		}
 		if err != nil {

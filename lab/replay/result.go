@@ -121,6 +121,17 @@ type Result struct {
 	//   PeakRatio            #4: PeakFootprint / PeakLive
 	AvgRatio, RatioAtPeakLive, RatioAtPeakFootprint, PeakRatio float64
 
+	// Cycles are the collections of a Go program's trace whose frees were
+	// moved to the ends of the marks that proved the objects dead
+	// (trace.MoveFrees), one for each mark end the replay reached, with
+	// the live memory there: the marked heap, as the trace's objects
+	// count it. PeakMarked is the largest of those. Live memory elsewhere
+	// is the bytes allocated and not yet known dead. Both are zero for a
+	// trace without collections, and for one whose frees stay at the
+	// sweep (its live memory then holds a cycle of garbage).
+	Cycles     []Cycle
+	PeakMarked int64
+
 	// Marks are the allocator's Stats after each of Options.Marks that the
 	// trace reached, with the live memory there.
 	Marks []Mark
@@ -138,6 +149,16 @@ type Result struct {
 	// Internal = End.Used - End.Live and External = End.Footprint -
 	// End.Used: the end's fragmentation split.
 	Internal, External int64
+}
+
+// Cycle is a Go program's collection in a replay: the event after which
+// its mark ended (counting from 1; 0 is before the first), the live
+// memory there, and the trace's own account of it: the bytes the mark
+// found (trace.GoCycle.Marked) and the goal set from them.
+type Cycle struct {
+	Event        int64
+	Live         int64
+	Marked, Goal uint64
 }
 
 // Mark is the state of a replay after one event.

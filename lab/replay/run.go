@@ -74,6 +74,7 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	l.collector, _ = a.(Collector)
 	r.l = l
 	return l.replay(src)
 }
