@@ -207,11 +207,13 @@ type goHeap struct {
 	baseFP, baseUsed int64 // goHeapBytes when the heap was made
 	live             int64
 	fp               int64
-	own              int64 // the replayer's bytes (SetReplayerBytes)
-	gogc             int   // NewGoHeap's; 0: the runtime's own collector
-	goal             int64 // the heap's bytes of objects that start the next collection
-	prevGOGC         int   // the process's GOGC before NewGoHeap, set back by Close
-	byProgram        bool  // NewProgramGoHeap's: it collects where the program did
+	own              int64   // the replayer's bytes (SetReplayerBytes)
+	gogc             int     // NewGoHeap's; 0: the runtime's own collector
+	goal             int64   // the heap's bytes of objects that start the next collection
+	prevGOGC         int     // the process's GOGC before NewGoHeap, set back by Close
+	byProgram        bool    // NewProgramGoHeap's: it collects where the program did
+	paced            bool    // NewPacedGoHeap's: its goals at the program's ratio
+	ratio            float64 // the program's last goal over marked heap; 0: none yet
 	samples          []metrics.Sample
 }
 
@@ -307,19 +309,46 @@ func NewProgramGoHeap() Allocator {
 	return g
 }
 
-// Collect runs a full collection at the end of the program's collection
-// c (Collector), for a heap of NewProgramGoHeap.
-func (g *goHeap) Collect(trace.GoCycle) {
-	if g.byProgram {
+// NewPacedGoHeap returns the Go heap with its collections paced by the
+// program's own: as NewGoHeap, a full collection when the heap's objects
+// reach the goal, but the goal after each collection is its marked heap
+// times the ratio of the program's last collection in the trace (its goal
+// over its marked heap, trace.GoCycle: 1 + GOGC/100, and more where the
+// program's stacks and globals count), or 1 + gogc/100 before the trace's
+// first. A heap that holds less than the program's (some of its objects
+// moved to carve memory) collects as the program's runtime would have
+// paced it, not where the program collected; on the program's own
+// objects it collects about where the program did.
+func NewPacedGoHeap(gogc int) Allocator {
+	g := NewGoHeap(gogc).(*goHeap)
+	g.paced = true
+	return g
+}
+
+// Collect is called at the end of the program's collection c
+// (Collector): a heap of NewProgramGoHeap collects there; one of
+// NewPacedGoHeap takes the program's ratio of goal to marked heap for
+// its next goals.
+func (g *goHeap) Collect(c trace.GoCycle) {
+	switch {
+	case g.byProgram:
 		runtime.GC()
+	case g.paced && c.Marked > 0 && c.Goal >= c.Marked:
+		g.ratio = float64(c.Goal) / float64(c.Marked)
 	}
 }
 
 // setGoal sets the goal of the next collection from the heap's objects,
-// used bytes, just after one.
+// used bytes, just after one: live × (1 + GOGC/100), or the program's
+// ratio for a paced heap, at least the runtime's minimum heap of 4 MiB ×
+// GOGC/100.
 func (g *goHeap) setGoal(used int64) {
 	live := max(used-g.baseUsed-g.own, 0)
-	g.goal = max(live+live*int64(g.gogc)/100, (4<<20)*int64(g.gogc)/100)
+	ratio := 1 + float64(g.gogc)/100
+	if g.ratio > 0 {
+		ratio = g.ratio
+	}
+	g.goal = max(int64(float64(live)*ratio), int64(float64(4<<20)*(ratio-1)))
 }
 
 // maxGoSlice is the most bytes the go row asks make([]byte, n) for: far

@@ -91,3 +91,27 @@ func TestProgramGoHeap(t *testing.T) {
 		t.Errorf("the pacer's collections: %d B of objects after the mark's end, want the garbage still held", u)
 	}
 }
+
+// TestPacedGoHeap: a paced heap takes the program's ratio of goal to
+// marked heap from each of its collections, and sets its own goals with
+// it; before the first, 1 + GOGC/100.
+func TestPacedGoHeap(t *testing.T) {
+	const mib = 1 << 20
+	g := NewPacedGoHeap(100).(*goHeap)
+	defer g.Close()
+	if g.goal < 4*mib {
+		t.Errorf("first goal %d, want at least the runtime's 4 MiB", g.goal)
+	}
+	g.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 150 * mib})
+	if g.ratio != 1.5 {
+		t.Errorf("ratio %g after a cycle of goal 150 over marked 100, want 1.5", g.ratio)
+	}
+	g.setGoal(g.baseUsed + g.own + 40*mib)
+	if g.goal != 60*mib {
+		t.Errorf("goal %d for 40 MiB marked, want 60 MiB", g.goal)
+	}
+	g.Collect(trace.GoCycle{Marked: 0, Goal: 8 * mib}) // no marked heap: no ratio
+	if g.ratio != 1.5 {
+		t.Errorf("ratio %g after a cycle without a marked heap, want it kept", g.ratio)
+	}
+}
