@@ -30,4 +30,33 @@
 // reallocated, and across a reallocation up to the smaller size. The
 // first failure stops the replay with a *Violation. RunBatch cannot see
 // the blocks and checks none.
+//
+// # The Go heap's collections
+//
+// A Go program's trace records its collections (trace.GoCycle), and its
+// frees, moved to the end of the mark that proved each object dead
+// (trace.MoveFrees), make the live memory at each mark's end the marked
+// heap (Result.Cycles, Result.PeakMarked). The Go heap's row collects in
+// one of three ways:
+//
+//   - NewProgramGoHeap: where the program did. A full collection at each
+//     mark's end, after the frees moved there, and nowhere else: the
+//     heap then holds what the program's held, and between two the
+//     garbage of the cycle, as the program's did.
+//   - NewPacedGoHeap: as the program's runtime would pace a heap that
+//     holds less (a what-if that moves types off the Go heap, whose
+//     collections cannot stay where the program's were). A full
+//     collection when the heap's objects reach the goal; the goal after
+//     each is its own marked heap times the ratio of the program's last
+//     collection in the trace, its goal over its marked heap (1 +
+//     GOGC/100, and more where stacks and globals count). A saving is
+//     taken against the Go heap paced by the same model, and the model's
+//     own error is the paced heap's peak against the program-collected
+//     one's, on the same trace.
+//   - NewGoHeap: at GOGC alone, for a trace without collections (a C
+//     program's, an old native trace) or another GOGC than the
+//     program's.
+//
+// None of them has the concurrent collector's overshoot: a program
+// allocates while its collector marks, and the heap then passes its goal.
 package replay
