@@ -445,6 +445,14 @@ func (w behind) OnGoHeap() bool {
 	return ok && m.OnGoHeap()
 }
 
+// Collect passes the program's collection on to the allocator behind,
+// when it is a Collector.
+func (w behind) Collect(c trace.GoCycle) {
+	if col, ok := w.a.(Collector); ok {
+		col.Collect(c)
+	}
+}
+
 // contains reports whether b lies inside the allocator behind, if it is a
 // Container; its blocks go unchecked (true) if it is not.
 func (w behind) contains(b []byte) bool {

@@ -367,6 +367,14 @@ func (a *rssStats) SetReplayerBytes(n int64) {
 	}
 }
 
+// Collect passes the program's collection through to a heap that
+// collects at them (replay.Collector).
+func (a *rssStats) Collect(c trace.GoCycle) {
+	if col, ok := a.Allocator.(replay.Collector); ok {
+		col.Collect(c)
+	}
+}
+
 // UseLabels and AllocLabeled pass the trace's labels through to a heap
 // that routes objects by them (replay.WithRoutes).
 func (a *rssStats) UseLabels(l *trace.Labels) {
