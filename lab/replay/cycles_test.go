@@ -115,3 +115,26 @@ func TestPacedGoHeap(t *testing.T) {
 		t.Errorf("ratio %g after a cycle without a marked heap, want it kept", g.ratio)
 	}
 }
+
+// TestCollectThrough: the wrappers in front of the Go heap pass the
+// program's collections to it.
+func TestCollectThrough(t *testing.T) {
+	g := NewPacedGoHeap(100)
+	defer g.Close()
+	pooled, err := WithPool(64, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed, err := WithRoutes([]Route{{Label: "T"}}, pooled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := routed.(Collector)
+	if !ok {
+		t.Fatal("a routed heap is not a Collector")
+	}
+	c.Collect(trace.GoCycle{Marked: 10 << 20, Goal: 25 << 20})
+	if r := g.(*goHeap).ratio; r != 2.5 {
+		t.Errorf("the heap behind took ratio %g, want 2.5", r)
+	}
+}
