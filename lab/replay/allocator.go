@@ -338,6 +338,35 @@ func (g *goHeap) Collect(c trace.GoCycle) {
 	}
 }
 
+// The ways the Go heap's collections are run (CollectedBy).
+const (
+	ByProgram = "program" // NewProgramGoHeap: where the program collected
+	ByPacing  = "paced"   // NewPacedGoHeap: at the program's ratio
+	ByGOGC    = "gogc"    // NewGoHeap: at GOGC alone
+)
+
+// CollectedBy returns how the Go heap of a, or the one behind its pools
+// and routes, is collected: ByProgram, ByPacing or ByGOGC; "" when a
+// does not allocate on the Go heap.
+func CollectedBy(a Allocator) string {
+	switch h := a.(type) {
+	case *goHeap:
+		switch {
+		case h.byProgram:
+			return ByProgram
+		case h.paced:
+			return ByPacing
+		}
+		return ByGOGC
+	case interface{ wrapped() Allocator }:
+		return CollectedBy(h.wrapped())
+	}
+	return ""
+}
+
+// wrapped returns the allocator behind a wrapper.
+func (w behind) wrapped() Allocator { return w.a }
+
 // setGoal sets the goal of the next collection from the heap's objects,
 // used bytes, just after one: live × (1 + GOGC/100), or the program's
 // ratio for a paced heap, at least the runtime's minimum heap of 4 MiB ×

@@ -52,6 +52,10 @@ type Job struct {
 	// Stride asks for the stride measurement instead of a replay: how far
 	// apart two malloc(16)s land (see Stride).
 	Stride bool `json:"stride,omitempty"`
+	// Cycles says that the trace records a Go program's collections and
+	// its frees were moved to them (trace.MoveFrees): the go row collects
+	// by them (Spec.NewAllocator).
+	Cycles bool `json:"cycles,omitempty"`
 }
 
 // child returns the command of a child process for spec: this program
@@ -226,7 +230,7 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(rw)
 	}
 	defer closer.Close()
-	res, peakRSS, err := childReplay(t, src, job.Spec, job.Options)
+	res, peakRSS, err := childReplay(t, src, job)
 	rw = rw.fill(t, res, err)
 	// The kernel's mark of a Go child counts the Go runtime and the
 	// replayer besides the allocator: it is reported, and the headline is
@@ -241,7 +245,8 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 // childReplay replays src, the events of t, in this, the child, process,
 // and returns the result and the peak RSS above the baseline taken just
 // before the replay.
-func childReplay(t traces.Trace, src trace.Source, s Spec, o Options) (replay.Result, int64, error) {
+func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int64, error) {
+	s, o := job.Spec, job.Options
 	if err := s.Available(); err != nil {
 		return replay.Result{}, 0, err
 	}
@@ -258,7 +263,7 @@ func childReplay(t traces.Trace, src trace.Source, s Spec, o Options) (replay.Re
 	if err != nil {
 		return replay.Result{}, 0, err
 	}
-	a, err := s.NewAllocator() // a real malloc's is an error: it replays in C
+	a, err := s.NewAllocator(job.Cycles) // a real malloc's is an error: it replays in C
 	if err != nil {
 		return replay.Result{}, 0, err
 	}

@@ -116,6 +116,12 @@ type Spec struct {
 	// Routes send the objects of a label (a Go type) to a pool or an
 	// arena in front of the allocator (replay.WithRoutes).
 	Routes []replay.Route `json:"routes,omitempty"`
+	// Paced makes the go row collect as the program's runtime would pace
+	// it (replay.NewPacedGoHeap) on a trace that records the program's
+	// collections, instead of where the program collected: the baseline
+	// of a what-if that moves types off the Go heap, which is paced so
+	// (see NewAllocator).
+	Paced bool `json:"paced,omitempty"`
 }
 
 // DefaultGOGC is the go row's GOGC unless Spec.GOGC says otherwise: the Go
@@ -123,11 +129,19 @@ type Spec struct {
 const DefaultGOGC = 100
 
 // Label is the row's name: "first-fit", "first-fit+pool(64,1024)", and
-// for the go row at another GOGC than 100, "go(gogc=50)".
+// for the go row at another GOGC than 100, "go(gogc=50)", paced,
+// "go(paced)".
 func (s Spec) Label() string {
 	name := s.Alloc
+	var params []string
 	if s.Alloc == "go" && s.GOGC != 0 && s.GOGC != DefaultGOGC {
-		name += "(gogc=" + strconv.Itoa(s.GOGC) + ")"
+		params = append(params, "gogc="+strconv.Itoa(s.GOGC))
+	}
+	if s.Alloc == "go" && s.Paced {
+		params = append(params, "paced")
+	}
+	if len(params) > 0 {
+		name += "(" + strings.Join(params, ",") + ")"
 	}
 	if len(s.Pools) > 0 {
 		var sizes []string
@@ -185,19 +199,33 @@ func (s Spec) Available() error {
 // one of carve's heaps, or the Go heap, behind its pools. It is the one
 // place a row's allocator is built. A real malloc is not built here: its
 // row runs in a child (see ServeChild).
-func (s Spec) NewAllocator() (replay.Allocator, error) {
+//
+// The go row replays in a process of its own, its collector run by the
+// replay, so that the row is the same from run to run; cycles says that
+// the trace records the program's collections and the frees were moved
+// to them (Job.Cycles). Then the go row collects where the program did
+// (replay.NewProgramGoHeap), unless it is a what-if (types routed off the
+// Go heap, pools in front of it) or Paced: those are paced by the
+// program's ratio of goal to marked heap (replay.NewPacedGoHeap), and a
+// GOGC other than the default by that GOGC alone (replay.NewGoHeap), as
+// every go row on a trace without collections.
+func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 	if IsReal(s.Alloc) {
 		return nil, fmt.Errorf("%s runs in a child process of its own, not in this one", s.Alloc)
 	}
 	var a replay.Allocator
 	var err error
-	if s.Alloc == "go" {
-		// Its collector run where GOGC aims it, so that the row is the
-		// same from run to run (replay.NewGoHeap); the go row replays in
-		// a process of its own.
+	switch {
+	case s.Alloc != "go":
+		if a, err = replay.New(s.Alloc); err != nil {
+			return nil, err
+		}
+	case !cycles || s.GOGC != 0 && s.GOGC != DefaultGOGC:
 		a = replay.NewGoHeap(s.gogc())
-	} else if a, err = replay.New(s.Alloc); err != nil {
-		return nil, err
+	case s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0:
+		a = replay.NewPacedGoHeap(s.gogc())
+	default:
+		a = replay.NewProgramGoHeap()
 	}
 	for _, p := range s.Pools {
 		pooled, err := replay.WithPool(p, a)

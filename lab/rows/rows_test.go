@@ -58,8 +58,52 @@ func TestSpecLabel(t *testing.T) {
 	if got := (Spec{Alloc: "first-fit", Pools: []int{64, 1024}}).Label(); got != "first-fit+pool(64,1024)" {
 		t.Errorf("Label = %q", got)
 	}
-	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(); err == nil {
+	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(false); err == nil {
 		t.Error("NewAllocator(glibc) built a real malloc in this process")
+	}
+	for _, tc := range []struct {
+		s    Spec
+		want string
+	}{
+		{Spec{Alloc: "go"}, "go"},
+		{Spec{Alloc: "go", GOGC: 50}, "go(gogc=50)"},
+		{Spec{Alloc: "go", Paced: true}, "go(paced)"},
+		{Spec{Alloc: "go", GOGC: 200, Paced: true, Routes: []replay.Route{{Label: "T"}}}, "go(gogc=200,paced)+pool(type=T)"},
+	} {
+		if got := tc.s.Label(); got != tc.want {
+			t.Errorf("%+v: Label = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestGoRowCollections: the go row on a trace with the program's
+// collections collects where the program did, a what-if or a paced row
+// as the program's ratio paces it, another GOGC by that GOGC; without
+// collections, by GOGC.
+func TestGoRowCollections(t *testing.T) {
+	route := []replay.Route{{Label: "T"}}
+	for _, tc := range []struct {
+		s      Spec
+		cycles bool
+		want   string // the replay constructor's heap
+	}{
+		{Spec{Alloc: "go"}, true, "program"},
+		{Spec{Alloc: "go", Paced: true}, true, "paced"},
+		{Spec{Alloc: "go", Routes: route}, true, "paced"},
+		{Spec{Alloc: "go", Pools: []int{64}}, true, "paced"},
+		{Spec{Alloc: "go", GOGC: 50}, true, "gogc"},
+		{Spec{Alloc: "go"}, false, "gogc"},
+		{Spec{Alloc: "go", Paced: true, Routes: route}, false, "gogc"},
+	} {
+		a, err := tc.s.NewAllocator(tc.cycles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := replay.CollectedBy(a)
+		a.Close()
+		if got != tc.want {
+			t.Errorf("%s, cycles %v: collects by %q, want %q", tc.s.Label(), tc.cycles, got, tc.want)
+		}
 	}
 }
 

@@ -188,7 +188,7 @@ func replayRow(t traces.Trace, s Spec, o Options, prog *Progress, measured func(
 		return replayInChild(t, s, o, prog, limit)
 	}
 	res, err := func() (replay.Result, error) {
-		a, err := s.NewAllocator()
+		a, err := s.NewAllocator(false) // not the go row: it replays in a child
 		if err != nil {
 			return replay.Result{}, err
 		}
