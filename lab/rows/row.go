@@ -12,8 +12,13 @@ import (
 // --format json). Version 2 has one headline for every row, peak RSS /
 // peak live; a real malloc's footprint with its start-up figure
 // subtracted; and fragmentation at the end only where live memory is
-// still a meaningful share of its peak (see docs/json.md).
-const Schema = "carve.replay/v2"
+// still a meaningful share of its peak. Version 3 adds, for a Go
+// program's trace that records its collections, the marked heap after
+// each and its peak, the headline over it, and how the go row collected;
+// such a trace's frees are moved to the marks that proved the objects
+// dead, so its peak live is of the bytes not yet known dead (see
+// docs/json.md).
+const Schema = "carve.replay/v3"
 
 // Row is one allocator's replay of one trace, as every format prints it.
 // The JSON field names are part of the versioned schema (Schema): fields
@@ -84,6 +89,29 @@ type Row struct {
 	// largest live memory and footprint of the events each stands for,
 	// and the resident bytes sampled.
 	Series []replay.Point `json:"series,omitempty"`
+
+	// For a Go program's trace that records its collections, its frees
+	// moved to the ends of the marks that proved the objects dead
+	// (trace.MoveFrees): PeakMarked is the largest marked heap, the live
+	// bytes at a mark's end (PeakLive then counts the bytes allocated and
+	// not yet known dead), MarkedRatio = PeakRSS / PeakMarked the
+	// headline over it, and Cycles the marked heap after each collection.
+	// Collected says how the go row collected: replay.ByProgram,
+	// ByPacing or ByGOGC.
+	PeakMarked  int64   `json:"peak_marked_heap,omitempty"`
+	MarkedRatio float64 `json:"peak_rss_over_peak_marked_heap,omitempty"`
+	Cycles      []Cycle `json:"cycles,omitempty"`
+	Collected   string  `json:"collected,omitempty"`
+}
+
+// Cycle is one collection of a Go program in a row's replay: the event
+// after which its mark ended, the marked heap there as the trace's
+// objects count it, and the runtime's own count and the goal it set.
+type Cycle struct {
+	Event         int64  `json:"event"`
+	Marked        int64  `json:"marked_heap"`
+	RuntimeMarked uint64 `json:"runtime_marked_heap"`
+	Goal          uint64 `json:"goal"`
 }
 
 // Phase is the state at the end of one phase of a generated trace.
@@ -141,6 +169,10 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 	for i, m := range res.Marks {
 		rw.Phases = append(rw.Phases, Phase{Name: t.Phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
 	}
+	rw.PeakMarked = res.PeakMarked
+	for _, c := range res.Cycles {
+		rw.Cycles = append(rw.Cycles, Cycle{Event: c.Event, Marked: c.Live, RuntimeMarked: c.Marked, Goal: c.Goal})
+	}
 	rw.setRSS(0)
 	return rw
 }
@@ -155,9 +187,12 @@ const NoRSS = "its RSS never rose a page above its baseline: the trace's live by
 func (rw *Row) setRSS(hwm int64) {
 	rw.PeakRSSHWM = hwm
 	rw.PeakRSS = max(rw.PeakResident, hwm)
-	rw.RSSRatio, rw.RSSNote = 0, ""
+	rw.RSSRatio, rw.RSSNote, rw.MarkedRatio = 0, "", 0
 	if rw.PeakLive > 0 {
 		rw.RSSRatio = float64(rw.PeakRSS) / float64(rw.PeakLive)
+	}
+	if rw.PeakMarked > 0 {
+		rw.MarkedRatio = float64(rw.PeakRSS) / float64(rw.PeakMarked)
 	}
 	if rw.PeakLive > 0 && rw.PeakRSS == 0 && rw.Error == "" {
 		rw.RSSNote = NoRSS
