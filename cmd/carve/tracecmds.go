@@ -160,6 +160,7 @@ var statsCommand = &command{
 					}
 					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
+				writeCycles(w, s.Cycles)
 				if len(s.Labels) > 0 {
 					fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")
 					return s.WriteLabels(w, 20)
@@ -195,11 +196,57 @@ func writeSummary(w io.Writer, label, format string, s trace.Summary) {
 		fmt.Fprintf(w, "Robson's worst cases for this peak live M and n = largest / smallest request (%.0f): first fit may need M × log2 n = %s, best fit M × n = %s\n",
 			float64(s.Largest)/float64(s.Smallest), bytesOf(uint64(min(ff, 1<<63))), bytesOf(uint64(min(bf, 1<<63))))
 	}
+	if len(s.Cycles) > 0 {
+		peak := 0
+		for i, c := range s.Cycles {
+			if c.Live > s.Cycles[peak].Live {
+				peak = i
+			}
+		}
+		c := s.Cycles[peak]
+		fmt.Fprintf(w, "marked heap: %s at its peak, after collection %d of %d (event %s); the runtime counted %s\n",
+			bytesOf(s.PeakMarked), peak+1, len(s.Cycles), text.Thousands(c.End), bytesOf(c.Marked))
+		fmt.Fprintln(w, "  (the marked heap is what a collection found reachable; peak live counts the bytes allocated and not yet known dead, each free moved to the end of the mark that proved its object dead)")
+	}
 	if s.UnknownFrees+s.UnknownReallocs+s.LiveAllocs == 0 {
 		fmt.Fprintln(w, "trace errors: none")
 	} else {
 		fmt.Fprintf(w, "trace errors: %s and %s of objects not live, %s of ids already live\n",
 			text.Count(s.UnknownFrees, "free"), text.Count(s.UnknownReallocs, "realloc"), text.Count(s.LiveAllocs, "allocation"))
+	}
+}
+
+// maxCycleLines is the most collections carve stats lists one a line: of
+// more, every k-th is listed, and the peak.
+const maxCycleLines = 100
+
+// writeCycles lists the marked heap after each collection: the trace's
+// objects' count and the runtime's.
+func writeCycles(w io.Writer, cs []trace.MarkedCycle) {
+	if len(cs) == 0 {
+		return
+	}
+	every := (len(cs) + maxCycleLines - 1) / maxCycleLines
+	peak := 0
+	for i, c := range cs {
+		if c.Live > cs[peak].Live {
+			peak = i
+		}
+	}
+	fmt.Fprint(w, "\ncollections: the marked heap after each, as the trace's objects count it and as the runtime did")
+	if every > 1 {
+		fmt.Fprintf(w, " (every %d of %d, and the peak)", every, len(cs))
+	}
+	fmt.Fprintf(w, "\n%6s %14s %12s %12s %12s\n", "#", "mark end", "marked", "runtime", "goal")
+	for i, c := range cs {
+		if i%every != 0 && i != peak && i != len(cs)-1 {
+			continue
+		}
+		goal := "-"
+		if c.Goal > 0 {
+			goal = bytesOf(c.Goal)
+		}
+		fmt.Fprintf(w, "%6d %14s %12s %12s %12s\n", i+1, text.Thousands(c.End), bytesOf(c.Live), bytesOf(c.Marked), goal)
 	}
 }
 
