@@ -14,6 +14,7 @@ import (
 
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/internal/text"
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 )
 
@@ -26,8 +27,15 @@ import (
 // to run (see rows.Row.ForStable) and names no best row.
 func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	head := []string{"allocator", "peak live"}
+	var marked int64 // a Go program's peak marked heap, the same in every row
+	for _, r := range t.Rows {
+		marked = max(marked, r.PeakMarked)
+	}
 	if !stable {
 		head = append(head, "peak RSS", "RSS/live")
+		if marked > 0 {
+			head = append(head, "RSS/marked")
+		}
 	}
 	head = append(head, "peak footprint", "fp/live", "avg fp/live", "frag. at end")
 	var phase string
@@ -76,6 +84,9 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 		c := []string{name, size.Format(r.PeakLive)}
 		if !stable {
 			c = append(c, size.Format(r.PeakRSS), ratio(r.RSSRatio))
+			if marked > 0 {
+				c = append(c, ratio(r.MarkedRatio))
+			}
 		}
 		c = append(c, footprint(r.PeakFootprint), ratio(r.PeakRatio), ratio(r.AvgRatio), frag)
 		if phase != "" {
@@ -130,6 +141,14 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
 	}
+	if marked > 0 {
+		fmt.Fprintf(w, "  marked heap: %s at its peak, what the program's collections found reachable; peak live counts the bytes allocated and not yet known dead\n", size.Format(marked))
+		for _, r := range t.Rows {
+			if r.Collected != "" {
+				fmt.Fprintf(w, "  %s collected %s\n", r.Allocator, collectedHow[r.Collected])
+			}
+		}
+	}
 	for _, r := range t.Rows {
 		if r.RSSNote != "" && !stable {
 			fmt.Fprintf(w, "  %s: no RSS/live: %s\n", r.Allocator, r.RSSNote)
@@ -147,6 +166,13 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// collectedHow says how the go row collected (rows.Row.Collected).
+var collectedHow = map[string]string{
+	replay.ByProgram: "where the program did: a full collection at each end of its marks",
+	replay.ByPacing:  "as the program's runtime would pace it: its marked heap times the program's ratio of goal to marked heap",
+	replay.ByGOGC:    "at GOGC, where its own pacer aims",
 }
 
 // sig3 writes v with three significant digits: 36.8, 245, 2080000.
