@@ -137,6 +137,19 @@
 // same bytes as before version 2. Version 1 files read as they always
 // did.
 //
+// Version 3 ("# carve trace v3") is version 2 with the Go program's
+// collections ([GoCycle], [Reader.GoCycles]):
+//
+//	G <mark start> <mark end> <marked bytes> <goal bytes>
+//
+// a collection whose mark began after <mark start> events of the trace and
+// ended after <mark end> (ends in order, none past the events before the
+// line), the bytes it found reachable, and the heap goal it set (0: not
+// reported). It is written where the collection's goal became known, just
+// after the mark's end. The Writer writes version 3 when it is given a
+// label table. A trace of version 2 or 1 has no collections: its frees
+// stay where the sweep made them (see [MoveFrees]).
+//
 // It keeps everything an Event holds. (A binary format was left out: the
 // native text parses in about twice the time it takes to split it into
 // lines, some 35 ns an event, and gzip brings it to about 3 bytes an

@@ -170,7 +170,7 @@ func ExampleSummary_WriteLabels() {
 	s, _ := trace.Summarize(r)
 	s.WriteLabels(os.Stdout, 0)
 	// Output:
-	// # carve trace v2
+	// # carve trace v3
 	// l 1 main.session ptrbytes=0 size=64
 	// a 2 64 @1
 	// l 2 uint8 ptrbytes=0 size=1

@@ -76,6 +76,14 @@ func fuzzFormat(f *testing.F, format Format) {
 	for _, s := range notATrace {
 		f.Add([]byte(s))
 	}
+	if format == Native {
+		// Version 3, with a collection: the Go golden trace converted.
+		in, err := os.ReadFile("testdata/labelled/go.trace.golden")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(in)
+	}
 	if format == Go {
 		// The golden trace cut short, and with a byte changed here and
 		// there: the reader must stop with an error, not a panic.

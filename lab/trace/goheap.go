@@ -94,6 +94,12 @@ type goHeapTaker interface {
 
 func (r *Reader) takeGoHeap() []GoHeapSample { return r.goHeap.take() }
 
+// goCycleTaker is a Source whose collections Copy takes as it reads: a
+// *Reader, or a type that embeds one.
+type goCycleTaker interface {
+	takeGoCycles() []GoCycle
+}
+
 // nativeGoHeap is the syntax of the native format's samples.
 const nativeGoHeap = `"g <heap objects bytes> <heap goal bytes>"`
 
@@ -134,18 +140,36 @@ func (w *Writer) GoHeap(s GoHeapSample) error {
 }
 
 // Copy writes the events of src to w, and, when src is a *Reader not
-// read before, the samples of the Go heap at their places (for a w of
-// version 2: see Writer.SetLabels, which must be given src's labels first
-// when src has them). It returns the number of events written, and the
+// read before, the samples of the Go heap and the program's collections
+// at their places (for a w of version 3: see Writer.SetLabels, which must
+// be given src's labels first when src has them). It returns the number of events written, and the
 // first error of src or w; it does not Flush w.
 func Copy(w *Writer, src Source) (int64, error) {
 	r, heap := src.(goHeapTaker)
 	heap = heap && w.labels != nil
-	var due []GoHeapSample // samples not written yet
+	cr, cycles := src.(goCycleTaker)
+	cycles = cycles && w.labels != nil
+	var due []GoHeapSample  // samples not written yet
+	var dueCycles []GoCycle // collections not written yet
 	if heap {
 		r.takeGoHeap()
 	}
+	if cycles {
+		cr.takeGoCycles()
+	}
 	start := w.events
+	// cycle writes the collections whose mark ended by the events written.
+	cycle := func(all bool) error {
+		for len(dueCycles) > 0 && (all || dueCycles[0].End <= w.events-start) {
+			c := dueCycles[0]
+			c.Start, c.End = start+min(c.Start, w.events-start), start+min(c.End, w.events-start)
+			if err := w.GoCycle(c); err != nil {
+				return err
+			}
+			dueCycles = dueCycles[1:]
+		}
+		return nil
+	}
 	buf := make([]Event, 4096)
 	for {
 		n, err := src.Read(buf)
@@ -158,12 +182,18 @@ func Copy(w *Writer, src Source) (int64, error) {
 				}
 			}
 		}
+		if cycles {
+			dueCycles = append(dueCycles, cr.takeGoCycles()...)
+		}
 		for _, e := range buf[:n] {
 			for len(due) > 0 && due[0].Events <= w.events-start {
 				if err := w.GoHeap(GoHeapSample{Events: w.events, Objects: due[0].Objects, Goal: due[0].Goal}); err != nil {
 					return w.events - start, err
 				}
 				due = due[1:]
+			}
+			if err := cycle(false); err != nil {
+				return w.events - start, err
 			}
 			if err := w.Write(e); err != nil {
 				return w.events - start, err
@@ -174,6 +204,12 @@ func Copy(w *Writer, src Source) (int64, error) {
 				if werr := w.GoHeap(GoHeapSample{Events: w.events, Objects: s.Objects, Goal: s.Goal}); werr != nil {
 					return w.events - start, werr
 				}
+			}
+			if cycles {
+				dueCycles = append(dueCycles, cr.takeGoCycles()...)
+			}
+			if werr := cycle(true); werr != nil {
+				return w.events - start, werr
 			}
 			if err == io.EOF {
 				err = nil

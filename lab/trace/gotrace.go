@@ -102,7 +102,8 @@ type goState struct {
 	syncs                int
 	read                 int64 // events of the execution trace read
 
-	cur GoHeapSample // the metrics last reported
+	cur  GoHeapSample // the metrics last reported
+	mark goMark       // the collection being read
 }
 
 // goType is one type of a generation's table.
@@ -195,6 +196,9 @@ func (r *Reader) goStep() (err error) {
 	case err == io.EOF && !g.info && g.read > 0:
 		return fmt.Errorf("%s: %w", r.name, ErrNoGoHeap)
 	case err == io.EOF:
+		if err := r.goCycleDone(); err != nil {
+			return err
+		}
 		return io.EOF
 	case err != nil:
 		return r.goError(err)
@@ -210,7 +214,9 @@ func (r *Reader) goStep() (err error) {
 		g.collectQuiet()
 		return r.goSync(e.Sync())
 	case xtrace.EventMetric:
-		r.goMetric(e.Metric())
+		return r.goMetric(e.Metric())
+	case xtrace.EventRangeBegin, xtrace.EventRangeActive, xtrace.EventRangeEnd:
+		return r.goRange(e.Kind(), e.Range().Name)
 	case xtrace.EventExperimental:
 		return r.goExperimental(e.Experimental())
 	}
@@ -333,11 +339,12 @@ func (g *goState) readInfo(d []byte) error {
 	return nil
 }
 
-// goMetric keeps a sample of the heap's metrics.
-func (r *Reader) goMetric(m xtrace.Metric) {
+// goMetric keeps a sample of the heap's metrics, and notes it for the
+// collection being read.
+func (r *Reader) goMetric(m xtrace.Metric) error {
 	g := r.gotr
 	if m.Value.Kind() != xtrace.ValueUint64 {
-		return
+		return nil
 	}
 	switch m.Name {
 	case goObjectsMetric:
@@ -345,10 +352,11 @@ func (r *Reader) goMetric(m xtrace.Metric) {
 	case goGoalMetric:
 		g.cur.Goal = m.Value.Uint64()
 	default:
-		return
+		return nil
 	}
 	g.cur.Events = g.made
 	r.goHeap.add(g.cur)
+	return r.goMarkMetric(m.Name, m.Value.Uint64())
 }
 
 // goArgs is the number of arguments of each event of the experiment.

@@ -134,13 +134,13 @@ func TestLabelBomb(t *testing.T) {
 // TestNativeV2Errors: the lines of version 2, malformed, and version 2's
 // lines in a trace of version 1.
 func TestNativeV2Errors(t *testing.T) {
-	const h = "# carve trace v2\n"
+	const h, v3 = "# carve trace v2\n", "# carve trace v3\n"
 	tests := []struct {
 		name, text string
 		line       int64
 		what, want string
 	}{
-		{"v3", "# carve trace v3\n", 1, "header", "v1\" or \"# carve trace v2"},
+		{"v4", "# carve trace v4\n", 1, "header", "v2\" or \"# carve trace v3"},
 		{"label in v1", "# carve trace v1\nl 1 x\n", 2, "line", `"a", "f"`},
 		{"use in v1", "# carve trace v1\na 1 2 @1\n", 2, "alloc", "a <id> <size> [<align>]\""},
 		{"undefined", h + "a 1 2 @1\n", 2, "alloc", "defined before"},
@@ -155,6 +155,13 @@ func TestNativeV2Errors(t *testing.T) {
 		{"label on calloc, bad", h + "c 1 2 3 @\n", 2, "calloc", "[@<label>]"},
 		{"go heap", h + "g 1\n", 2, "go heap", "g <heap objects bytes>"},
 		{"go heap in v1", "# carve trace v1\ng 1 2\n", 2, "line", `"a", "f"`},
+		{"collection in v2", h + "a 1 2\nG 0 1 2 4\n", 3, "line", `"l" or "g"`},
+		{"collection, a field missing", v3 + "a 1 2\nG 0 1 2\n", 3, "collection", "G <mark start> <mark end> <marked bytes> <goal bytes>"},
+		{"collection, a word", v3 + "a 1 2\nG 0 1 x 4\n", 3, "collection", "G <mark start>"},
+		{"collection ending before it starts", v3 + "a 1 2\na 2 2\nG 2 1 2 4\n", 4, "collection", "starts at or before its end"},
+		{"collection past the events", v3 + "a 1 2\nG 0 2 2 4\n", 3, "collection", "by the 1 events read so far"},
+		{"collections out of order", v3 + "a 1 2\na 2 2\nG 0 2 2 4\nG 0 1 2 4\n", 5, "collection", "at or after the last one's"},
+		{"bad line in v3", v3 + "x 1\n", 2, "line", `"g" or "G"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,7 +215,7 @@ func TestWriterLabels(t *testing.T) {
 		t.Error("Write of a labelled free = nil error")
 	}
 	w.Flush()
-	want := "# carve trace v2\nl 1 main.session size=64\na 1 64 @1\na 2 64 @1\nf 1\n"
+	want := "# carve trace v3\nl 1 main.session size=64\na 1 64 @1\na 2 64 @1\nf 1\n"
 	if buf.String() != want {
 		t.Errorf("written:\n%s\nwant:\n%s", buf.String(), want)
 	}

@@ -14,8 +14,9 @@ import (
 const (
 	nativeHeader   = "# carve trace v1"
 	nativeHeaderV2 = "# carve trace v2"
+	nativeHeaderV3 = "# carve trace v3"
 	nativePrefix   = "# carve trace "
-	nativeHeaders  = `"# carve trace v1" or "# carve trace v2"`
+	nativeHeaders  = `"# carve trace v1", "# carve trace v2" or "# carve trace v3"`
 )
 
 // The syntax of the native lines, for errors.
@@ -33,12 +34,14 @@ const (
 	nativeMemalignV2 = `"m <id> <align> <size> [@<label>]"`
 	nativeLabel      = `"l <label> <name> [<key>=<value> ...]"`
 	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t", "l" or "g" and its fields, or "#" and a comment`
+	nativeAnyV3      = `a line "a", "f", "r", "c", "m", "t", "l", "g" or "G" and its fields, or "#" and a comment`
 )
 
 // nativeState is what the native parser keeps between lines.
 type nativeState struct {
 	header bool
-	v2     bool   // the header said v2: labels
+	v2     bool   // the header said v2 or v3: labels
+	v3     bool   // the header said v3: collections
 	thread uint32 // the thread of the events that follow
 	// labels maps the trace's label numbers to the Reader's (0: not
 	// defined); numbers go up to MaxLabels, so a slice serves.
@@ -54,8 +57,9 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		case !blank(line, len(nativeHeader)):
 			return false, r.headerError(line)
 		case hasAt(line, 0, nativeHeader):
-		case hasAt(line, 0, nativeHeaderV2):
+		case hasAt(line, 0, nativeHeaderV2), hasAt(line, 0, nativeHeaderV3):
 			r.native.v2 = true
+			r.native.v3 = hasAt(line, 0, nativeHeaderV3)
 			if r.labels == nil {
 				r.labels = &Labels{}
 			}
@@ -72,10 +76,7 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		return false, r.longError("line", line)
 	}
 	if len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
-		if r.native.v2 {
-			return false, r.syntaxError("line", nativeAnyV2, line)
-		}
-		return false, r.syntaxError("line", nativeAny, line)
+		return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
 	}
 	var (
 		id, a, b uint64
@@ -173,6 +174,10 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		if r.native.v2 {
 			return r.parseGoHeap(line)
 		}
+	case 'G':
+		if r.native.v3 {
+			return r.parseGoCycle(line)
+		}
 	}
 	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
 }
@@ -189,6 +194,9 @@ func (r *Reader) headerError(line []byte) error {
 
 // nativeSyntax returns the syntax of the trace's version: v1's or v2's.
 func (r *Reader) nativeSyntax(v1, v2 string) string {
+	if r.native.v3 && v2 == nativeAnyV2 {
+		return nativeAnyV3
+	}
 	if r.native.v2 {
 		return v2
 	}
@@ -417,7 +425,7 @@ func (w *Writer) writeHeader() {
 		return
 	}
 	if w.labels != nil {
-		w.buf = append(w.buf, nativeHeaderV2+"\n"...)
+		w.buf = append(w.buf, nativeHeaderV3+"\n"...)
 	} else {
 		w.buf = append(w.buf, nativeHeader+"\n"...)
 	}

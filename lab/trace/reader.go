@@ -48,6 +48,7 @@ type Reader struct {
 	stats  ReaderStats
 	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
 	goHeap goHeapSeries // the Go heap's metrics, of those traces
+	cycles goCycles     // a Go program's collections (GoCycles)
 
 	// Importers' state.
 	addrs  addrMap // live address -> ID
@@ -195,7 +196,7 @@ func NewReaderOptions(rd io.Reader, name string, opt ReaderOptions) (*Reader, er
 	case Native:
 		r.parse = (*Reader).parseNative
 		r.lines.fillAll()
-		if hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV2) {
+		if hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV2) || hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV3) {
 			r.labels = &Labels{}
 		}
 	case Go:
