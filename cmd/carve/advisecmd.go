@@ -46,6 +46,7 @@ types that hold pointers are listed as staying where they are.`,
 		budgetFlags(fs, &maxRequest, nil)
 		var tf traceFlags
 		tf.register(fs)
+		tf.registerFrees(fs)
 		return func(c *cli, args []string) error {
 			switch {
 			case len(args) != 1:

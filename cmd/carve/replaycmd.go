@@ -102,16 +102,48 @@ func (b *byteSize) Set(s string) error {
 // how a trace is read.
 type traceFlags struct {
 	maxGoGeneration byteSize
+	frees           freesWhere
 }
+
+// freesWhere is the value of --frees: "" is freesAtMark.
+type freesWhere string
+
+func (w *freesWhere) String() string { return string(*w) }
+
+func (w *freesWhere) Set(v string) error {
+	if v != freesAtMark && v != freesAtSweep {
+		return fmt.Errorf("want %s or %s", freesAtMark, freesAtSweep)
+	}
+	*w = freesWhere(v)
+	return nil
+}
+
+// The values of --frees.
+const (
+	freesAtMark  = traces.FreesAtMarkName
+	freesAtSweep = traces.FreesAtSweepName
+)
 
 func (f *traceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.maxGoGeneration, trace.MaxGoGenerationFlag, "bound the memory one generation of a Go execution trace may cost its reader "+
 		"("+trace.GoGenerationCost+") to `SIZE` (default "+size.Format(trace.DefaultMaxGoGeneration)+"; a reader holds up to two generations)")
 }
 
+// registerFrees registers --frees, for the commands that count a trace's
+// live memory.
+func (f *traceFlags) registerFrees(fs *flag.FlagSet) {
+	fs.Var(&f.frees, "frees", "`WHERE` a Go program's objects die, in a trace that records its collections: "+
+		freesAtMark+" (where the collection's mark proved them dead, so live is what the collector found) or "+
+		freesAtSweep+" (where the sweeper freed them, a cycle later, as the trace has them; default "+freesAtMark+")")
+}
+
 // resolve resolves a TRACE argument, read with the flags.
 func (f *traceFlags) resolve(arg string) (traces.Trace, error) {
-	return traces.ResolveOptions(arg, trace.ReaderOptions{MaxGoGeneration: int64(f.maxGoGeneration)})
+	t, err := traces.ResolveOptions(arg, trace.ReaderOptions{MaxGoGeneration: int64(f.maxGoGeneration)})
+	if err == nil && f.frees == freesAtSweep {
+		t = t.FreesAtSweep()
+	}
+	return t, err
 }
 
 // budgetFlags registers --max-request and --max-rss.
@@ -125,6 +157,7 @@ func budgetFlags(fs *flag.FlagSet, maxRequest, maxRSS *byteSize) {
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.traceFlags.register(fs)
+	f.traceFlags.registerFrees(fs)
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
 	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes, or the objects of a type (type=NAME, as a Go trace names it), in a dedicated pool in front of each allocator (repeat for more pools)")
 	fs.Var(&f.arenas, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")

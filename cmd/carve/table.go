@@ -149,6 +149,9 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 			}
 		}
 	}
+	if f := t.Trace.Frees().String(); f != "" {
+		fmt.Fprintf(w, "  frees: %s\n", f)
+	}
 	for _, r := range t.Rows {
 		if r.RSSNote != "" && !stable {
 			fmt.Fprintf(w, "  %s: no RSS/live: %s\n", r.Allocator, r.RSSNote)

@@ -130,13 +130,20 @@ var statsCommand = &command{
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var tf traceFlags
 		tf.register(fs)
+		tf.registerFrees(fs)
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
 			}
-			t, src, closer, err := openTrace(&tf, args[0])
+			t, err := tf.resolve(args[0])
 			if err != nil {
-				return err
+				return inputError{err}
+			}
+			// Spooled: a Go program's frees moved to its marks' ends.
+			t = t.Spooled()
+			src, closer, err := t.Open()
+			if err != nil {
+				return inputError{err}
 			}
 			defer closer.Close()
 			s, err := trace.SummarizeFrom(src)
@@ -153,6 +160,9 @@ var statsCommand = &command{
 			}
 			return o.written(func(w io.Writer) error {
 				writeSummary(w, t.Label, format, s)
+				if f := t.Frees().String(); f != "" {
+					fmt.Fprintf(w, "frees: %s\n", f)
+				}
 				fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
 				for k := range s.Sizes {
 					if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
@@ -206,7 +216,7 @@ func writeSummary(w io.Writer, label, format string, s trace.Summary) {
 		c := s.Cycles[peak]
 		fmt.Fprintf(w, "marked heap: %s at its peak, after collection %d of %d (event %s); the runtime counted %s\n",
 			bytesOf(s.PeakMarked), peak+1, len(s.Cycles), text.Thousands(c.End), bytesOf(c.Marked))
-		fmt.Fprintln(w, "  (the marked heap is what a collection found reachable; peak live counts the bytes allocated and not yet known dead, each free moved to the end of the mark that proved its object dead)")
+		fmt.Fprintln(w, "  (the marked heap is what a collection found reachable; peak live counts the bytes allocated and not yet known dead)")
 	}
 	if s.UnknownFrees+s.UnknownReallocs+s.LiveAllocs == 0 {
 		fmt.Fprintln(w, "trace errors: none")

@@ -207,7 +207,7 @@ func (l *ledger) replay(src trace.Source) (Result, error) {
 // cycleSource is a source that says where its Go program's collections'
 // marks ended (trace.MoveFrees's): those reached so far, shared.
 type cycleSource interface {
-	GoCycles() []trace.GoCycle
+	MarkEnds() []trace.GoCycle
 }
 
 // A Collector is an allocator whose collections are the trace's own: at
@@ -227,6 +227,10 @@ func (l *ledger) cycles() {
 		l.res.Cycles = append(l.res.Cycles, Cycle{Event: l.res.Events, Live: l.live, Marked: c.Marked, Goal: c.Goal})
 		l.res.PeakMarked = max(l.res.PeakMarked, l.live)
 		if l.collector != nil {
+			// Sampled first: a collector's heap peaks where it collects.
+			if st, err := l.eng.sample(); err == nil {
+				l.sampled(st)
+			}
 			l.collector.Collect(c)
 		}
 	}
@@ -239,7 +243,7 @@ func (l *ledger) read(src trace.Source) error {
 	for {
 		n, err := src.Read(buf)
 		if cs != nil {
-			l.goCycles = cs.GoCycles()
+			l.goCycles = cs.MarkEnds()
 			l.cycles()
 		}
 		for i, e := range buf[:n] {
@@ -496,6 +500,7 @@ func (l *ledger) sampled(st carve.Stats) {
 	}
 	l.resident = st.Resident
 	l.res.PeakResident = max(l.res.PeakResident, st.Resident)
+	l.res.PeakUsed = max(l.res.PeakUsed, st.Used)
 	l.res.End = st
 	if !l.perEvent {
 		l.point()

@@ -112,6 +112,10 @@ type Result struct {
 	PeakFootprintAt                    int64
 	// PeakResident is the largest Resident of the samples.
 	PeakResident int64
+	// PeakUsed is the largest Used of the samples: for the Go heap, its
+	// objects' bytes (/memory/classes/heap/objects:bytes), which peak
+	// where it collects; a Collector is sampled before each collection.
+	PeakUsed int64
 
 	// Johnstone and Wilson's four measures (ISMM 1998), as ratios of heap
 	// to live memory (1 is no fragmentation); 0 when the denominator is.

@@ -178,7 +178,7 @@ func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress, limit int6
 		src = &counted{Source: src, n: &prog.Events}
 	}
 	var got Row
-	if err := ask(Job{Trace: t.Label, Phases: t.Phases, Spec: s, Options: o}, src, limit, &got); err != nil {
+	if err := ask(Job{Trace: t.Label, Phases: t.Phases, Spec: s, Options: o, Cycles: t.FreesMoved()}, src, limit, &got); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindAllocator
 		return rw
 	}
@@ -208,6 +208,15 @@ func (c *counted) Position(i int) (string, int64) {
 }
 
 func (c *counted) Labels() *trace.Labels { return trace.LabelsOf(c.Source) }
+
+// MarkEnds passes the ends of the marks of a source of moved frees
+// through (trace.MoveFrees).
+func (c *counted) MarkEnds() []trace.GoCycle {
+	if m, ok := c.Source.(interface{ MarkEnds() []trace.GoCycle }); ok {
+		return m.MarkEnds()
+	}
+	return nil
+}
 
 // ServeChild is the child's side: it reads a Job from stdin, and the
 // events that follow it, does it, and writes the answer as JSON to

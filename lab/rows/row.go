@@ -60,6 +60,7 @@ type Row struct {
 	PeakFootprint       int64    `json:"peak_footprint"`
 	PeakFootprintAt     int64    `json:"peak_footprint_at_event"`
 	PeakResident        int64    `json:"peak_resident"`
+	PeakUsed            int64    `json:"peak_used"`
 	FootprintAtPeakLive int64    `json:"footprint_at_peak_live"`
 	LiveAtPeakFootprint int64    `json:"live_at_peak_footprint"`
 	AvgRatio            float64  `json:"jw1_avg_footprint_over_live"`
@@ -102,6 +103,9 @@ type Row struct {
 	MarkedRatio float64 `json:"peak_rss_over_peak_marked_heap,omitempty"`
 	Cycles      []Cycle `json:"cycles,omitempty"`
 	Collected   string  `json:"collected,omitempty"`
+	// Frees says where a Go program's trace had its frees
+	// (traces.Frees.Name): "mark" or "sweep"; "" for another trace.
+	Frees string `json:"frees,omitempty"`
 }
 
 // Cycle is one collection of a Go program in a row's replay: the event
@@ -153,7 +157,7 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 		return rw
 	}
 	rw.Events, rw.Ops, rw.NsPerOp, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TraceErrors
-	rw.PeakLive, rw.PeakFootprint, rw.PeakResident = res.PeakLive, res.PeakFootprint, res.PeakResident
+	rw.PeakLive, rw.PeakFootprint, rw.PeakResident, rw.PeakUsed = res.PeakLive, res.PeakFootprint, res.PeakResident, res.PeakUsed
 	rw.PeakFootprintAt = res.PeakFootprintAt
 	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
 	rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = res.AvgRatio, res.RatioAtPeakLive, res.RatioAtPeakFootprint, res.PeakRatio

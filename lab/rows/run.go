@@ -158,6 +158,13 @@ func Replay(t traces.Trace, s Spec, o Options, prog *Progress) Row {
 // replayRow replays one row of a run: t's measure (what its rows cost)
 // gives its reservation of the budget, which it waits for.
 func replayRow(t traces.Trace, s Spec, o Options, prog *Progress, measured func() measure) Row {
+	rw := replayRowIn(t, s, o, prog, measured)
+	rw.Frees = t.Frees().Name()
+	return rw
+}
+
+// replayRowIn is replayRow but for the row's Frees.
+func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured func() measure) Row {
 	name := t.Label + ": " + s.Label()
 	prog.start(name)
 	defer prog.done(name)

@@ -48,7 +48,7 @@ var ErrBirthOrder = errors.New("trace: the objects are not numbered in order of 
 // from their start, which MoveFrees reads ahead; cycles are the trace's
 // collections, all of them, in order (a trace's GoCycles once read
 // through). The Source returned is Positioned and labelled when main is
-// (a moved free is positioned at its own line), and its GoCycles and
+// (a moved free is positioned at its own line), and its MarkEnds and
 // GoHeap give the cycles' and samples' positions in the events it
 // returns: a cycle's End is after the frees moved to it, where the heap
 // holds what the mark found reachable. A trace without cycles is returned
@@ -124,12 +124,21 @@ func (m *freeMover) Position(i int) (string, int64) {
 	return m.names[i], m.lines[i]
 }
 
-// GoCycles returns the cycles whose mark end the events returned have
+// MarkEnds returns the cycles whose mark end the events returned have
 // reached, at their positions in those events: after a Read, a cycle's
 // End is at most the count of events returned, and at least the count
 // before that Read.
 // The slice is shared: the caller must not change it.
-func (m *freeMover) GoCycles() []GoCycle { return m.out[:len(m.out):len(m.out)] }
+func (m *freeMover) MarkEnds() []GoCycle { return m.out[:len(m.out):len(m.out)] }
+
+// Format returns main's format, for a main that tells it (Auto
+// otherwise).
+func (m *freeMover) Format() Format {
+	if f, ok := m.main.(interface{ Format() Format }); ok {
+		return f.Format()
+	}
+	return Auto
+}
 
 // GoHeap returns main's samples of the Go heap, those the events returned
 // have passed at their positions in them.

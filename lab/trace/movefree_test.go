@@ -89,7 +89,7 @@ func readMoved(t *testing.T, evs []Event, labels *Labels, cycles []GoCycle, samp
 				err = nil
 			}
 			m := src.(*freeMover)
-			return got, m.GoCycles(), m.GoHeap(), err
+			return got, m.MarkEnds(), m.GoHeap(), err
 		}
 	}
 }

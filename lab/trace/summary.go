@@ -91,9 +91,9 @@ type MarkedCycle struct {
 }
 
 // cycleSource is a Source that says where its collections' marks ended
-// (MoveFrees's): GoCycles returns those reached so far, shared.
+// (MoveFrees's): MarkEnds returns those reached so far, shared.
 type cycleSource interface {
-	GoCycles() []GoCycle
+	MarkEnds() []GoCycle
 }
 
 // LabelStat describes the objects of one label of a trace: for a Go
@@ -157,7 +157,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	for {
 		n, err := src.Read(batch)
 		if cs != nil {
-			cycles = cs.GoCycles()
+			cycles = cs.MarkEnds()
 			marked()
 		}
 		for _, e := range batch[:n] {

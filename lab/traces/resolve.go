@@ -31,6 +31,7 @@ type Trace struct {
 
 	open  func() (trace.Source, io.Closer, error)
 	spool *spool // the decoded events, once Spooled
+	sweep bool   // FreesAtSweep
 }
 
 // Open returns the trace's events from the start, and what to close when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/carvelab/carve/lab/trace"
@@ -33,6 +34,9 @@ import (
 //	recName, name      the file the events that follow come from
 //	recLabel, label    the next label of the table: its name, its
 //	                   attributes' count, each key and value
+//	recCycle, cycle    a Go program's collection whose mark ended at the
+//	                   events written so far (a stream's only): its
+//	                   start, end, marked bytes and goal, varints
 //	recEnd, message    the end: the message of the error that ended the
 //	                   trace, "" for its end
 //
@@ -42,6 +46,7 @@ const (
 	recEnd   = 0
 	recName  = 0x80
 	recLabel = 0x81
+	recCycle = 0x82
 
 	flagThread = 1 << 3
 	flagAlign  = 1 << 4
@@ -120,6 +125,15 @@ func (e *encoder) label(l trace.Label) {
 	e.labels++
 }
 
+// cycle writes a collection.
+func (e *encoder) cycle(c trace.GoCycle) {
+	e.w.WriteByte(recCycle)
+	e.uvarint(uint64(c.Start))
+	e.uvarint(uint64(c.End))
+	e.uvarint(c.Marked)
+	e.uvarint(c.Goal)
+}
+
 // end writes the end of the records: err is what ended the trace (nil or
 // io.EOF: its end).
 func (e *encoder) end(err error) error {
@@ -149,6 +163,9 @@ type decoder struct {
 	// value, so that errors.Is still matches it).
 	end    error
 	goHeap []trace.GoHeapSample
+	cycles []trace.GoCycle // a stream's, read so far
+	events int64           // the events read
+	format trace.Format    // a spool's trace's
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -206,6 +223,14 @@ func (d *decoder) Read(dst []trace.Event) (int, error) {
 			}
 		case c == recName:
 			d.name = d.str()
+		case c == recCycle:
+			g := trace.GoCycle{Start: int64(min(d.uvarint(), 1<<62)), End: int64(min(d.uvarint(), 1<<62)), Marked: d.uvarint(), Goal: d.uvarint()}
+			if d.err == nil && (g.Start > g.End || g.End > d.events || len(d.cycles) > 0 && g.End < d.cycles[len(d.cycles)-1].End || len(d.cycles) == trace.MaxGoCycles) {
+				d.err = fmt.Errorf("%w: a collection from %d to %d after %d events", errForm, g.Start, g.End, d.events)
+			}
+			if d.err == nil {
+				d.cycles = append(d.cycles, g)
+			}
 		case c == recLabel:
 			l := trace.Label{Name: d.str()}
 			for k := d.uvarint(); k > 0 && d.err == nil; k-- {
@@ -241,6 +266,7 @@ func (d *decoder) Read(dst []trace.Event) (int, error) {
 				break
 			}
 			d.line += delta
+			d.events++
 			dst[n] = e
 			d.lines = append(d.lines, d.line)
 			n++
@@ -270,18 +296,41 @@ func (d *decoder) Labels() *trace.Labels { return d.labels }
 // carried, as trace.Reader.GoHeap does.
 func (d *decoder) GoHeap() []trace.GoHeapSample { return d.goHeap }
 
+// MarkEnds returns the collections a stream carried, read so far, at
+// their places in its events: a stream of moved frees (trace.MoveFrees)
+// carries them (shared: the caller must not change them).
+func (d *decoder) MarkEnds() []trace.GoCycle { return d.cycles[:len(d.cycles):len(d.cycles)] }
+
+// Format returns the format the trace was read in, for a spool.
+func (d *decoder) Format() trace.Format { return d.format }
+
 // WriteStream writes src's events to w in the form ReadStream reads, with
-// the labels each event names before it and the positions of the events
-// when src tells them, to its end or to its first error, which the stream
-// carries too. It returns an error only when w fails.
+// the labels each event names before it, the positions of the events when
+// src tells them, and the collections of a source of moved frees at their
+// places (trace.MoveFrees), to its end or to its first error, which the
+// stream carries too. It returns an error only when w fails.
 func WriteStream(w io.Writer, src trace.Source) error {
 	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
 	pos, _ := src.(trace.Positioned)
 	labels := trace.LabelsOf(src)
+	cs, _ := src.(interface{ MarkEnds() []trace.GoCycle })
+	var cycles []trace.GoCycle
+	sent, written := 0, int64(0)
+	// cycle writes the collections whose mark ended by the events written.
+	cycle := func() {
+		for ; sent < len(cycles) && cycles[sent].End <= written; sent++ {
+			e.cycle(cycles[sent])
+		}
+	}
 	buf := make([]trace.Event, 4096)
 	for {
 		n, err := src.Read(buf)
+		if cs != nil {
+			cycles = cs.MarkEnds()
+		}
 		for i, ev := range buf[:n] {
+			cycle()
+			written++
 			for ev.Label != 0 && e.labels < int(ev.Label) && e.labels < labels.Len() {
 				l, _ := labels.Label(uint32(e.labels + 1))
 				e.label(l)
@@ -292,6 +341,7 @@ func WriteStream(w io.Writer, src trace.Source) error {
 			}
 			e.event(ev, name, line)
 		}
+		cycle()
 		if err != nil {
 			return e.end(err)
 		}
@@ -342,8 +392,13 @@ type spool struct {
 	size   int64
 	labels *trace.Labels
 	goHeap []trace.GoHeapSample
-	err    error // what ended the trace: nil for its end
-	open   error // the trace's Open failed: every Open fails so
+	cycles []trace.GoCycle // a Go program's collections
+	format trace.Format
+	// goProgram says the trace is a Go program's: a Go execution trace,
+	// or one with samples of the Go heap.
+	goProgram bool
+	err       error // what ended the trace: nil for its end
+	open      error // the trace's Open failed: every Open fails so
 }
 
 // Spooled returns t decoding its events once: the first Open reads the
@@ -357,14 +412,102 @@ type spool struct {
 // (a generator holds nothing a row would pay for twice), and so is one
 // already spooled. Where no temporary file can be written, each Open
 // decodes the trace again, as t's own does.
+//
+// A Go program's trace that records its collections (trace.GoCycle)
+// comes from a spool with its frees moved to the ends of the marks that
+// proved the objects dead (trace.MoveFrees), so that the live memory it
+// counts is what the program's collector would find, and the sources
+// say where the marks ended (MarkEnds); FreesAtSweep keeps them where
+// the trace has them.
 func (t Trace) Spooled() Trace {
 	if t.Generated || t.spool != nil || t.open == nil {
 		return t
 	}
 	s := &spool{decode: t.open}
 	t.spool = s
-	t.open = s.Open
+	sweep := t.sweep
+	t.open = func() (trace.Source, io.Closer, error) { return s.Open(sweep) }
 	return t
+}
+
+// FreesAtSweep returns t with a Go program's frees where its trace has
+// them, when the sweeper reached each object, once spooled: the live
+// memory then counts the garbage of a cycle (see Spooled).
+func (t Trace) FreesAtSweep() Trace {
+	t.sweep = true
+	if s := t.spool; s != nil {
+		t.open = func() (trace.Source, io.Closer, error) { return s.Open(true) }
+	}
+	return t
+}
+
+// FreesMoved reports whether t's spooled sources move a Go program's
+// frees to the ends of its marks: its trace records collections and
+// FreesAtSweep was not asked for. It is known once t has been opened.
+func (t Trace) FreesMoved() bool {
+	return t.Frees() == FreesMoved
+}
+
+// Frees says where the frees of a trace's objects are.
+type Frees int
+
+const (
+	// FreesAsRecorded: not a Go program's trace (or not yet opened).
+	FreesAsRecorded Frees = iota
+	// FreesMoved: at the ends of the marks that proved the objects dead.
+	FreesMoved
+	// FreesAtSweepAsked: at the sweep, as FreesAtSweep asked.
+	FreesAtSweepAsked
+	// FreesAtSweepNoCycles: at the sweep, the trace recording no
+	// collections.
+	FreesAtSweepNoCycles
+)
+
+// Frees says where t's spooled sources have the frees of its objects.
+// It is known once t has been opened.
+func (t Trace) Frees() Frees {
+	switch s := t.spool; {
+	case s == nil || !s.goProgram:
+		return FreesAsRecorded
+	case t.sweep:
+		return FreesAtSweepAsked
+	case len(s.cycles) == 0:
+		return FreesAtSweepNoCycles
+	}
+	return FreesMoved
+}
+
+// The names of where the frees are, as carve's --frees and the replay
+// JSON's "frees" give them.
+const (
+	FreesAtMarkName  = "mark"
+	FreesAtSweepName = "sweep"
+)
+
+// Name returns FreesAtMarkName or FreesAtSweepName ("" for
+// FreesAsRecorded).
+func (f Frees) Name() string {
+	switch f {
+	case FreesMoved:
+		return FreesAtMarkName
+	case FreesAtSweepAsked, FreesAtSweepNoCycles:
+		return FreesAtSweepName
+	}
+	return ""
+}
+
+// String says where the frees are and what that means for live memory,
+// for the reader of a table ("" for FreesAsRecorded).
+func (f Frees) String() string {
+	switch f {
+	case FreesMoved:
+		return "each at the end of the collection's mark that proved its object dead: live memory is what the collector would find"
+	case FreesAtSweepAsked:
+		return "where the sweeper made them, a cycle after the mark that proved each object dead (--frees=sweep): live memory counts a cycle of garbage"
+	case FreesAtSweepNoCycles:
+		return "where the sweeper made them, a cycle after the mark that proved each object dead: live memory counts a cycle of garbage (the trace records no collections: record it again, or convert its Go execution trace, with this carve)"
+	}
+	return ""
 }
 
 // fill decodes the trace into the spool.
@@ -419,11 +562,19 @@ func (s *spool) fill() {
 	if g, ok := src.(interface{ GoHeap() []trace.GoHeapSample }); ok {
 		s.goHeap = g.GoHeap()
 	}
+	if c, ok := src.(interface{ GoCycles() []trace.GoCycle }); ok {
+		s.cycles = slices.Clone(c.GoCycles())
+	}
+	if f, ok := src.(interface{ Format() trace.Format }); ok {
+		s.format = f.Format()
+	}
+	s.goProgram = s.format == trace.Go || len(s.goHeap) > 0 || len(s.cycles) > 0
 }
 
 // Open returns a reader of the spool, decoding the trace first if this is
-// the first Open.
-func (s *spool) Open() (trace.Source, io.Closer, error) {
+// the first Open; with its frees moved to the ends of the marks unless
+// sweep (see Spooled).
+func (s *spool) Open(sweep bool) (trace.Source, io.Closer, error) {
 	s.once.Do(s.fill)
 	switch {
 	case s.open != nil:
@@ -431,9 +582,17 @@ func (s *spool) Open() (trace.Source, io.Closer, error) {
 	case s.held == nil:
 		return s.decode()
 	}
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, end: s.err}
+	if sweep || len(s.cycles) == 0 {
+		return s.decoder(), io.NopCloser(nil), nil
+	}
+	return trace.MoveFrees(s.decoder(), s.decoder(), s.cycles), io.NopCloser(nil), nil
+}
+
+// decoder returns a decoder of the spool's events from their start.
+func (s *spool) decoder() *decoder {
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, end: s.err, format: s.format}
 	if d.end == nil {
 		d.end = io.EOF
 	}
-	return d, io.NopCloser(nil), nil
+	return d
 }
