@@ -238,7 +238,8 @@ func MarkBest(rs []Row) int {
 func (rw Row) ForStable() Row {
 	rw.Stable, rw.Best, rw.RSSNote = true, false, ""
 	rw.NsPerOp, rw.PeakResident, rw.PeakRSS, rw.RSSRatio, rw.PeakRSSHWM, rw.StartupRSS = 0, 0, 0, 0, 0, 0
-	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_above_baseline, startup_rss, the resident bytes of phases and series"
+	rw.MarkedRatio = 0
+	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_over_peak_marked_heap, peak_rss_above_baseline, startup_rss, the resident bytes of phases and series"
 	rw.Phases = append([]Phase(nil), rw.Phases...)
 	for i := range rw.Phases {
 		rw.Phases[i].Resident = 0
@@ -251,13 +252,14 @@ func (rw Row) ForStable() Row {
 		rw.PeakFootprint, rw.PeakFootprintAt, rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = 0, 0, 0, 0
 		rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = 0, 0, 0, 0
 		rw.Fragmentation, rw.Internal, rw.External, rw.StartupFootprint = nil, 0, 0, 0
+		rw.PeakUsed = 0
 		for i := range rw.Phases {
 			rw.Phases[i].Footprint = 0
 		}
 		for i := range rw.Series {
 			rw.Series[i].Footprint = 0
 		}
-		rw.Unstable += ", and the allocator's footprint and every figure made of it (a row in a process of its own)"
+		rw.Unstable += ", and the allocator's footprint, peak_used and every figure made of them (a row in a process of its own)"
 	}
 	return rw
 }

@@ -18,7 +18,7 @@ func (t Table) Verdict() string { return strings.Join(t.Findings(), "; ") }
 func (t Table) Findings() []string {
 	best := -1
 	for i, r := range t.Rows {
-		if r.Error == "" && r.RSSRatio > 0 && (best < 0 || r.RSSRatio < t.Rows[best].RSSRatio) {
+		if r.Error == "" && r.headline() > 0 && (best < 0 || r.headline() < t.Rows[best].headline()) {
 			best = i
 		}
 	}
@@ -27,7 +27,11 @@ func (t Table) Findings() []string {
 	}
 	b := t.Rows[best]
 	var s []string
-	s = append(s, fmt.Sprintf("lowest peak RSS / peak live: %s, %.3f (%s resident for %s live)", b.Allocator, b.RSSRatio, size.Format(b.PeakRSS), size.Format(b.PeakLive)))
+	if b.PeakMarked > 0 {
+		s = append(s, fmt.Sprintf("lowest peak RSS / peak marked heap: %s, %.3f (%s resident for a marked heap of %s)", b.Allocator, b.MarkedRatio, size.Format(b.PeakRSS), size.Format(b.PeakMarked)))
+	} else {
+		s = append(s, fmt.Sprintf("lowest peak RSS / peak live: %s, %.3f (%s resident for %s live)", b.Allocator, b.RSSRatio, size.Format(b.PeakRSS), size.Format(b.PeakLive)))
+	}
 	var others []string
 	for _, name := range []string{"glibc", "go"} {
 		r, ok := t.row(name)
@@ -36,7 +40,7 @@ func (t Table) Findings() []string {
 		case r.RSSNote != "":
 			others = append(others, fmt.Sprintf("%s -, %s", name, r.RSSNote))
 		default:
-			others = append(others, fmt.Sprintf("%s %.3f, %s", name, r.RSSRatio, compare(r.PeakRSS, b.PeakRSS, b.Allocator)))
+			others = append(others, fmt.Sprintf("%s %.3f, %s", name, r.headline(), compare(r.PeakRSS, b.PeakRSS, b.Allocator)))
 		}
 	}
 	s = append(s, others...)
@@ -116,4 +120,14 @@ func (t Table) lastPhase() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// headline returns the row's headline: peak RSS over the peak marked
+// heap for a Go program's trace whose frees were moved to its marks'
+// ends, over peak live otherwise.
+func (r Row) headline() float64 {
+	if r.PeakMarked > 0 {
+		return r.MarkedRatio
+	}
+	return r.RSSRatio
 }
