@@ -203,46 +203,7 @@ func FuzzMoveFrees(f *testing.F) {
 		if len(in) > 4096 {
 			return
 		}
-		labels := &Labels{}
-		stackL, _ := labels.Intern(Label{Name: goStackLabel})
-		var evs []Event
-		var live []uint64
-		var cycles []GoCycle
-		var samples []GoHeapSample
-		start := int64(-1)
-		id := uint64(0)
-		for i := 0; i < len(in); i++ {
-			b := in[i]
-			switch b % 6 {
-			case 0, 1:
-				id++
-				e := Event{Op: Alloc, ID: id, Size: uint64(b)}
-				if b%12 == 1 {
-					e.Label = stackL
-				}
-				evs = append(evs, e)
-				live = append(live, id)
-			case 2, 3:
-				if len(live) == 0 {
-					evs = append(evs, Event{Op: Free, ID: id + 7}) // unknown
-					continue
-				}
-				k := int(b/6) % len(live)
-				evs = append(evs, Event{Op: Free, ID: live[k]})
-				if b%12 != 3 { // sometimes freed twice
-					live = append(live[:k], live[k+1:]...)
-				}
-			case 4:
-				if start < 0 {
-					start = int64(len(evs))
-				} else {
-					cycles = append(cycles, GoCycle{Start: start, End: int64(len(evs)), Marked: uint64(b)})
-					start = -1
-				}
-			case 5:
-				samples = append(samples, GoHeapSample{Events: int64(len(evs)), Objects: uint64(b)})
-			}
-		}
+		evs, labels, cycles, samples := fuzzGoTrace(in)
 		got, gotCycles, gotSamples, err := readMoved(t, evs, labels, cycles, samples)
 		if err != nil {
 			t.Fatal(err)
@@ -258,6 +219,57 @@ func FuzzMoveFrees(f *testing.F) {
 			t.Fatalf("samples %v, want %v", gotSamples, wantSamples)
 		}
 	})
+}
+
+// fuzzGoTrace makes a Go program's trace of in, a byte an event: births
+// (some of goroutine stacks, some of type "T"), frees (some unknown,
+// some twice), the starts and ends of marks and samples of the Go heap.
+func fuzzGoTrace(in []byte) ([]Event, *Labels, []GoCycle, []GoHeapSample) {
+	labels := &Labels{}
+	stackL, _ := labels.Intern(Label{Name: goStackLabel})
+	typeL, _ := labels.Intern(Label{Name: "T"})
+	var evs []Event
+	var live []uint64
+	var cycles []GoCycle
+	var samples []GoHeapSample
+	start := int64(-1)
+	id := uint64(0)
+	for i := 0; i < len(in); i++ {
+		b := in[i]
+		switch b % 6 {
+		case 0, 1:
+			id++
+			e := Event{Op: Alloc, ID: id, Size: uint64(b)}
+			switch {
+			case b%12 == 1:
+				e.Label = stackL
+			case b%4 == 0:
+				e.Label = typeL
+			}
+			evs = append(evs, e)
+			live = append(live, id)
+		case 2, 3:
+			if len(live) == 0 {
+				evs = append(evs, Event{Op: Free, ID: id + 7}) // unknown
+				continue
+			}
+			k := int(b/6) % len(live)
+			evs = append(evs, Event{Op: Free, ID: live[k]})
+			if b%12 != 3 { // sometimes freed twice
+				live = append(live[:k], live[k+1:]...)
+			}
+		case 4:
+			if start < 0 {
+				start = int64(len(evs))
+			} else {
+				cycles = append(cycles, GoCycle{Start: start, End: int64(len(evs)), Marked: uint64(b)})
+				start = -1
+			}
+		case 5:
+			samples = append(samples, GoHeapSample{Events: int64(len(evs)), Objects: uint64(b)})
+		}
+	}
+	return evs, labels, cycles, samples
 }
 
 // TestSummaryMarked: a summary of moved frees counts, at each mark's end,

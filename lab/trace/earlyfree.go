@@ -1,0 +1,292 @@
+package trace
+
+import (
+	"container/heap"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Frees as early as the trace allows. A free moved to the end of the
+// mark that proved its object dead (MoveFrees) is the latest the object
+// can have died; the earliest is the later of its allocation and the
+// start of the mark before: an object the sweep of cycle N frees was not
+// found by N's mark, and Go's collector marks what was reachable when a
+// mark starts (and allocates black while it runs), so the object was
+// reachable at the start of N-1's mark if it was born before it, and may
+// have been dropped at once after that, or after its birth. A program
+// that frees its own memory when it drops it frees somewhere between the
+// two: near the early end for buffers and values replaced in place.
+//
+// EarlyFrees moves the frees of the objects whose label match accepts to
+// that earliest place, before the event that follows it; the other frees
+// stay where main has them. A free of an object born before the first
+// mark's end moves to its birth. Finding them takes a second reader of the
+// same events, lead, which reads up to two cycles ahead; what it holds is
+// the positions of the matched objects alive and the frees found and not
+// yet returned, 16 bytes each, at most MaxMovedFrees of each.
+
+// EarlyFrees returns the events of main, a source of frees moved to the
+// marks' ends (MoveFrees, or any Source whose MarkEnds says where its
+// marks ended), with the frees of the objects whose label match accepts
+// moved to the earliest place the trace allows (see above). lead must be
+// a second such Source of the same events from their start. The Source
+// returned is Positioned and labelled when main is, and its MarkEnds give
+// the cycles at their positions in the events it returns.
+func EarlyFrees(main, lead Source, match func(label uint32) bool) Source {
+	e := &earlyFreer{main: main, lead: lead, match: match, labels: LabelsOf(main),
+		born: map[uint64]int64{}, early: map[uint64]bool{}}
+	e.mainPos, _ = main.(Positioned)
+	e.leadPos, _ = lead.(Positioned)
+	e.leadEnds, _ = lead.(markEnder)
+	return e
+}
+
+// markEnder is a Source that says where its marks ended (MoveFrees's).
+type markEnder interface{ MarkEnds() []GoCycle }
+
+// earlyFree is a free found by the reader ahead: the object, the
+// position before which it is returned, and the line it came from.
+type earlyFree struct {
+	at   int64
+	id   uint64
+	line int64
+}
+
+// earlyFrees is a heap of frees, the earliest first.
+type earlyFrees []earlyFree
+
+func (h earlyFrees) Len() int { return len(h) }
+func (h earlyFrees) Less(i, j int) bool {
+	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].id < h[j].id
+}
+func (h earlyFrees) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *earlyFrees) Push(x any)   { *h = append(*h, x.(earlyFree)) }
+func (h *earlyFrees) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// earlyFreer is the Source EarlyFrees returns.
+type earlyFreer struct {
+	main, lead       Source
+	mainPos, leadPos Positioned
+	leadEnds         markEnder
+	match            func(uint32) bool
+	labels           *Labels
+	err              error // sticky
+
+	// The reader ahead: its batch, its position, its end, the matched
+	// objects alive (their birth's position), the frees found.
+	lbuf    []Event
+	li      int
+	lpos    int64
+	lerr    error
+	born    map[uint64]int64
+	pending earlyFrees
+
+	// The events returned: main's batch, its position, the objects whose
+	// free was returned early (their own is dropped), the position in the
+	// events returned, the cycles mapped to it.
+	mbuf  []Event
+	mi    int
+	mpos  int64
+	merr  error
+	early map[uint64]bool
+	opos  int64
+	out   []GoCycle
+	start []int64 // the mapped starts of the cycles, in order
+
+	name  string
+	lines []int64
+	names []string
+}
+
+func (e *earlyFreer) Labels() *Labels { return e.labels }
+
+func (e *earlyFreer) Position(i int) (string, int64) {
+	if i < 0 || i >= len(e.lines) {
+		return e.name, 0
+	}
+	return e.names[i], e.lines[i]
+}
+
+// MarkEnds returns the cycles whose mark end the events returned have
+// reached, at their positions in those events (shared).
+func (e *earlyFreer) MarkEnds() []GoCycle { return e.out[:len(e.out):len(e.out)] }
+
+// Format returns main's format, for a main that tells it.
+func (e *earlyFreer) Format() Format {
+	if f, ok := e.main.(interface{ Format() Format }); ok {
+		return f.Format()
+	}
+	return Auto
+}
+
+// ready reports whether the reader ahead has found every free that moves
+// before position q of main: it has passed the end of a mark that
+// started after q (a free it has not read moves no earlier than that
+// start), or the events' end.
+func (e *earlyFreer) ready(q int64) bool {
+	if e.lerr != nil && e.li == len(e.lbuf) {
+		return true
+	}
+	if e.leadEnds == nil {
+		return false
+	}
+	ends := e.leadEnds.MarkEnds()
+	for i := len(ends) - 1; i >= 0 && ends[i].End <= e.lpos; i-- {
+		if ends[i].Start > q {
+			return true
+		}
+		break
+	}
+	return false
+}
+
+// ahead reads one event of the reader ahead.
+func (e *earlyFreer) ahead() error {
+	if e.li == len(e.lbuf) {
+		if e.lbuf == nil {
+			e.lbuf = make([]Event, 4096)
+		}
+		n, err := e.lead.Read(e.lbuf[:cap(e.lbuf)])
+		e.lbuf, e.li, e.lerr = e.lbuf[:n], 0, err
+		if n == 0 && err == nil {
+			e.lerr = io.ErrNoProgress
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+	ev := e.lbuf[e.li]
+	var line int64
+	if e.leadPos != nil {
+		_, line = e.leadPos.Position(e.li)
+	}
+	e.li++
+	p := e.lpos
+	e.lpos++
+	switch {
+	case born(ev) && e.match(ev.Label):
+		if len(e.born) == MaxMovedFrees {
+			return fmt.Errorf("%w (more than %d objects alive whose frees move early)", ErrTooManyLive, MaxMovedFrees)
+		}
+		e.born[ev.ID] = p
+	case ev.Op == Free:
+		b, ok := e.born[ev.ID]
+		if !ok {
+			return nil
+		}
+		delete(e.born, ev.ID)
+		at := b + 1
+		if e.leadEnds != nil {
+			ends := e.leadEnds.MarkEnds()
+			// The mark before the one whose end this free is at: the
+			// last that ended at or before it.
+			if i := sort.Search(len(ends), func(i int) bool { return ends[i].End > p }); i > 0 {
+				at = max(at, ends[i-1].Start)
+			}
+		}
+		if at >= p {
+			return nil
+		}
+		if len(e.pending) == MaxMovedFrees {
+			return fmt.Errorf("%w (more than %d frees moved early and not yet reached)", ErrTooManyLive, MaxMovedFrees)
+		}
+		heap.Push(&e.pending, earlyFree{at: at, id: ev.ID, line: line})
+	}
+	return nil
+}
+
+// mapCycles maps the cycles whose start or end is at or before main's
+// position to the position in the events returned. The reader ahead
+// knows them: it has passed the end of a mark that started after main's
+// position (ready).
+func (e *earlyFreer) mapCycles() {
+	if e.leadEnds == nil {
+		return
+	}
+	ends := e.leadEnds.MarkEnds()
+	for len(e.start) < len(ends) && ends[len(e.start)].Start <= e.mpos {
+		e.start = append(e.start, e.opos)
+	}
+	for len(e.out) < len(ends) && ends[len(e.out)].End <= e.mpos {
+		c := ends[len(e.out)]
+		c.Start, c.End = e.start[len(e.out)], e.opos
+		e.out = append(e.out, c)
+	}
+}
+
+func (e *earlyFreer) Read(dst []Event) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	e.lines, e.names = e.lines[:0], e.names[:0]
+	n := 0
+	for n < len(dst) {
+		for !e.ready(e.mpos) {
+			if err := e.ahead(); err != nil {
+				e.err = fmt.Errorf("%s: %w", e.name, err)
+				return n, nil
+			}
+		}
+		if len(e.pending) > 0 && e.pending[0].at <= e.mpos {
+			f := heap.Pop(&e.pending).(earlyFree)
+			e.early[f.id] = true
+			dst[n] = Event{Op: Free, ID: f.id}
+			e.lines, e.names = append(e.lines, f.line), append(e.names, e.name)
+			n++
+			e.opos++
+			continue
+		}
+		if e.mi == len(e.mbuf) {
+			if e.merr != nil {
+				break
+			}
+			if e.mbuf == nil {
+				e.mbuf = make([]Event, 4096)
+			}
+			k, err := e.main.Read(e.mbuf[:cap(e.mbuf)])
+			e.mbuf, e.mi, e.merr = e.mbuf[:k], 0, err
+			if k == 0 {
+				if err == nil {
+					e.merr = io.ErrNoProgress
+				}
+				e.mapCycles()
+				break
+			}
+		}
+		e.mapCycles()
+		ev := e.mbuf[e.mi]
+		name, line := e.name, int64(0)
+		if e.mainPos != nil {
+			name, line = e.mainPos.Position(e.mi)
+			e.name = name
+		}
+		e.mi++
+		e.mpos++
+		if ev.Op == Free && e.early[ev.ID] {
+			delete(e.early, ev.ID)
+			continue
+		}
+		dst[n] = ev
+		e.lines, e.names = append(e.lines, line), append(e.names, name)
+		n++
+		e.opos++
+	}
+	if n > 0 {
+		return n, nil
+	}
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, e.merr
+}
+
+var (
+	_ Positioned    = (*earlyFreer)(nil)
+	_ LabeledSource = (*earlyFreer)(nil)
+)
