@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/lab/advise"
 	"github.com/carvelab/carve/lab/rows"
 )
 
@@ -68,14 +69,30 @@ func TestAdviseGoTrace(t *testing.T) {
 	var adv struct {
 		Schema  string `json:"schema"`
 		Base    string `json:"base"`
-		Tried   []struct{ Type string }
+		Tried   []struct {
+			Type            string
+			SavingLowBytes  int64 `json:"saving_low_bytes"`
+			SavingHighBytes int64 `json:"saving_high_bytes"`
+			Bounds          []advise.Bound
+		}
 		Refused []struct{ Type string }
+		Program *advise.Measured `json:"program_collected"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &adv); err != nil {
 		t.Fatal(err)
 	}
-	if adv.Schema != "carve.advise-types/v1" || adv.Base != "go" || len(adv.Tried) != 2 {
-		t.Fatalf("advice %+v: want carve.advise-types/v1 on go, 2 types tried", adv)
+	// The trace records the program's collections: the baseline is
+	// paced by the model, and every move has its bounds.
+	if adv.Schema != advise.TypesSchema || adv.Base != "go(paced)" || len(adv.Tried) != 2 {
+		t.Fatalf("advice %+v: want %s on go(paced), 2 types tried", adv, advise.TypesSchema)
+	}
+	for _, tr := range adv.Tried {
+		if len(tr.Bounds) != 2 || tr.SavingLowBytes > tr.SavingHighBytes {
+			t.Errorf("%s: bounds %+v, low %d, high %d: want a range for the pool and the arena", tr.Type, tr.Bounds, tr.SavingLowBytes, tr.SavingHighBytes)
+		}
+	}
+	if adv.Program == nil {
+		t.Errorf("no baseline collected where the program did")
 	}
 	refused := false
 	for _, r := range adv.Refused {

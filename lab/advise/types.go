@@ -41,6 +41,19 @@ import (
 // Go heap alone lower than its other GOGCs do (on the connection workload
 // its peak ranges over a third of its median), and that one GOGC should
 // not outvote the others.
+//
+// On a trace that records the program's collections (its frees moved to
+// the marks' ends: traces.Trace.Frees), a what-if cannot collect where
+// the program did, so the baseline and every what-if are paced by one
+// model (replay.NewPacedGoHeap: the program's ratio of goal to marked
+// heap, its excess over 1 scaled by GOGC/100 for the repeats), the saving
+// is taken between the two, and the model's error is measured: the paced
+// baseline against the Go heap collected where the program collected.
+// Each move is then replayed twice, its objects freed late (at the end
+// of the mark that proved them dead) and early (as early as the trace
+// allows: trace.EarlyFrees), which bound the saving of a program that
+// frees them itself. A median saving above what the moved bytes cost on
+// the Go heap (NoiseBound) is placement noise, never suggested.
 
 // GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
 // the least median saving of peak RSS a type is suggested for.
@@ -54,7 +67,7 @@ const (
 const MaxRepeats = 50
 
 // TypesSchema names the version of the JSON of a TypeAdvice.
-const TypesSchema = "carve.advise-types/v1"
+const TypesSchema = "carve.advise-types/v2"
 
 // TypeConfig is what to advise on for a labelled trace (a Go execution
 // trace), and how.
@@ -82,8 +95,20 @@ type TypeAdvice struct {
 	// GOGCs are the repeats' GOGCs, the row's first.
 	GOGCs   []int `json:"gogcs"`
 	Replays int   `json:"replays"`
-	// Baseline is the Go heap alone.
+	// Baseline is the Go heap alone: paced by the model (Paced) on a
+	// trace that records the program's collections, the what-ifs' own
+	// pacing, so that a saving is taken against the same model.
 	Baseline Measured `json:"baseline"`
+	// Paced says the trace records the program's collections: the frees
+	// moved to the marks' ends, the baseline and the what-ifs paced at
+	// the program's ratio (replay.NewPacedGoHeap), their repeats at
+	// GOGCs that move each collection by a fraction of a cycle; Program
+	// is the Go heap collected where the program collected, and
+	// ModelError the paced baseline's peak RSS at the row's GOGC less
+	// Program's: the model's own error.
+	Paced      bool      `json:"paced"`
+	Program    *Measured `json:"program_collected,omitempty"`
+	ModelError int64     `json:"model_error_bytes"`
 	// Tried are the candidates, the best saving first.
 	Tried []TypeTrial `json:"tried"`
 	// Suggested are the candidates that saved at Quorum of the GOGCs or
@@ -133,10 +158,34 @@ type TypeTrial struct {
 	SavingPercent         float64  `json:"saving_percent"`
 	Saved                 int      `json:"saved_at"`
 	Rule                  int64    `json:"rule_predicts"`
+	// With Paced, the saving is a range (Bounds, one per target; the
+	// target's Into first): SavingLowBytes when the moved objects are
+	// freed where the trace proves them dead (the late bound: Saving),
+	// SavingHighBytes when freed as early as the trace allows (the
+	// later of their birth and the start of the mark before: a program
+	// that frees them when it drops them).
+	SavingLowBytes  int64   `json:"saving_low_bytes"`
+	SavingHighBytes int64   `json:"saving_high_bytes"`
+	Bounds          []Bound `json:"bounds,omitempty"`
+	// NoiseBound is the most a move can save: the moved bytes at the
+	// peak × (1 + GOGC/100) plus their share of the baseline's peak RSS
+	// above its peak live. A median saving above it is PlacementNoise
+	// (where the re-paced collections fell), never suggested.
+	NoiseBound     int64 `json:"noise_bound_bytes"`
+	PlacementNoise bool  `json:"placement_noise,omitempty"`
 	// Sizes are, for a []byte's uint8 that is suggested, the sizes its
 	// objects come in, the most bytes allocated first: the pools the code
 	// makes.
 	Sizes []SizeCount `json:"sizes,omitempty"`
+}
+
+// Bound is a move's saving into one target, as a range: the median
+// saving with the objects freed late (where the trace proves them dead)
+// and early (as early as it allows).
+type Bound struct {
+	Into            string `json:"into"`
+	SavingLowBytes  int64  `json:"saving_low_bytes"`
+	SavingHighBytes int64  `json:"saving_high_bytes"`
 }
 
 // Refused is a type that cannot move to carve memory.
@@ -182,8 +231,11 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	if len(sum.Labels) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNoTypes, c.Trace.Label)
 	}
-	base := rows.Spec{Alloc: "go", GOGC: c.GOGC}
-	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats,
+	// A trace that records the program's collections has its frees at
+	// the marks' ends now that it has been opened.
+	paced := c.Trace.FreesMoved()
+	base := rows.Spec{Alloc: "go", GOGC: c.GOGC, Paced: paced}
+	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats, Paced: paced,
 		Tried: []TypeTrial{}, Suggested: []TypeTrial{}, Refused: []Refused{}}
 	var cands []TypeTrial
 	for _, l := range sum.Labels {
@@ -213,19 +265,26 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		adv.GOGCs = append(adv.GOGCs, max(c.GOGC+step, 1))
 	}
-	at := func(gogc int, route *replay.Route) rows.Spec {
-		s := rows.Spec{Alloc: "go", GOGC: gogc}
+	at := func(gogc int, route *replay.Route, early bool) rows.Spec {
+		s := rows.Spec{Alloc: "go", GOGC: gogc, Paced: paced && route == nil}
 		if route != nil {
-			s.Routes = []replay.Route{*route}
+			s.Routes, s.Early = []replay.Route{*route}, early
 		}
 		return s
 	}
 	var specs []rows.Spec
+	program := rows.Spec{Alloc: "go"} // collected where the program did
+	if paced {
+		specs = append(specs, program)
+	}
 	for _, g := range adv.GOGCs {
-		specs = append(specs, at(g, nil))
+		specs = append(specs, at(g, nil, false))
 		for _, cd := range cands {
 			for _, arena := range []bool{false, true} {
-				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}))
+				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}, false))
+				if paced {
+					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}, true))
+				}
 			}
 		}
 	}
@@ -240,17 +299,24 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		byLabel[r.Allocator] = r
 	}
 	// measure gathers a replay's rows over the GOGCs.
-	measure := func(route *replay.Route) Measured {
+	measure := func(route *replay.Route, early bool) Measured {
 		var rs []rows.Row
 		for _, g := range adv.GOGCs {
-			rs = append(rs, byLabel[at(g, route).Label()])
+			rs = append(rs, byLabel[at(g, route, early).Label()])
 		}
 		return median(rs)
 	}
-	adv.Baseline = measure(nil)
+	adv.Baseline = measure(nil, false)
+	if paced {
+		p := median([]rows.Row{byLabel[program.Label()]})
+		adv.Program = &p
+		if p.Error == "" && adv.Baseline.Error == "" {
+			adv.ModelError = adv.Baseline.Peaks[0] - p.PeakRSS
+		}
+	}
 	for _, cd := range cands {
-		inPool := measure(&replay.Route{Label: cd.Type})
-		inArena := measure(&replay.Route{Label: cd.Type, Arena: true})
+		pool, arena := replay.Route{Label: cd.Type}, replay.Route{Label: cd.Type, Arena: true}
+		inPool, inArena := measure(&pool, false), measure(&arena, false)
 		// A pool unless the arena is better at every GOGC: for objects
 		// that do not die in bursts an arena is a pool that never reuses.
 		cd.Measured, cd.Into = inPool, "pool"
@@ -259,19 +325,42 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		if cd.Error == "" && adv.Baseline.Error == "" {
 			var savings []int64
-			for i, p := range cd.Peaks {
-				savings = append(savings, adv.Baseline.Peaks[i]-p)
-			}
-			slices.Sort(savings)
+			cd.Saving, cd.SavingLow, cd.SavingHigh, savings = pairwise(adv.Baseline, cd.Measured)
 			for _, d := range savings {
 				if d > 0 {
 					cd.Saved++
 				}
 			}
-			cd.Saving, cd.SavingLow, cd.SavingHigh = savings[len(savings)/2], savings[0], savings[len(savings)-1]
 			cd.SavingRange = [2]int64{cd.SavingLow, cd.SavingHigh}
 			if adv.Baseline.PeakRSS > 0 {
 				cd.SavingPercent = 100 * float64(cd.Saving) / float64(adv.Baseline.PeakRSS)
+			}
+			// The most the move can save: what its bytes cost on the
+			// Go heap, and their share of the rest of its RSS.
+			cd.NoiseBound = int64(cd.Bytes) * int64(100+c.GOGC) / 100
+			if live := adv.Baseline.PeakLive; live > 0 && adv.Baseline.PeakRSS > live {
+				cd.NoiseBound += int64(float64(cd.Bytes) / float64(live) * float64(adv.Baseline.PeakRSS-live))
+			}
+			cd.PlacementNoise = cd.Saving > cd.NoiseBound
+			cd.SavingLowBytes, cd.SavingHighBytes = cd.Saving, cd.Saving
+		}
+		if paced && cd.Error == "" && adv.Baseline.Error == "" {
+			cd.Bounds = nil
+			for _, r := range []replay.Route{pool, arena} {
+				into := map[bool]string{false: "pool", true: "arena"}[r.Arena]
+				late, early := measure(&r, false), measure(&r, true)
+				if late.Error != "" || early.Error != "" {
+					continue
+				}
+				lo, _, _, _ := pairwise(adv.Baseline, late)
+				hi, _, _, _ := pairwise(adv.Baseline, early)
+				b := Bound{Into: into, SavingLowBytes: min(lo, hi), SavingHighBytes: max(lo, hi)}
+				if into == cd.Into {
+					cd.Bounds = append([]Bound{b}, cd.Bounds...)
+					cd.SavingLowBytes, cd.SavingHighBytes = b.SavingLowBytes, b.SavingHighBytes
+				} else {
+					cd.Bounds = append(cd.Bounds, b)
+				}
 			}
 		}
 		cd.Rule = int64(cd.Bytes) * int64(c.GOGC) / 100
@@ -284,10 +373,14 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 	}
 	adv.Assumes = []string{
-		"objects die where the trace frees them: at the sweep after the collection that found them unreachable, not when the program dropped them; in a pool they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
+		"objects die where the trace frees them: at the sweep after the collection that found them unreachable (the trace records no collections), not when the program dropped them; in a pool they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
 		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach live × (1 + GOGC/100): a concurrent collector's overshoot is left out; where the collections fall moves a peak, so every replay is made at GOGC %s, each figure is the median, and a saving is counted at the same GOGC", joinInts(adv.GOGCs)),
 		"a type's objects keep the sizes the trace gives them (their size classes); a pool of the type's own size would save the rounding too",
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
+	}
+	if paced {
+		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before), which a program that frees a buffer or value when it drops or replaces it comes near"
+		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal the program's runtime set: its marked heap times the program's ratio of goal to marked heap at its last collection (a concurrent collector's overshoot is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
 	}
 	for i, t := range adv.Suggested {
 		if t.Type == "uint8" && t.Into == "pool" {
@@ -358,7 +451,22 @@ func Quorum(n int) int { return (4*n + 4) / 5 }
 // suggested reports whether a trial measured over pairs pairs is
 // suggested: it saved at Quorum of them and MinTypeSaving in the median.
 func (t TypeTrial) suggested(pairs int) bool {
-	return t.Error == "" && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving
+	return t.Error == "" && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving && !t.PlacementNoise
+}
+
+// pairwise returns the savings of m against base at the same GOGC: their
+// median, least and most, and each, sorted.
+func pairwise(base, m Measured) (med, low, high int64, savings []int64) {
+	for i, p := range m.Peaks {
+		if i < len(base.Peaks) {
+			savings = append(savings, base.Peaks[i]-p)
+		}
+	}
+	if len(savings) == 0 {
+		return 0, 0, 0, nil
+	}
+	slices.Sort(savings)
+	return savings[len(savings)/2], savings[0], savings[len(savings)-1], savings
 }
 
 // ErrNoTypes is wrapped by AdviseTypes's error for a trace without
@@ -543,19 +651,36 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		ew.printf("\nthe Go heap failed on the trace: %s\n", a.Baseline.Error)
 		return ew.err
 	}
-	ew.printf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)\n\n", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
+	ew.printf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)\n", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
 		size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakRSS, a.Baseline.PeakLive))
+	if p := a.Program; p != nil && p.Error == "" {
+		ew.printf("  paced by the model; collected where the program collected: peak RSS %s, so the model's error is %s (%+.1f%%)\n",
+			size.Format(p.PeakRSS), signed(a.ModelError), 100*float64(a.ModelError)/float64(max(p.PeakRSS, 1)))
+	}
+	ew.printf("\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tthe GOGC rule predicts\t\n")
+	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tbounds: freed late to early\tat most\t\n")
 	for _, t := range a.Tried {
 		if t.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)\t%s to %s\t%d of %d\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
-			size.Format(t.Saving), t.SavingPercent, size.Format(t.SavingLow), size.Format(t.SavingHigh), t.Saved, len(a.GOGCs), size.Format(t.Rule))
+		bounds := "-"
+		if len(t.Bounds) > 0 {
+			bounds = signed(t.SavingLowBytes) + " to " + signed(t.SavingHighBytes)
+		}
+		noise := ""
+		if t.PlacementNoise {
+			noise = " noise"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)%s\t%s to %s\t%d of %d\t%s\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
+			signed(t.Saving), t.SavingPercent, noise, signed(t.SavingLow), signed(t.SavingHigh), t.Saved, len(a.GOGCs), bounds, size.Format(t.NoiseBound))
 	}
 	tw.Flush()
+	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
+	if a.Paced {
+		ew.printf("  bounds: the saving with the moved objects freed at the end of the mark that proved them dead (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
+	}
 	if len(a.Refused) > 0 {
 		ew.printf("\ntypes that hold pointers stay on the Go heap:\n")
 		for _, r := range a.Refused {
@@ -572,7 +697,11 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	}
 	ew.printf("\nsuggested (a saving at %s, %s or more in the median):\n", a.quorum(), size.Format(MinTypeSaving))
 	for _, t := range a.Suggested {
-		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%); the GOGC rule predicted %s\n", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent, size.Format(t.Rule))
+		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent)
+		if len(t.Bounds) > 0 {
+			ew.printf(", %s to %s as the program frees them late or early", size.Format(t.SavingLowBytes), size.Format(t.SavingHighBytes))
+		}
+		ew.printf("; the GOGC rule predicted %s\n", size.Format(t.Rule))
 	}
 	ew.printf("\n")
 	for line := range strings.Lines(a.Go) {
@@ -610,4 +739,12 @@ func Labelled(t traces.Trace) bool {
 		}
 	}
 	return false
+}
+
+// signed formats a saving that may be negative: "-1.20 MiB".
+func signed(n int64) string {
+	if n < 0 {
+		return "-" + size.Format(-n)
+	}
+	return size.Format(n)
 }

@@ -315,7 +315,9 @@ func NewProgramGoHeap() Allocator {
 // times the ratio of the program's last collection in the trace (its goal
 // over its marked heap, trace.GoCycle: 1 + GOGC/100, and more where the
 // program's stacks and globals count), or 1 + gogc/100 before the trace's
-// first. A heap that holds less than the program's (some of its objects
+// first. A gogc other than 100 scales the ratio's excess over 1 by
+// gogc/100, as the program at that GOGC would pace it: a gogc a little
+// apart from 100 moves each collection by a fraction of a cycle. A heap that holds less than the program's (some of its objects
 // moved to carve memory) collects as the program's runtime would have
 // paced it, not where the program collected; on the program's own
 // objects it collects about where the program did.
@@ -334,7 +336,7 @@ func (g *goHeap) Collect(c trace.GoCycle) {
 	case g.byProgram:
 		runtime.GC()
 	case g.paced && c.Marked > 0 && c.Goal >= c.Marked:
-		g.ratio = float64(c.Goal) / float64(c.Marked)
+		g.ratio = 1 + (float64(c.Goal)/float64(c.Marked)-1)*float64(g.gogc)/100
 	}
 }
 

@@ -122,6 +122,11 @@ type Spec struct {
 	// of a what-if that moves types off the Go heap, which is paced so
 	// (see NewAllocator).
 	Paced bool `json:"paced,omitempty"`
+	// Early frees the objects of the Routes' labels as early as the
+	// trace allows (traces.Trace.OpenEarly) on a trace whose frees are
+	// moved to the marks' ends: the early bound of the move, where the
+	// late one frees them at the end of the mark that proved them dead.
+	Early bool `json:"early,omitempty"`
 }
 
 // DefaultGOGC is the go row's GOGC unless Spec.GOGC says otherwise: the Go
@@ -150,11 +155,15 @@ func (s Spec) Label() string {
 		}
 		name += "+pool(" + strings.Join(sizes, ",") + ")"
 	}
+	early := ""
+	if s.Early {
+		early = ",early"
+	}
 	for _, r := range s.Routes {
 		if r.Arena {
-			name += "+arena(type=" + r.Label + ")"
+			name += "+arena(type=" + r.Label + early + ")"
 		} else {
-			name += "+pool(type=" + r.Label + ")"
+			name += "+pool(type=" + r.Label + early + ")"
 		}
 	}
 	return name
@@ -220,10 +229,10 @@ func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 		if a, err = replay.New(s.Alloc); err != nil {
 			return nil, err
 		}
+	case cycles && (s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0):
+		a = replay.NewPacedGoHeap(s.gogc())
 	case !cycles || s.GOGC != 0 && s.GOGC != DefaultGOGC:
 		a = replay.NewGoHeap(s.gogc())
-	case s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0:
-		a = replay.NewPacedGoHeap(s.gogc())
 	default:
 		a = replay.NewProgramGoHeap()
 	}

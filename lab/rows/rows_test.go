@@ -92,6 +92,8 @@ func TestGoRowCollections(t *testing.T) {
 		{Spec{Alloc: "go", Routes: route}, true, "paced"},
 		{Spec{Alloc: "go", Pools: []int{64}}, true, "paced"},
 		{Spec{Alloc: "go", GOGC: 50}, true, "gogc"},
+		{Spec{Alloc: "go", GOGC: 98, Paced: true}, true, "paced"},
+		{Spec{Alloc: "go", GOGC: 98, Routes: route, Early: true}, true, "paced"},
 		{Spec{Alloc: "go"}, false, "gogc"},
 		{Spec{Alloc: "go", Paced: true, Routes: route}, false, "gogc"},
 	} {

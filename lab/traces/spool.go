@@ -588,6 +588,24 @@ func (s *spool) Open(sweep bool) (trace.Source, io.Closer, error) {
 	return trace.MoveFrees(s.decoder(), s.decoder(), s.cycles), io.NopCloser(nil), nil
 }
 
+// OpenEarly opens t, spooled, with a Go program's frees moved to the
+// marks' ends and those of the objects of the labels named moved earlier
+// still, to the earliest the trace allows (trace.EarlyFrees): the early
+// bound of moving those objects to memory the program frees itself. A
+// trace whose frees are not moved (Frees) opens as Open does.
+func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
+	t = t.Spooled()
+	src, closer, err := t.Open()
+	if err != nil || !t.FreesMoved() {
+		return src, closer, err
+	}
+	s := t.spool
+	labels := s.labels
+	match := func(l uint32) bool { return l != 0 && labels != nil && slices.Contains(names, labels.Name(l)) }
+	lead := trace.MoveFrees(s.decoder(), s.decoder(), s.cycles)
+	return trace.EarlyFrees(src, lead, match), closer, nil
+}
+
 // decoder returns a decoder of the spool's events from their start.
 func (s *spool) decoder() *decoder {
 	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, end: s.err, format: s.format}
