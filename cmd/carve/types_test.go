@@ -67,9 +67,9 @@ func TestAdviseGoTrace(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var adv struct {
-		Schema  string `json:"schema"`
-		Base    string `json:"base"`
-		Tried   []struct {
+		Schema string `json:"schema"`
+		Base   string `json:"base"`
+		Tried  []struct {
 			Type            string
 			SavingLowBytes  int64 `json:"saving_low_bytes"`
 			SavingHighBytes int64 `json:"saving_high_bytes"`
