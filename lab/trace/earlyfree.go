@@ -137,11 +137,11 @@ func (e *earlyFreer) ready(q int64) bool {
 		return false
 	}
 	ends := e.leadEnds.MarkEnds()
-	for i := len(ends) - 1; i >= 0 && ends[i].End <= e.lpos; i-- {
-		if ends[i].Start > q {
-			return true
+	// The last mark it has passed the end of.
+	for i := len(ends) - 1; i >= 0; i-- {
+		if ends[i].End <= e.lpos {
+			return ends[i].Start > q
 		}
-		break
 	}
 	return false
 }
