@@ -195,41 +195,53 @@ func allocatedInMarks(t *testing.T, tr traces.Trace, cs []trace.MarkedCycle) []u
 // sweep, and returns the live bytes at each end of a mark.
 func liveAtMarkEnds(t *testing.T, path string) []uint64 {
 	t.Helper()
-	r, err := trace.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	sizes := map[uint64]uint64{}
-	var live, events uint64
-	var at []uint64
-	buf := make([]trace.Event, 4096)
-	for {
-		n, err := r.Read(buf)
-		for _, e := range buf[:n] {
-			events++
-			switch e.Op {
-			case trace.Free:
-				live -= sizes[e.ID]
-				delete(sizes, e.ID)
-			case trace.Realloc:
-				live += e.Size - sizes[e.ID]
-				sizes[e.ID] = e.Size
-			default:
-				live += e.Size
-				sizes[e.ID] = e.Size
+	read := func(each func(p int64, e trace.Event)) []trace.GoCycle {
+		r, err := trace.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var p int64
+		buf := make([]trace.Event, 4096)
+		for {
+			n, err := r.Read(buf)
+			for _, e := range buf[:n] {
+				each(p, e)
+				p++
+			}
+			if err != nil {
+				return r.GoCycles()
 			}
 		}
-		// A batch's cycles end within it: the live bytes at the batch's
-		// end are near enough for a test of a factor.
-		for _, c := range r.GoCycles()[len(at):] {
-			_ = c
+	}
+	cycles := read(func(int64, trace.Event) {})
+	sizes := map[uint64]uint64{}
+	var live uint64
+	at := make([]uint64, 0, len(cycles))
+	// note books the live bytes at the ends at or before position p.
+	note := func(p int64) {
+		for len(at) < len(cycles) && cycles[len(at)].End <= p {
 			at = append(at, live)
 		}
-		if err != nil {
-			return at
-		}
 	}
+	var end int64
+	read(func(p int64, e trace.Event) {
+		note(p)
+		switch e.Op {
+		case trace.Free:
+			live -= sizes[e.ID]
+			delete(sizes, e.ID)
+		case trace.Realloc:
+			live += e.Size - sizes[e.ID]
+			sizes[e.ID] = e.Size
+		default:
+			live += e.Size
+			sizes[e.ID] = e.Size
+		}
+		end = p + 1
+	})
+	note(end)
+	return at
 }
 
 func mib[T int64 | uint64](n T) float64 { return float64(n) / (1 << 20) }
