@@ -150,6 +150,16 @@
 // label table. A trace of version 2 or 1 has no collections: its frees
 // stay where the sweep made them (see [MoveFrees]).
 //
+// Version 3 also carries samples of the recorded program's RSS
+// ([ProcessRSS], [Reader.ProcessRSS]):
+//
+//	R <events before>|- <VmRSS bytes> <VmHWM bytes> test|program|valgrind
+//
+// VmRSS and VmHWM of the process named by the last word (the test binary
+// of a go test run; the program itself, a C recorder's buffers included;
+// valgrind's process), placed after <events before> events (in order,
+// none past the events before the line), or "-": not placed, a peak only.
+//
 // It keeps everything an Event holds. (A binary format was left out: the
 // native text parses in about twice the time it takes to split it into
 // lines, some 35 ns an event, and gzip brings it to about 3 bytes an

@@ -121,7 +121,10 @@ var notATrace = []string{"", "\n", "x\n", "x", "0 0\n", "A \n"}
 func errorSeeds(format Format) []string {
 	seeds := map[Format][]string{
 		Native: {"# carve trace v1\nc 1 4294967296 4294967296\nt 7\nm 1 48 2\n",
-			"# carve trace v2\nl 1 x\nl 1 y\na 1 2 @2\nl 0 z\nl 2 \"q k=v\ng 1\n"},
+			"# carve trace v2\nl 1 x\nl 1 y\na 1 2 @2\nl 0 z\nl 2 \"q k=v\ng 1\n",
+			// Samples of the program's RSS: good, then past the events,
+			// out of order, of another process, above the peak.
+			"# carve trace v3\nR - 5 9 test\na 1 2\nR 0 5 9 test\nR 1 5 9 test\nR 2 5 9 test\nR 0 5 9 test\nR 1 5 9 program\nR 1 9 5 test\n"},
 		Go:        {"go 1.26 trace\x00\x00\x00", "go 1.23 trace\x00\x00\x00\x01", "go 1.26 trace\x00\x00\x00\x01\x00\x01\x01\x01\x05xxxxx"},
 		Rep:       {"20000 6 13 1\nr 3 100\nf 5\na 4 16\na 4 16\n"},
 		Valgrind:  {"--1-- realloc(0x0,32)malloc(32) = 0x10\n--1-- realloc(0x10,0)free(0x10)\n--1--  = 0\n"},

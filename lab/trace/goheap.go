@@ -140,24 +140,46 @@ func (w *Writer) GoHeap(s GoHeapSample) error {
 }
 
 // Copy writes the events of src to w, and, when src is a *Reader not
-// read before, the samples of the Go heap and the program's collections
-// at their places (for a w of version 3: see Writer.SetLabels, which must
-// be given src's labels first when src has them). It returns the number of events written, and the
+// read before, the samples of the Go heap, the program's collections and
+// the samples of its RSS at their places (for a w of version 3: see
+// Writer.SetLabels, which must be given src's labels first when src has
+// them; a sample of the RSS not placed is written as it is read). It returns the number of events written, and the
 // first error of src or w; it does not Flush w.
 func Copy(w *Writer, src Source) (int64, error) {
 	r, heap := src.(goHeapTaker)
 	heap = heap && w.labels != nil
 	cr, cycles := src.(goCycleTaker)
 	cycles = cycles && w.labels != nil
+	rr, rss := src.(rssTaker)
+	rss = rss && w.labels != nil
 	var due []GoHeapSample  // samples not written yet
 	var dueCycles []GoCycle // collections not written yet
+	var dueRSS []ProcessRSS // samples of the RSS not written yet
 	if heap {
 		r.takeGoHeap()
 	}
 	if cycles {
 		cr.takeGoCycles()
 	}
+	if rss {
+		rr.takeProcessRSS()
+	}
 	start := w.events
+	// rssDue writes the samples of the RSS placed by the events written
+	// (all: every one left, at the end).
+	rssDue := func(all bool) error {
+		for len(dueRSS) > 0 && (all || dueRSS[0].Event <= w.events-start) {
+			s := dueRSS[0]
+			if s.Event >= 0 {
+				s.Event = w.events
+			}
+			if err := w.ProcessRSS(s); err != nil {
+				return err
+			}
+			dueRSS = dueRSS[1:]
+		}
+		return nil
+	}
 	// cycle writes the collections whose mark ended by the events written.
 	cycle := func(all bool) error {
 		for len(dueCycles) > 0 && (all || dueCycles[0].End <= w.events-start) {
@@ -185,6 +207,9 @@ func Copy(w *Writer, src Source) (int64, error) {
 		if cycles {
 			dueCycles = append(dueCycles, cr.takeGoCycles()...)
 		}
+		if rss {
+			dueRSS = append(dueRSS, rr.takeProcessRSS()...)
+		}
 		for _, e := range buf[:n] {
 			for len(due) > 0 && due[0].Events <= w.events-start {
 				if err := w.GoHeap(GoHeapSample{Events: w.events, Objects: due[0].Objects, Goal: due[0].Goal}); err != nil {
@@ -193,6 +218,9 @@ func Copy(w *Writer, src Source) (int64, error) {
 				due = due[1:]
 			}
 			if err := cycle(false); err != nil {
+				return w.events - start, err
+			}
+			if err := rssDue(false); err != nil {
 				return w.events - start, err
 			}
 			if err := w.Write(e); err != nil {
@@ -209,6 +237,12 @@ func Copy(w *Writer, src Source) (int64, error) {
 				dueCycles = append(dueCycles, cr.takeGoCycles()...)
 			}
 			if werr := cycle(true); werr != nil {
+				return w.events - start, werr
+			}
+			if rss {
+				dueRSS = append(dueRSS, rr.takeProcessRSS()...)
+			}
+			if werr := rssDue(true); werr != nil {
 				return w.events - start, werr
 			}
 			if err == io.EOF {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 
 	xtrace "golang.org/x/exp/trace"
 )
@@ -102,8 +103,9 @@ type goState struct {
 	syncs                int
 	read                 int64 // events of the execution trace read
 
-	cur  GoHeapSample // the metrics last reported
-	mark goMark       // the collection being read
+	cur   GoHeapSample // the metrics last reported
+	mark  goMark       // the collection being read
+	clock goClock      // the program's RSS, to place (ReaderOptions.ProcessRSS)
 }
 
 // goType is one type of a generation's table.
@@ -156,6 +158,7 @@ func (r *Reader) initGo(opt ReaderOptions) error {
 		maxPages: classes.maxSmallPages(),
 		types:    make(map[uint64]goType),
 		spans:    make(map[uint64]*goSpan),
+		clock:    goClock{due: slices.Clone(opt.ProcessRSS), of: opt.ProcessRSSOf},
 	}
 	r.labels = &Labels{}
 	return nil
@@ -199,6 +202,9 @@ func (r *Reader) goStep() (err error) {
 		if err := r.goCycleDone(); err != nil {
 			return err
 		}
+		if err := r.goEndRSS(); err != nil {
+			return err
+		}
 		return io.EOF
 	case err != nil:
 		return r.goError(err)
@@ -208,6 +214,16 @@ func (r *Reader) goStep() (err error) {
 		// The heap's layout comes with the first generation's Sync, the
 		// first event, when the experiment is on.
 		return fmt.Errorf("%s: %w", r.name, ErrNoGoHeap)
+	}
+	if e.Kind() == xtrace.EventSync {
+		if s := e.Sync(); s.ClockSnapshot != nil {
+			c := &g.clock
+			c.ok, c.atSnapshot = true, false
+			c.trace, c.mono, c.wall = int64(s.ClockSnapshot.Trace), s.ClockSnapshot.Mono, s.ClockSnapshot.Wall
+		}
+	}
+	if err := r.goPlaceRSS(int64(e.Time())); err != nil {
+		return err
 	}
 	switch e.Kind() {
 	case xtrace.EventSync:

@@ -161,7 +161,7 @@ func TestNativeV2Errors(t *testing.T) {
 		{"collection ending before it starts", v3 + "a 1 2\na 2 2\nG 2 1 2 4\n", 4, "collection", "starts at or before its end"},
 		{"collection past the events", v3 + "a 1 2\nG 0 2 2 4\n", 3, "collection", "by the 1 events read so far"},
 		{"collections out of order", v3 + "a 1 2\na 2 2\nG 0 2 2 4\nG 0 1 2 4\n", 5, "collection", "at or after the last one's"},
-		{"bad line in v3", v3 + "x 1\n", 2, "line", `"g" or "G"`},
+		{"bad line in v3", v3 + "x 1\n", 2, "line", `"g", "G" or "R"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,7 +34,7 @@ const (
 	nativeMemalignV2 = `"m <id> <align> <size> [@<label>]"`
 	nativeLabel      = `"l <label> <name> [<key>=<value> ...]"`
 	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t", "l" or "g" and its fields, or "#" and a comment`
-	nativeAnyV3      = `a line "a", "f", "r", "c", "m", "t", "l", "g" or "G" and its fields, or "#" and a comment`
+	nativeAnyV3      = `a line "a", "f", "r", "c", "m", "t", "l", "g", "G" or "R" and its fields, or "#" and a comment`
 )
 
 // nativeState is what the native parser keeps between lines.
@@ -177,6 +177,10 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 	case 'G':
 		if r.native.v3 {
 			return r.parseGoCycle(line)
+		}
+	case 'R':
+		if r.native.v3 {
+			return r.parseProcessRSS(line)
 		}
 	}
 	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)

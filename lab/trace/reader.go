@@ -49,6 +49,7 @@ type Reader struct {
 	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
 	goHeap goHeapSeries // the Go heap's metrics, of those traces
 	cycles goCycles     // a Go program's collections (GoCycles)
+	rss    processRSS   // the recorded program's RSS (ProcessRSS)
 
 	// Importers' state.
 	addrs  addrMap // live address -> ID
@@ -150,6 +151,14 @@ type ReaderOptions struct {
 	// that allows): past it the Reader returns an error wrapping
 	// ErrGoGeneration. 0 is the default.
 	MaxGoGeneration int64
+	// ProcessRSS is the recorded program's RSS, sampled by the machine's
+	// clocks while it ran, in the order taken, for the reader of a Go
+	// execution trace to place among the events by the trace's clock
+	// snapshots (see Reader.ProcessRSS); ProcessRSSOf says which process
+	// they are of (RSSTestBinary, RSSProgram or RSSValgrind). Readers of
+	// other formats ignore them.
+	ProcessRSS   []ClockedRSS
+	ProcessRSSOf string
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name
