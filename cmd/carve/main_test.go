@@ -93,7 +93,7 @@ func TestLabCommands(t *testing.T) {
 		{"replay with a pool", []string{"replay", "--alloc", "first-fit", "--pool", "1024", gen}, 0, "first-fit+pool(1024)"},
 		{"replay unknown allocator", []string{"replay", "--alloc", "nosuch", gen}, 2, "unknown allocator"},
 		{"replay no trace", []string{"replay"}, 2, "want at least one TRACE"},
-		{"replay as json", []string{"replay", "--alloc", "best-fit", "--format", "json", gen}, 0, `"schema": "carve.replay/v3"`},
+		{"replay as json", []string{"replay", "--alloc", "best-fit", "--format", "json", gen}, 0, `"schema": "carve.replay/v4"`},
 		{"replay as markdown", []string{"replay", "--alloc", "best-fit", "--format", "markdown", gen}, 0, "| **best-fit** |"},
 		{"replay as csv", []string{"replay", "--alloc", "best-fit", "--format", "csv", gen}, 0, ",best-fit,"},
 		{"replay bad format", []string{"replay", "--format", "xml", gen}, 2, `--format "xml"`},

@@ -324,13 +324,20 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 				verdicts = append(verdicts, verdict{t.Trace.Label, v})
 			}
 		}
+		var programs []*rows.Program
+		for _, t := range tables {
+			if p := t.Program(); p != nil {
+				programs = append(programs, p)
+			}
+		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			Schema   string     `json:"schema"`
-			Rows     []rows.Row `json:"rows"`
-			Verdicts []verdict  `json:"verdicts,omitempty"`
-		}{rows.Schema, all, verdicts}); err != nil {
+			Schema   string          `json:"schema"`
+			Rows     []rows.Row      `json:"rows"`
+			Verdicts []verdict       `json:"verdicts,omitempty"`
+			Programs []*rows.Program `json:"programs,omitempty"`
+		}{rows.Schema, all, verdicts, programs}); err != nil {
 			return err
 		}
 	} else {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/internal/text"
-	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 )
 
@@ -141,16 +140,8 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
 	}
-	if marked > 0 {
-		fmt.Fprintf(w, "  marked heap: %s at its peak, what the program's collections found reachable; peak live counts the bytes allocated and not yet known dead\n", size.Format(marked))
-		for _, r := range t.Rows {
-			if r.Collected != "" {
-				fmt.Fprintf(w, "  %s collected %s\n", r.Allocator, collectedHow[r.Collected])
-			}
-		}
-	}
-	if f := t.Trace.Frees().String(); f != "" {
-		fmt.Fprintf(w, "  frees: %s\n", f)
+	for _, n := range t.Notes() {
+		fmt.Fprintf(w, "  %s\n", n)
 	}
 	for _, r := range t.Rows {
 		if r.RSSNote != "" && !stable {
@@ -169,13 +160,6 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
-}
-
-// collectedHow says how the go row collected (rows.Row.Collected).
-var collectedHow = map[string]string{
-	replay.ByProgram: "where the program did: a full collection at each end of its marks",
-	replay.ByPacing:  "as the program's runtime would pace it: its marked heap times the program's ratio of goal to marked heap",
-	replay.ByGOGC:    "at GOGC, where its own pacer aims",
 }
 
 // sig3 writes v with three significant digits: 36.8, 245, 2080000.

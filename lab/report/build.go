@@ -82,7 +82,10 @@ func Build(tables []rows.Table, sums []*Summary, specs []rows.Spec, maps MapOpti
 
 // fromTable turns a table into the report's trace.
 func fromTable(t rows.Table, sum *Summary) Trace {
-	rt := Trace{Name: t.Trace.Label, About: t.Trace.About, Findings: t.Findings()}
+	rt := Trace{Name: t.Trace.Label, About: t.Trace.About, Findings: t.Findings(), Notes: t.Notes(), ProgramRSS: t.Trace.ProcessRSS()}
+	if p := t.Program(); p != nil {
+		rt.ProgramOf = p.OfText
+	}
 	if sum != nil {
 		rt.Summary, rt.GoHeap = &sum.Summary, sum.GoHeap
 	}
@@ -91,7 +94,7 @@ func fromTable(t rows.Table, sum *Summary) Trace {
 	for _, r := range rs {
 		rr := Row{
 			Allocator: r.Allocator, Measured: r.Measured, Error: r.Error,
-			Events: r.Events, PeakLive: r.PeakLive, PeakRSS: r.PeakRSS, RSSRatio: orNaN(r.RSSRatio), Best: r.Best,
+			Events: r.Events, PeakLive: r.PeakLive, PeakRSS: r.PeakRSS, RSSRatio: orNaN(r.RSSRatio), MarkedRatio: orNaN(r.MarkedRatio), Best: r.Best,
 			PeakFootprint: r.PeakFootprint, AvgRatio: r.AvgRatio, PeakRatio: r.PeakRatio, Fragmentation: math.NaN(),
 			NsPerOp: r.NsPerOp, TraceErrors: r.TraceErrors, Series: r.Series,
 		}
@@ -100,6 +103,9 @@ func fromTable(t rows.Table, sum *Summary) Trace {
 		}
 		if name, grew, ok := r.Growth(); ok {
 			rr.GrowthPhase, rr.Growth = name, grew
+		}
+		if rt.Marked == nil && r.Error == "" {
+			rt.Marked = r.Cycles
 		}
 		if rt.Phases == nil && r.Error == "" {
 			for _, p := range r.Phases {

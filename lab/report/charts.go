@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 )
 
@@ -24,6 +25,8 @@ var (
 	liveLook   = look{"#000", "6 4"}
 	heapLook   = look{"#000", "1 3"}
 	goalLook   = look{"#777", "9 3 2 3"}
+	markedLook = look{"#000", ""}
+	rssLook    = look{"#777", ""}
 	headColour = indigo // the headline's bars
 )
 
@@ -66,6 +69,13 @@ func charts(t Trace) []chart {
 	if len(heap) > 0 {
 		heapNote = " The dotted black line is the program's own heap as its Go runtime reported it in the trace's metrics (/memory/classes/heap/objects:bytes: the heap's objects, dead ones not yet swept included), the grey one the collector's heap goal (/gc/heap/goal:bytes), each at the event where the runtime reported it."
 	}
+	marked, program := markedLine(t.Marked), programLine(t.ProgramRSS)
+	if len(marked.xs) > 0 {
+		heapNote += " The thin solid black line is the marked heap: what each of the program's collections found reachable, at the event where its mark ended."
+	}
+	if len(program.xs) > 0 {
+		heapNote += " The solid grey line is the program's own resident memory (VmRSS of " + t.ProgramOf + ") as carve record sampled it, placed by the trace's clock: where the rows' resident memory stands against the real process's."
+	}
 	if len(live.xs) > 0 {
 		var fp, rss []line
 		for i, r := range ok {
@@ -77,9 +87,16 @@ func charts(t Trace) []chart {
 			fp, rss = append(fp, f), append(rss, rs)
 		}
 		refs := append([]line{live}, heap...)
+		if len(marked.xs) > 0 {
+			refs = append(refs, marked)
+		}
+		rssRefs := refs
+		if len(program.xs) > 0 {
+			rssRefs = append(slices.Clip(refs), program)
+		}
 		out = append(out,
 			chart{template.HTML(lineChart(lineSpec{title: "Resident memory over time: " + t.Name, xLabel: "events", yLabel: "bytes",
-				lines: append(rss, refs...), phases: marks})),
+				lines: append(rss, rssRefs...), phases: marks})),
 				"Each allocator's resident memory (RAM) over time, sampled: for carve's heaps in this process the pages of their regions in RAM (mincore), for a row in a child process of its own (the real mallocs, the Go heap) the child's anonymous RSS above its baseline; the highest point of each line is the table's peak RSS. The dashed line is live memory." + heapNote + phaseNote, "resident"},
 			chart{template.HTML(lineChart(lineSpec{title: "Footprint over time (each allocator's own figure): " + t.Name, xLabel: "events", yLabel: "bytes",
 				lines: append(fp, refs...), phases: marks})),
@@ -229,6 +246,54 @@ func liveLine(rs []Row) line {
 		break
 	}
 	return l
+}
+
+// markedLine is a Go program's marked heap after each collection, at
+// most 2 × Series points: the cycles of each stretch of events merged,
+// their maxima kept.
+func markedLine(cycles []rows.Cycle) line {
+	l := line{name: "marked heap", look: markedLook, width: 1.4}
+	xs, ys := make([]int64, len(cycles)), make([]uint64, len(cycles))
+	for i, c := range cycles {
+		xs[i], ys[i] = c.Event, uint64(max(c.Marked, 0))
+	}
+	l.xs, l.ys = stretches(xs, ys)
+	return l
+}
+
+// programLine is the recorded program's RSS where its samples are
+// placed among the events, at most 2 × Series points.
+func programLine(samples []trace.ProcessRSS) line {
+	l := line{name: "program's RSS", look: rssLook, width: 2}
+	var xs []int64
+	var ys []uint64
+	for _, s := range samples {
+		if s.Event >= 0 {
+			xs, ys = append(xs, s.Event), append(ys, s.RSS)
+		}
+	}
+	l.xs, l.ys = stretches(xs, ys)
+	return l
+}
+
+// stretches merges the points (xs in order) of each of about Series
+// stretches of events into one, the last x and the largest y of the
+// stretch.
+func stretches(xs []int64, ys []uint64) (px, py []float64) {
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	width := xs[len(xs)-1]/Series + 1
+	for i := 0; i < len(xs); {
+		stretch := xs[i] / width
+		var y uint64
+		x := xs[i]
+		for ; i < len(xs) && xs[i]/width == stretch; i++ {
+			y, x = max(y, ys[i]), xs[i]
+		}
+		px, py = append(px, float64(x)), append(py, float64(y))
+	}
+	return px, py
 }
 
 // goHeapLines are a Go program's own heap (its objects' bytes, and the

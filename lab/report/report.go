@@ -37,6 +37,7 @@ import (
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -58,6 +59,9 @@ type Row struct {
 	PeakRSS  int64
 	RSSRatio float64
 	Best     bool
+	// MarkedRatio is PeakRSS over a Go program's peak marked heap (its
+	// trace records its collections), NaN otherwise.
+	MarkedRatio float64
 	// PeakFootprint is the allocator's own figure, and AvgRatio and
 	// PeakRatio (Johnstone and Wilson's #1 and #4) and Fragmentation
 	// (the FREENIX paper's, at the end; NaN where it is not reported)
@@ -92,6 +96,16 @@ type Trace struct {
 	// execution trace's metrics (or a native trace's "g" lines); nil for
 	// the other traces.
 	GoHeap []trace.GoHeapSample
+	// Marked is a Go program's marked heap after each of its collections
+	// (rows.Row.Cycles); nil for a trace without them.
+	Marked []rows.Cycle
+	// ProgramRSS is the recorded program's own RSS as carve record
+	// sampled it (traces.Trace.ProcessRSS), ProgramOf the process in
+	// words ("the test binary"); nil for a trace without it.
+	ProgramRSS []trace.ProcessRSS
+	ProgramOf  string
+	// Notes are the lines under the table (rows.Table.Notes).
+	Notes []string
 	// Phases are a generated trace's phases, in order; nil for others.
 	Phases []Phase
 	Rows   []Row
@@ -174,7 +188,7 @@ func Write(w io.Writer, r Report) error {
 type tableRow struct {
 	Allocator, Measured, Error                  string
 	Best                                        bool
-	PeakLive, PeakRSS, RSSRatio                 string
+	PeakLive, PeakRSS, RSSRatio, MarkedRatio    string
 	PeakFootprint, PeakRatio, AvgRatio          string
 	Fragmentation, Growth, NsPerOp, TraceErrors string
 }
@@ -189,7 +203,7 @@ func newTableRow(r Row, growth bool) tableRow {
 	if t.RSSRatio != "-" {
 		t.PeakRSS = size.Format(r.PeakRSS)
 	}
-	t.PeakRatio, t.AvgRatio = ratio(r.PeakRatio), ratio(r.AvgRatio)
+	t.PeakRatio, t.AvgRatio, t.MarkedRatio = ratio(r.PeakRatio), ratio(r.AvgRatio), ratio(r.MarkedRatio)
 	t.Fragmentation = "-"
 	if !math.IsNaN(r.Fragmentation) {
 		t.Fragmentation = strconv.FormatFloat(r.Fragmentation, 'f', 1, 64) + "%"
@@ -283,11 +297,12 @@ end) show how each allocator sees itself, and rank nothing across allocators.</p
 <h2 id="{{.ID}}">{{.Name}}</h2>
 {{if .About}}<p class="about">{{.About}}</p>{{end}}
 {{if .SummaryLine}}<p>{{.SummaryLine}}</p>{{end}}
-<table class="rows">
-<tr><th>allocator</th><th>peak live</th><th class="head">peak RSS</th><th class="head">peak RSS / live (headline)</th><th>peak footprint (own figure)</th><th>peak fp / live</th><th>avg fp / live</th><th>frag. at end</th>{{if .Growth}}<th>footprint grew in {{.Growth}}</th>{{end}}<th>ns/op</th><th>trace errors</th><th>measured</th></tr>
-{{range .Table}}{{if .Error}}<tr><td>{{.Allocator}}</td><td class="err" colspan="11">{{.Error}}</td></tr>{{else}}<tr{{if .Best}} class="best" title="the lowest peak RSS / peak live"{{end}}><td>{{if .Best}}* {{end}}{{.Allocator}}</td><td>{{.PeakLive}}</td><td class="head">{{.PeakRSS}}</td><td class="head">{{.RSSRatio}}</td><td>{{.PeakFootprint}}</td><td>{{.PeakRatio}}</td><td>{{.AvgRatio}}</td><td>{{.Fragmentation}}</td>{{if .Growth}}<td>{{.Growth}}</td>{{end}}<td>{{.NsPerOp}}</td><td>{{.TraceErrors}}</td><td>{{.Measured}}</td></tr>{{end}}
+{{$m := .Marked}}<table class="rows">
+<tr><th>allocator</th><th>peak live</th><th class="head">peak RSS</th><th class="head">peak RSS / live (headline)</th>{{if .Marked}}<th>peak RSS / marked heap</th>{{end}}<th>peak footprint (own figure)</th><th>peak fp / live</th><th>avg fp / live</th><th>frag. at end</th>{{if .Growth}}<th>footprint grew in {{.Growth}}</th>{{end}}<th>ns/op</th><th>trace errors</th><th>measured</th></tr>
+{{range .Table}}{{if .Error}}<tr><td>{{.Allocator}}</td><td class="err" colspan="11">{{.Error}}</td></tr>{{else}}<tr{{if .Best}} class="best" title="the lowest peak RSS / peak live"{{end}}><td>{{if .Best}}* {{end}}{{.Allocator}}</td><td>{{.PeakLive}}</td><td class="head">{{.PeakRSS}}</td><td class="head">{{.RSSRatio}}</td>{{if $m}}<td>{{.MarkedRatio}}</td>{{end}}<td>{{.PeakFootprint}}</td><td>{{.PeakRatio}}</td><td>{{.AvgRatio}}</td><td>{{.Fragmentation}}</td>{{if .Growth}}<td>{{.Growth}}</td>{{end}}<td>{{.NsPerOp}}</td><td>{{.TraceErrors}}</td><td>{{.Measured}}</td></tr>{{end}}
 {{end}}</table>
 <p class="note">* marks the lowest headline. frag. at end is left out (-) where live memory at the end is under a tenth of its peak or 1 MiB. ns/op is a random sample of each row's calls, timed.</p>
+{{if .Notes}}<ul class="note">{{range .Notes}}<li>{{.}}.</li>{{end}}</ul>{{end}}
 {{if .Findings}}<div class="verdict"><b>Verdict</b><ul>{{range .Findings}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 {{range .Charts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}

@@ -17,8 +17,10 @@ import (
 // each and its peak, the headline over it, and how the go row collected;
 // such a trace's frees are moved to the marks that proved the objects
 // dead, so its peak live is of the bytes not yet known dead (see
-// docs/json.md).
-const Schema = "carve.replay/v3"
+// docs/json.md). Version 4 adds the recorded program's own RSS
+// (Program), where the trace holds it, and the go row's difference from
+// it (Row.VsProgram).
+const Schema = "carve.replay/v4"
 
 // Row is one allocator's replay of one trace, as every format prints it.
 // The JSON field names are part of the versioned schema (Schema): fields
@@ -106,6 +108,10 @@ type Row struct {
 	// Frees says where a Go program's trace had its frees
 	// (traces.Frees.Name): "mark" or "sweep"; "" for another trace.
 	Frees string `json:"frees,omitempty"`
+	// VsProgram is, for the go row that collected where the program did,
+	// its peak RSS against the recorded program's own (Table.Program),
+	// when the trace holds that.
+	VsProgram *VsProgram `json:"vs_program,omitempty"`
 }
 
 // Cycle is one collection of a Go program in a row's replay: the event
@@ -238,8 +244,8 @@ func MarkBest(rs []Row) int {
 func (rw Row) ForStable() Row {
 	rw.Stable, rw.Best, rw.RSSNote = true, false, ""
 	rw.NsPerOp, rw.PeakResident, rw.PeakRSS, rw.RSSRatio, rw.PeakRSSHWM, rw.StartupRSS = 0, 0, 0, 0, 0, 0
-	rw.MarkedRatio = 0
-	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_over_peak_marked_heap, peak_rss_above_baseline, startup_rss, the resident bytes of phases and series"
+	rw.MarkedRatio, rw.VsProgram = 0, nil
+	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_over_peak_marked_heap, peak_rss_above_baseline, startup_rss, vs_program, the resident bytes of phases and series"
 	rw.Phases = append([]Phase(nil), rw.Phases...)
 	for i := range rw.Phases {
 		rw.Phases[i].Resident = 0

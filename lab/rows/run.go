@@ -126,6 +126,9 @@ func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) [
 	}
 	close(ch)
 	wg.Wait()
+	for _, t := range tables {
+		t.vsProgram()
+	}
 	return tables
 }
 

@@ -163,9 +163,10 @@ type decoder struct {
 	// value, so that errors.Is still matches it).
 	end    error
 	goHeap []trace.GoHeapSample
-	cycles []trace.GoCycle // a stream's, read so far
-	events int64           // the events read
-	format trace.Format    // a spool's trace's
+	rss    []trace.ProcessRSS // a spool's trace's samples of the program's RSS
+	cycles []trace.GoCycle    // a stream's, read so far
+	events int64              // the events read
+	format trace.Format       // a spool's trace's
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -296,6 +297,10 @@ func (d *decoder) Labels() *trace.Labels { return d.labels }
 // carried, as trace.Reader.GoHeap does.
 func (d *decoder) GoHeap() []trace.GoHeapSample { return d.goHeap }
 
+// ProcessRSS returns the samples of the recorded program's RSS the
+// trace carried, as trace.Reader.ProcessRSS does, for a spool.
+func (d *decoder) ProcessRSS() []trace.ProcessRSS { return d.rss }
+
 // MarkEnds returns the collections a stream carried, read so far, at
 // their places in its events: a stream of moved frees (trace.MoveFrees)
 // carries them (shared: the caller must not change them).
@@ -392,7 +397,8 @@ type spool struct {
 	size   int64
 	labels *trace.Labels
 	goHeap []trace.GoHeapSample
-	cycles []trace.GoCycle // a Go program's collections
+	rss    []trace.ProcessRSS // the recorded program's RSS
+	cycles []trace.GoCycle    // a Go program's collections
 	format trace.Format
 	// goProgram says the trace is a Go program's: a Go execution trace,
 	// or one with samples of the Go heap.
@@ -446,6 +452,27 @@ func (t Trace) FreesAtSweep() Trace {
 // FreesAtSweep was not asked for. It is known once t has been opened.
 func (t Trace) FreesMoved() bool {
 	return t.Frees() == FreesMoved
+}
+
+// ProcessRSS returns the samples of the recorded program's own RSS that
+// t's trace holds (carve record takes them: see trace.ProcessRSS), in
+// order; nil for a trace without them. It is known once t, spooled, has
+// been opened.
+func (t Trace) ProcessRSS() []trace.ProcessRSS {
+	if t.spool == nil {
+		return nil
+	}
+	return t.spool.rss
+}
+
+// GoHeap returns the samples of the Go heap's own metrics that t's trace
+// holds (trace.GoHeapSample); nil for a trace without them. It is known
+// once t, spooled, has been opened.
+func (t Trace) GoHeap() []trace.GoHeapSample {
+	if t.spool == nil {
+		return nil
+	}
+	return t.spool.goHeap
 }
 
 // Frees says where the frees of a trace's objects are.
@@ -565,6 +592,9 @@ func (s *spool) fill() {
 	if c, ok := src.(interface{ GoCycles() []trace.GoCycle }); ok {
 		s.cycles = slices.Clone(c.GoCycles())
 	}
+	if r, ok := src.(interface{ ProcessRSS() []trace.ProcessRSS }); ok {
+		s.rss = r.ProcessRSS()
+	}
 	if f, ok := src.(interface{ Format() trace.Format }); ok {
 		s.format = f.Format()
 	}
@@ -608,7 +638,7 @@ func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
 
 // decoder returns a decoder of the spool's events from their start.
 func (s *spool) decoder() *decoder {
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, end: s.err, format: s.format}
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(s.held, 0, s.size), 64<<10), labels: s.labels, goHeap: s.goHeap, rss: s.rss, end: s.err, format: s.format}
 	if d.end == nil {
 		d.end = io.EOF
 	}

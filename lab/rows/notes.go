@@ -1,0 +1,48 @@
+package rows
+
+import (
+	"fmt"
+
+	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
+)
+
+// Notes are the lines every format prints under the table of t, each a
+// sentence without its full stop: for a Go program's trace, what its
+// marked heap is, how the go rows collected and where the frees are; for
+// a trace that holds it, the recorded program's own RSS and how each go
+// row that collected where the program did stands against it.
+func (t Table) Notes() []string {
+	var notes []string
+	var marked int64
+	for _, r := range t.Rows {
+		marked = max(marked, r.PeakMarked)
+	}
+	if marked > 0 {
+		notes = append(notes, fmt.Sprintf("marked heap: %s at its peak, what the program's collections found reachable; peak live counts the bytes allocated and not yet known dead", size.Format(marked)))
+		for _, r := range t.Rows {
+			if r.Collected != "" {
+				notes = append(notes, fmt.Sprintf("%s collected %s", r.Allocator, collectedHow[r.Collected]))
+			}
+		}
+	}
+	if f := t.Trace.Frees().String(); f != "" {
+		notes = append(notes, "frees: "+f)
+	}
+	if p := t.Program(); p != nil {
+		notes = append(notes, "the program's RSS: "+p.String())
+		for _, r := range t.Rows {
+			if r.VsProgram != nil {
+				notes = append(notes, fmt.Sprintf("%s: %s", r.Allocator, r.VsProgram.Text(p, r)))
+			}
+		}
+	}
+	return notes
+}
+
+// collectedHow says how the go row collected (Row.Collected).
+var collectedHow = map[string]string{
+	replay.ByProgram: "where the program did: a full collection at each end of its marks",
+	replay.ByPacing:  "as the program's runtime would pace it: its marked heap times the program's ratio of goal to marked heap",
+	replay.ByGOGC:    "at GOGC, where its own pacer aims",
+}
