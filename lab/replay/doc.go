@@ -49,10 +49,18 @@
 //     collection when the heap's objects reach the goal; the goal after
 //     each is its own marked heap times the ratio of the program's last
 //     collection in the trace, its goal over its marked heap (1 +
-//     GOGC/100, and more where stacks and globals count). A saving is
-//     taken against the Go heap paced by the same model, and the model's
-//     own error is the paced heap's peak against the program-collected
-//     one's, on the same trace.
+//     GOGC/100, and more where stacks and globals count). Its
+//     collections fall between the program's marks' ends, where the
+//     trace proves no object dead: the lab gives it the frees of the
+//     objects it does not move spread over the spans the trace allows
+//     them (trace.FreeSpread: between the later of birth and the start
+//     of the mark before, and the end of the mark that proved them
+//     dead), so that a collection finds dead about what the program's
+//     would have, where frees at the marks' ends would keep a cycle of
+//     garbage marked and double the goal. A saving is taken against the
+//     Go heap paced by the same model, and the model's own error is the
+//     paced heap's peak against the program-collected one's, on the
+//     same trace.
 //   - NewGoHeap: at GOGC alone, for a trace without collections (a C
 //     program's, an old native trace) or another GOGC than the
 //     program's.

@@ -288,4 +288,14 @@ func TestGoRowObjects(t *testing.T) {
 	if ratio < 0.9 || ratio > 1.1 {
 		t.Errorf("the go row's objects peak at %d B, the program's at %d B: not within 10%%", rw.PeakUsed, program)
 	}
+	// The paced model, the baseline of every what-if, against the
+	// program's collections: its error, logged (one replay each is too
+	// noisy to bound it here; carve advise prints it, the median of five).
+	paced := Replay(tr, Spec{Alloc: "go", Paced: true}, Options{Touch: true}, nil)
+	collected := Replay(tr, Spec{Alloc: "go"}, Options{Touch: true}, nil)
+	if paced.Error != "" || collected.Error != "" {
+		t.Fatal(paced.Error, collected.Error)
+	}
+	modelError := float64(paced.PeakRSS)/float64(collected.PeakRSS) - 1
+	t.Logf("the paced go row's peak RSS %.2f MiB (peak live %.2f MiB), collected where the program did %.2f MiB: the model's error %+.1f%%", mib(paced.PeakRSS), mib(paced.PeakLive), mib(collected.PeakRSS), 100*modelError)
 }

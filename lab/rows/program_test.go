@@ -88,3 +88,33 @@ func TestProgramRSS(t *testing.T) {
 		t.Errorf("a generated trace: the program's RSS %+v, want none", *p)
 	}
 }
+
+// TestPacedRowSpreadsFrees replays one trace through the go row that
+// collects where the program did and through the paced one: the first
+// has the frees at the marks' ends, so its peak live is the 32 MiB alive
+// at the first mark's end; the paced row's collections fall between the
+// program's, and it gets the frees spread over their spans, before the
+// mark's end, so its peak live is less.
+func TestPacedRowSpreadsFrees(t *testing.T) {
+	tr, err := traces.Resolve(programTrace(t, 33<<20, 60<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := Run([]traces.Trace{tr}, []Spec{{Alloc: "go"}, {Alloc: "go", Paced: true}}, Options{}, 1, nil)[0].Rows
+	for _, r := range rs {
+		if r.Error != "" {
+			t.Fatalf("%s: %s", r.Allocator, r.Error)
+		}
+	}
+	program, paced := rs[0], rs[1]
+	t.Logf("peak live: %s %d B, %s %d B", program.Allocator, program.PeakLive, paced.Allocator, paced.PeakLive)
+	if program.Collected != "program" || paced.Collected != "paced" {
+		t.Fatalf("the rows collected by %q and %q, want program and paced", program.Collected, paced.Collected)
+	}
+	if program.PeakLive != 32<<20 {
+		t.Errorf("%s: peak live %d B, want the 32 MiB alive at the first mark's end", program.Allocator, program.PeakLive)
+	}
+	if paced.PeakLive >= program.PeakLive {
+		t.Errorf("%s: peak live %d B, not below %s's %d B: its frees are not spread before the marks' ends", paced.Allocator, paced.PeakLive, program.Allocator, program.PeakLive)
+	}
+}

@@ -229,7 +229,7 @@ func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 		if a, err = replay.New(s.Alloc); err != nil {
 			return nil, err
 		}
-	case cycles && (s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0):
+	case cycles && s.paced():
 		a = replay.NewPacedGoHeap(s.gogc())
 	case !cycles || s.GOGC != 0 && s.GOGC != DefaultGOGC:
 		a = replay.NewGoHeap(s.gogc())
@@ -248,6 +248,16 @@ func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 		return replay.WithRoutes(s.Routes, a)
 	}
 	return a, nil
+}
+
+// paced reports whether s is a go row paced by the program's ratio on a
+// trace that records its collections (see NewAllocator): Paced, or a
+// what-if. Its events then have the frees of the objects it does not
+// move spread over their spans (traces.Trace.OpenPlaced), since its
+// collections fall between the program's marks' ends, where the trace
+// proves no object dead.
+func (s Spec) paced() bool {
+	return s.Alloc == "go" && (s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0)
 }
 
 // libDirs are where the dynamic loader finds libraries on common

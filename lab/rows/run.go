@@ -224,15 +224,13 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 // one place a row's events come from, where a row's own transform of
 // the stream belongs.
 func source(t traces.Trace, s Spec) (trace.Source, io.Closer, error) {
-	open := t.Open
-	if s.Early && len(s.Routes) > 0 {
-		var names []string
+	var early []string
+	if s.Early {
 		for _, r := range s.Routes {
-			names = append(names, r.Label)
+			early = append(early, r.Label)
 		}
-		open = func() (trace.Source, io.Closer, error) { return t.OpenEarly(names) }
 	}
-	src, closer, err := open()
+	src, closer, err := t.OpenPlaced(early, s.paced())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", replay.ErrSource, err)
 	}

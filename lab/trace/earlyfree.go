@@ -20,7 +20,10 @@ import (
 //
 // EarlyFrees moves the frees of the objects whose label match accepts to
 // that earliest place, before the event that follows it; the other frees
-// stay where main has them. A free of an object born before the first
+// stay where main has them. PlacedFrees chooses, by label, between the
+// two ends and a place spread between them: where a collector that runs
+// at another moment than the program's would find the object dead, if
+// objects die evenly over the span the trace allows. A free of an object born before the first
 // mark's end moves to its birth. Finding them takes a second reader of the
 // same events, lead, which reads up to two cycles ahead; what it holds is
 // the positions of the matched objects alive and the frees found and not
@@ -34,8 +37,36 @@ import (
 // returned is Positioned and labelled when main is, and its MarkEnds give
 // the cycles at their positions in the events it returns.
 func EarlyFrees(main, lead Source, match func(label uint32) bool) Source {
-	e := &earlyFreer{main: main, lead: lead, match: match, labels: LabelsOf(main),
-		born: map[uint64]int64{}, early: map[uint64]bool{}}
+	return PlacedFrees(main, lead, func(label uint32) FreePlace {
+		if match(label) {
+			return FreeEarly
+		}
+		return FreeLate
+	})
+}
+
+// FreePlace is where PlacedFrees puts the free of an object, in the span
+// the trace allows: from the later of its birth and the start of the
+// mark before the one that proved it dead, to that mark's end.
+type FreePlace uint8
+
+const (
+	// FreeLate keeps the free at the end of the mark that proved the
+	// object dead, where main has it.
+	FreeLate FreePlace = iota
+	// FreeEarly moves it to the span's start.
+	FreeEarly
+	// FreeSpread moves it to a place in the span chosen by the object's
+	// ID alone (a hash of it, uniform over the span): the frees of many
+	// objects spread evenly over their spans, the same in every run.
+	FreeSpread
+)
+
+// PlacedFrees returns the events of main as EarlyFrees does, with the
+// free of each object moved to where place says for its label.
+func PlacedFrees(main, lead Source, place func(label uint32) FreePlace) Source {
+	e := &earlyFreer{main: main, lead: lead, place: place, labels: LabelsOf(main),
+		born: map[uint64]bornAt{}, early: map[uint64]bool{}}
 	e.mainPos, _ = main.(Positioned)
 	e.leadPos, _ = lead.(Positioned)
 	e.leadEnds, _ = lead.(markEnder)
@@ -44,6 +75,23 @@ func EarlyFrees(main, lead Source, match func(label uint32) bool) Source {
 
 // markEnder is a Source that says where its marks ended (MoveFrees's).
 type markEnder interface{ MarkEnds() []GoCycle }
+
+// bornAt is an object alive whose free moves: the position of its birth,
+// and where in its span the free goes.
+type bornAt struct {
+	at    int64
+	where FreePlace
+}
+
+// spread returns a number in [0, 1) made of id alone, uniform over ids
+// (splitmix64's finalizer): where in its span an object's free spreads.
+func spread(id uint64) float64 {
+	z := id + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
 
 // earlyFree is a free found by the reader ahead: the object, the
 // position before which it is returned, and the line it came from.
@@ -74,17 +122,18 @@ type earlyFreer struct {
 	main, lead       Source
 	mainPos, leadPos Positioned
 	leadEnds         markEnder
-	match            func(uint32) bool
+	place            func(uint32) FreePlace
 	labels           *Labels
 	err              error // sticky
 
-	// The reader ahead: its batch, its position, its end, the matched
-	// objects alive (their birth's position), the frees found.
+	// The reader ahead: its batch, its position, its end, the objects
+	// alive whose frees move (their birth's position, and where in its
+	// span), the frees found.
 	lbuf    []Event
 	li      int
 	lpos    int64
 	lerr    error
-	born    map[uint64]int64
+	born    map[uint64]bornAt
 	pending earlyFrees
 
 	// The events returned: main's batch, its position, the objects whose
@@ -170,18 +219,22 @@ func (e *earlyFreer) ahead() error {
 	p := e.lpos
 	e.lpos++
 	switch {
-	case born(ev) && e.match(ev.Label):
+	case born(ev):
+		where := e.place(ev.Label)
+		if where == FreeLate {
+			return nil
+		}
 		if len(e.born) == MaxMovedFrees {
 			return fmt.Errorf("%w (more than %d objects alive whose frees move early)", ErrTooManyLive, MaxMovedFrees)
 		}
-		e.born[ev.ID] = p
+		e.born[ev.ID] = bornAt{p, where}
 	case ev.Op == Free:
 		b, ok := e.born[ev.ID]
 		if !ok {
 			return nil
 		}
 		delete(e.born, ev.ID)
-		at := b + 1
+		at := b.at + 1
 		if e.leadEnds != nil {
 			ends := e.leadEnds.MarkEnds()
 			// The mark before the one whose end this free is at: the
@@ -189,6 +242,9 @@ func (e *earlyFreer) ahead() error {
 			if i := sort.Search(len(ends), func(i int) bool { return ends[i].End > p }); i > 0 {
 				at = max(at, ends[i-1].Start)
 			}
+		}
+		if b.where == FreeSpread && at < p {
+			at += int64(spread(ev.ID) * float64(p-at))
 		}
 		if at >= p {
 			return nil

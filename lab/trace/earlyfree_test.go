@@ -7,24 +7,27 @@ import (
 	"testing"
 )
 
-// earlyModel is EarlyFrees's rule on a slice of moved frees: each free of
-// a matched object born in evs moves to the later of its birth + 1 and
-// the start of the last mark that ended at or before it, if that is
-// earlier; the frees that move to one place come in the order of their
-// IDs, before the event there. It returns the events and the cycles at
-// their positions in them.
-func earlyModel(evs []Event, cycles []GoCycle, match func(uint32) bool) ([]Event, []GoCycle) {
+// earlyModel is PlacedFrees's rule on a slice of moved frees: each free
+// of an object born in evs whose label place puts early moves to the
+// later of its birth + 1 and the start of the last mark that ended at or
+// before it, one it spreads that far and then the fraction spread(ID) of
+// the way to where it was, if that is earlier; the frees that move to
+// one place come in the order of their IDs, before the event there. It
+// returns the events and the cycles at their positions in them.
+func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]Event, []GoCycle) {
 	type moved struct {
 		at int64
 		id uint64
 	}
 	birth := map[uint64]int64{}
+	spreads := map[uint64]bool{}
 	var frees []moved
 	drop := map[int]bool{}
 	for p, e := range evs {
 		switch {
-		case born(e) && match(e.Label):
+		case born(e) && place(e.Label) != FreeLate:
 			birth[e.ID] = int64(p)
+			spreads[e.ID] = place(e.Label) == FreeSpread
 		case e.Op == Free:
 			b, ok := birth[e.ID]
 			if !ok {
@@ -36,6 +39,9 @@ func earlyModel(evs []Event, cycles []GoCycle, match func(uint32) bool) ([]Event
 				if c.End <= int64(p) {
 					at = max(at, c.Start)
 				}
+			}
+			if spreads[e.ID] && at < int64(p) {
+				at += int64(spread(e.ID) * float64(int64(p)-at))
 			}
 			if at < int64(p) {
 				frees = append(frees, moved{at, e.ID})
@@ -74,14 +80,14 @@ func earlyModel(evs []Event, cycles []GoCycle, match func(uint32) bool) ([]Event
 
 // readEarly reads everything EarlyFrees gives over MoveFrees for evs,
 // in small batches, and MoveFrees's own events and cycles.
-func readEarly(t *testing.T, evs []Event, labels *Labels, cycles []GoCycle, match func(uint32) bool) (moved []Event, movedCycles []GoCycle, got []Event, gotCycles []GoCycle, err error) {
+func readEarly(t *testing.T, evs []Event, labels *Labels, cycles []GoCycle, place func(uint32) FreePlace) (moved []Event, movedCycles []GoCycle, got []Event, gotCycles []GoCycle, err error) {
 	t.Helper()
 	moved, movedCycles, _, err = readMoved(t, evs, labels, cycles, nil)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	mover := func() Source { return MoveFrees(LabeledEvents(evs, labels), LabeledEvents(evs, labels), cycles) }
-	src := EarlyFrees(mover(), mover(), match)
+	src := PlacedFrees(mover(), mover(), place)
 	buf := make([]Event, 3)
 	for {
 		n, rerr := src.Read(buf)
@@ -135,7 +141,7 @@ func TestEarlyFrees(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, got, gotCycles, err := readEarly(t, tt.evs, labels, tt.cycles, isT)
+			_, _, got, gotCycles, err := readEarly(t, tt.evs, labels, tt.cycles, early(isT))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,12 +168,22 @@ func FuzzEarlyFrees(f *testing.F) {
 		}
 		evs, labels, cycles, _ := fuzzGoTrace(in)
 		typeL, _ := labels.Intern(Label{Name: "T"})
-		match := func(l uint32) bool { return l == typeL }
-		moved, movedCycles, got, gotCycles, err := readEarly(t, evs, labels, cycles, match)
+		// T's frees early, the unlabelled objects' spread, the stacks'
+		// where they are.
+		place := func(l uint32) FreePlace {
+			switch l {
+			case typeL:
+				return FreeEarly
+			case 0:
+				return FreeSpread
+			}
+			return FreeLate
+		}
+		moved, movedCycles, got, gotCycles, err := readEarly(t, evs, labels, cycles, place)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, wantCycles := earlyModel(moved, movedCycles, match)
+		want, wantCycles := earlyModel(moved, movedCycles, place)
 		if !slices.Equal(got, want) {
 			t.Fatalf("events\n got %v\nwant %v\n(moved %v, cycles %v)", got, want, moved, movedCycles)
 		}
@@ -175,4 +191,75 @@ func FuzzEarlyFrees(f *testing.F) {
 			t.Fatalf("cycles %v, want %v (moved %v)", gotCycles, wantCycles, movedCycles)
 		}
 	})
+}
+
+// early places the frees of the labels match accepts early, the others
+// late: EarlyFrees's rule.
+func early(match func(uint32) bool) func(uint32) FreePlace {
+	return func(l uint32) FreePlace {
+		if match(l) {
+			return FreeEarly
+		}
+		return FreeLate
+	}
+}
+
+// TestSpreadFrees spreads the frees of many objects that the sweep after
+// the second of two cycles freed: each lands in its span, from the start
+// of the first mark (or its birth) to the end of the second, before the
+// object's free was, and together they spread over it evenly (a mean
+// fraction of a half), the same on every read.
+func TestSpreadFrees(t *testing.T) {
+	labels := &Labels{}
+	const n = 4000
+	var evs []Event
+	for i := range uint64(n) {
+		evs = append(evs, Event{Op: Alloc, ID: i + 1, Size: 16})
+	}
+	// Mark 1 runs over events n..n+10, mark 2 over 3n..3n+10; fillers
+	// in between.
+	for i := range uint64(3*n + 10 - n) {
+		evs = append(evs, Event{Op: Alloc, ID: n + 1 + i, Size: 8})
+	}
+	cycles := []GoCycle{{Start: n, End: n + 10}, {Start: 3 * n, End: 3*n + 10}}
+	for i := range uint64(n) {
+		evs = append(evs, Event{Op: Free, ID: i + 1})
+	}
+	spreadAll := func(uint32) FreePlace { return FreeSpread }
+	_, _, got, _, err := readEarly(t, evs, labels, cycles, spreadAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, again, _, err := readEarly(t, evs, labels, cycles, spreadAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, again) {
+		t.Fatal("two reads spread the frees differently")
+	}
+	// Once moved, the free of object j is the event at 3n+9+j: its span
+	// is [n, 3n+9+j). A free returned is placed before main's event at
+	// the count of main's events returned before it: those of the other
+	// objects and the allocations.
+	var sum float64
+	seen := 0
+	var mainPos int64
+	for _, e := range got {
+		if e.Op != Free || e.ID > n {
+			mainPos++
+			continue
+		}
+		late := int64(3*n + 9 + e.ID)
+		if mainPos < n || mainPos >= late {
+			t.Fatalf("the free of %d before main's event %d: outside its span [%d, %d)", e.ID, mainPos, n, late)
+		}
+		sum += float64(mainPos-n) / float64(late-n)
+		seen++
+	}
+	if seen != n {
+		t.Fatalf("%d frees of the first objects, want %d", seen, n)
+	}
+	if mean := sum / n; mean < 0.47 || mean > 0.53 {
+		t.Errorf("the frees' mean place in their span %.3f, want about 0.5", mean)
+	}
 }

@@ -526,13 +526,15 @@ func (f Frees) Name() string {
 // String says where the frees are and what that means for live memory,
 // for the reader of a table ("" for FreesAsRecorded).
 func (f Frees) String() string {
+	// No collection proves an object that died after the last mark dead.
+	const last = "; an object dropped after the last collection's mark has no free, and the figures at the end count it live"
 	switch f {
 	case FreesMoved:
-		return "each at the end of the collection's mark that proved its object dead: live memory is what the collector would find"
+		return "each at the end of the collection's mark that proved its object dead: live memory is what the collector would find" + last
 	case FreesAtSweepAsked:
-		return "where the sweeper made them, a cycle after the mark that proved each object dead (--frees=sweep): live memory counts a cycle of garbage"
+		return "where the sweeper made them, a cycle after the mark that proved each object dead (--frees=sweep): live memory counts a cycle of garbage" + last
 	case FreesAtSweepNoCycles:
-		return "where the sweeper made them, a cycle after the mark that proved each object dead: live memory counts a cycle of garbage (the trace records no collections: record it again, or convert its Go execution trace, with this carve)"
+		return "where the sweeper made them, a cycle after the mark that proved each object dead: live memory counts a cycle of garbage (the trace records no collections: record it again, or convert its Go execution trace, with this carve)" + last
 	}
 	return ""
 }
@@ -624,16 +626,34 @@ func (s *spool) Open(sweep bool) (trace.Source, io.Closer, error) {
 // bound of moving those objects to memory the program frees itself. A
 // trace whose frees are not moved (Frees) opens as Open does.
 func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
+	return t.OpenPlaced(names, false)
+}
+
+// OpenPlaced opens t as OpenEarly does, and with spread the frees of the
+// other objects spread over the spans the trace allows them (between the
+// earliest and the end of the mark that proved them dead:
+// trace.FreeSpread): what a collector that runs at other moments than
+// the program's would find dead, if objects die evenly over their spans.
+func (t Trace) OpenPlaced(early []string, spread bool) (trace.Source, io.Closer, error) {
 	t = t.Spooled()
 	src, closer, err := t.Open()
-	if err != nil || !t.FreesMoved() {
+	if err != nil || !t.FreesMoved() || len(early) == 0 && !spread {
 		return src, closer, err
 	}
 	s := t.spool
 	labels := s.labels
-	match := func(l uint32) bool { return l != 0 && labels != nil && slices.Contains(names, labels.Name(l)) }
+	other := trace.FreeLate
+	if spread {
+		other = trace.FreeSpread
+	}
+	place := func(l uint32) trace.FreePlace {
+		if l != 0 && labels != nil && slices.Contains(early, labels.Name(l)) {
+			return trace.FreeEarly
+		}
+		return other
+	}
 	lead := trace.MoveFrees(s.decoder(), s.decoder(), s.cycles)
-	return trace.EarlyFrees(src, lead, match), closer, nil
+	return trace.PlacedFrees(src, lead, place), closer, nil
 }
 
 // decoder returns a decoder of the spool's events from their start.
