@@ -133,13 +133,35 @@ func TestLabelBomb(t *testing.T) {
 
 // TestNativeV2Errors: the lines of version 2, malformed, and version 2's
 // lines in a trace of version 1.
+// syntaxCase is a malformed trace: its text, and the line, the kind of
+// line and (a part of) what the *Error says was expected.
+type syntaxCase struct {
+	name, text string
+	line       int64
+	what, want string
+}
+
+// checkSyntaxErrors reads each case's text as a native trace named
+// t.trace and checks the *Error it fails with.
+func checkSyntaxErrors(t *testing.T, tests []syntaxCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := readString("t.trace", tt.text, Native)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if e.File != "t.trace" || e.Line != tt.line || e.What != tt.what || !strings.Contains(e.Want, tt.want) {
+				t.Errorf("err = %+v, want line %d, what %q, want containing %q", *e, tt.line, tt.what, tt.want)
+			}
+		})
+	}
+}
+
 func TestNativeV2Errors(t *testing.T) {
 	const h, v3 = "# carve trace v2\n", "# carve trace v3\n"
-	tests := []struct {
-		name, text string
-		line       int64
-		what, want string
-	}{
+	tests := []syntaxCase{
 		{"v4", "# carve trace v4\n", 1, "header", "v2\" or \"# carve trace v3"},
 		{"label in v1", "# carve trace v1\nl 1 x\n", 2, "line", `"a", "f"`},
 		{"use in v1", "# carve trace v1\na 1 2 @1\n", 2, "alloc", "a <id> <size> [<align>]\""},
@@ -163,18 +185,7 @@ func TestNativeV2Errors(t *testing.T) {
 		{"collections out of order", v3 + "a 1 2\na 2 2\nG 0 2 2 4\nG 0 1 2 4\n", 5, "collection", "at or after the last one's"},
 		{"bad line in v3", v3 + "x 1\n", 2, "line", `"g", "G" or "R"`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := readString("t.trace", tt.text, Native)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want an *Error", err)
-			}
-			if e.Line != tt.line || e.What != tt.what || !strings.Contains(e.Want, tt.want) {
-				t.Errorf("err = %+v, want line %d, what %q, want containing %q", *e, tt.line, tt.what, tt.want)
-			}
-		})
-	}
+	checkSyntaxErrors(t, tests)
 }
 
 // TestWriterLabels: a Writer writes version 1 without a table, version 2

@@ -16,11 +16,7 @@ import (
 // trace of version 2.
 func TestNativeRSSErrors(t *testing.T) {
 	const v3 = "# carve trace v3\n"
-	tests := []struct {
-		name, text string
-		line       int64
-		what, want string
-	}{
+	tests := []syntaxCase{
 		{"in v2", "# carve trace v2\na 1 2\nR 1 10 20 test\n", 3, "line", `"l" or "g"`},
 		{"a field missing", v3 + "a 1 2\nR 1 10 20\n", 3, "program's RSS", "R <events before>|- <VmRSS bytes>"},
 		{"a word for a number", v3 + "a 1 2\nR 1 ten 20 test\n", 3, "program's RSS", "R <events before>"},
@@ -33,18 +29,7 @@ func TestNativeRSSErrors(t *testing.T) {
 		{"out of order", v3 + "a 1 2\na 2 2\nR 2 10 20 test\nR 1 10 20 test\n", 5, "program's RSS", "at or after the last one (after 2 events)"},
 		{"a huge place", v3 + "a 1 2\nR 99999999999999999999 10 20 test\n", 3, "program's RSS", "R <events before>"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := readString("t.trace", tt.text, Native)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want an *Error", err)
-			}
-			if e.File != "t.trace" || e.Line != tt.line || e.What != tt.what || !strings.Contains(e.Want, tt.want) {
-				t.Errorf("err = %+v, want line %d, what %q, want containing %q", *e, tt.line, tt.what, tt.want)
-			}
-		})
-	}
+	checkSyntaxErrors(t, tests)
 }
 
 // TestNativeRSSBound: a trace of more samples than MaxProcessRSS stops
