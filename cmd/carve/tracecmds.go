@@ -10,6 +10,7 @@ import (
 
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/internal/text"
+	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
@@ -162,6 +163,9 @@ var statsCommand = &command{
 				writeSummary(w, t.Label, format, s)
 				if f := t.Frees().String(); f != "" {
 					fmt.Fprintf(w, "frees: %s\n", f)
+				}
+				if p := (rows.Table{Trace: t}).Program(); p != nil {
+					fmt.Fprintf(w, "the program's RSS: %s\n", p)
 				}
 				fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
 				for k := range s.Sizes {
