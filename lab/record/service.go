@@ -84,7 +84,7 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 	}
 	comment := fmt.Sprintf("recorded by carve record --from %s --seconds %s\nfrom the execution trace of the service (net/http/pprof, GODEBUG=traceallocfree=1)",
 		Redacted(base), seconds(d))
-	err = convertGo(&res, path, shown, opt, out, comment)
+	err = convertGo(&res, path, shown, opt, clockedRSS{none: noRSSService}, out, comment)
 	switch {
 	case errors.Is(err, trace.ErrNoGoHeap):
 		return res, &described{"record: the service's execution trace has no heap events: start the service with GODEBUG=traceallocfree=1",
