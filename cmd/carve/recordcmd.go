@@ -38,7 +38,12 @@ github.com/carvelab/carve/lab/selftrace), recorded as any program; or a
 running service that imports net/http/pprof and runs with
 GODEBUG=traceallocfree=1 (carve record -o FILE --from http://127.0.0.1:6060
 --seconds 5). Starting the trace stops the world for a snapshot of the whole
-heap, and allocation is slower while it runs: carve prints the pause.`,
+heap, and allocation is slower while it runs: carve prints the pause.
+
+While the program runs, carve reads its VmRSS and VmHWM (/proc/PID/status)
+every 100 ms: of the test binary of a go test run, placed among the trace's
+events by its clock; of a C program (valgrind's process, under valgrind),
+its peak only. carve prints the peak. A service's trace (--from) has none.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		out := fs.String("o", "", "write the trace to `FILE` (default: COMMAND's name + .trace)")
 		var names []string

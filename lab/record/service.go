@@ -39,7 +39,7 @@ var serviceSlack = 10 * time.Second
 // FromService records a running Go service: it reads the execution trace
 // of d (at least a millisecond) from the service's /debug/pprof/trace
 // (net/http/pprof) at base, and writes its heap's events to out in
-// carve's native format of version 2, with the objects' types as labels
+// carve's native format of version 3, with the objects' types as labels
 // and the runtime's heap metrics, as Record does for go test (see the
 // package documentation, Go programs).
 //
