@@ -245,3 +245,24 @@ func TestRecordInterrupted(t *testing.T) {
 		t.Errorf("carve record, interrupted: %v, a trace written %v, %q; want exit 1, the trace of 7 events", err, isTrace(out), stderr.String())
 	}
 }
+
+// TestRecordRSS: carve record prints the peak RSS of the recorded C
+// program, the one sample its trace holds, or why a trace has none.
+func TestRecordRSS(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildRecordProgram(t, dir)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"record", "-o", filepath.Join(dir, "out.trace"), "--", prog}, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve record = %d: %s", code, stderr.String())
+	}
+	want := "of the program, the recorder's buffers included (VmHWM, sampled every 100 ms: "
+	if !strings.Contains(stderr.String(), "carve record: peak RSS ") || !strings.Contains(stderr.String(), want) ||
+		!strings.Contains(stderr.String(), "; the trace holds the peak only)") {
+		t.Errorf("carve record said %q, want the peak RSS %s", stderr.String(), want)
+	}
+	stderr.Reset()
+	printRSS(&cli{stderr: &stderr}, record.Result{NoRSS: "not on Linux"})
+	if got := stderr.String(); got != "carve record: no samples of the RSS in the trace: not on Linux\n" {
+		t.Errorf("printRSS of none = %q", got)
+	}
+}

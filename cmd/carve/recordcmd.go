@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/record"
+	"github.com/carvelab/carve/lab/trace"
 )
 
 var recordCommand = &command{
@@ -36,7 +38,12 @@ github.com/carvelab/carve/lab/selftrace), recorded as any program; or a
 running service that imports net/http/pprof and runs with
 GODEBUG=traceallocfree=1 (carve record -o FILE --from http://127.0.0.1:6060
 --seconds 5). Starting the trace stops the world for a snapshot of the whole
-heap, and allocation is slower while it runs: carve prints the pause.`,
+heap, and allocation is slower while it runs: carve prints the pause.
+
+While the program runs, carve reads its VmRSS and VmHWM (/proc/PID/status)
+every 100 ms: of the test binary of a go test run, placed among the trace's
+events by its clock; of a C program (valgrind's process, under valgrind),
+its peak only. carve prints the peak. A service's trace (--from) has none.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		out := fs.String("o", "", "write the trace to `FILE` (default: COMMAND's name + .trace)")
 		var names []string
@@ -115,6 +122,7 @@ heap, and allocation is slower while it runs: carve prints the pause.`,
 			}
 			fmt.Fprintf(c.stderr, "carve record: %d events from %s (pid %d%s) written to %s by the %s recorder\n",
 				res.Events, res.Process.Program, res.Process.Pid, threads, path, res.Recorder)
+			printRSS(c, res)
 			printPause(c, res)
 			if res.Cut > 0 {
 				fmt.Fprintf(c.stderr, "carve record: the program ended while its last allocator call was being logged: %s, cut short, is left out\n",
@@ -185,8 +193,28 @@ func recordService(c *cli, path, from string, seconds float64, rec string, cmd [
 		return recErr
 	}
 	fmt.Fprintf(c.stderr, "carve record: %d events from %s written to %s\n", res.Events, res.Process.Program, path)
+	printRSS(c, res)
 	printPause(c, res)
 	return nil
+}
+
+// printRSS says the recorded process's peak RSS, as the trace's samples
+// of it have it, or why the trace has none.
+func printRSS(c *cli, res record.Result) {
+	_, hwm, ok := trace.RSSPeak(res.ProcessRSS)
+	if !ok {
+		if res.NoRSS != "" {
+			fmt.Fprintf(c.stderr, "carve record: no samples of the RSS in the trace: %s\n", res.NoRSS)
+		}
+		return
+	}
+	only := ""
+	if res.ProcessRSS[0].Event < 0 {
+		only = "; the trace holds the peak only"
+	}
+	fmt.Fprintf(c.stderr, "carve record: peak RSS %s of %s (VmHWM, sampled every %d ms: %s%s)\n",
+		size.Format(int64(hwm)), trace.RSSOfText(res.ProcessRSS[0].Of), record.RSSEvery.Milliseconds(),
+		text.Count(int64(res.RSSSampled), "sample"), only)
 }
 
 // printPause says how long the world stopped as a Go execution trace

@@ -108,7 +108,7 @@
 // -trace FILE of the user's is never removed: one that is not a regular
 // file is refused, and one that the run left as it was is no trace); it
 // runs the command and converts the execution trace with package trace's
-// Go importer to the native format of version 2, whose labels are the
+// Go importer to the native format of version 3, whose labels are the
 // objects' types and whose "g" lines are the runtime's own heap metrics
 // (also in [Result].GoHeap). What such a trace holds and loses is in
 // package trace's documentation: no call stacks, deaths at sweep, tiny
@@ -190,4 +190,15 @@
 // and the process kept; its events carry the recorded thread ids (carve's
 // recorder) or 0. The replayer replays a multi-threaded trace in its
 // recorded order, on one thread.
+//
+// While the program runs, Record reads the VmRSS and VmHWM of its
+// processes (/proc/PID/status, Linux only) every [RSSEvery], and writes
+// those of the process the trace is of as the trace's "R" lines
+// ([Result].ProcessRSS; see trace.ProcessRSS): of the test binary of a
+// go test run and of a binary that traces itself, placed among the
+// events by the execution trace's clock; of a C recorder's process (for
+// valgrind, valgrind's own, the program inside it), the peak only, in a
+// trace of version 3 without labels, since its log has no clock. A
+// service's trace ([FromService]) has none; [Result].NoRSS says why a
+// trace has none.
 package record

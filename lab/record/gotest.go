@@ -62,6 +62,7 @@ type goTest struct {
 	dir      string   // its -C directory, or ""
 	packages []string // the package arguments
 	trace    string   // the trace file the run writes (absolute, or relative to dir)
+	traceArg string   // the -trace value as given: the test binary gets -test.trace=traceArg
 	ownTrace bool     // the user's own -trace named it
 }
 
@@ -124,7 +125,7 @@ func parseGoTest(cmd []string, traceFile string) (*goTest, bool, error) {
 		case "c":
 			return nil, true, fmt.Errorf("%w: go test -c builds the test binary without running it: nothing to record", ErrUsage)
 		case "trace":
-			t.trace, t.ownTrace = value, true
+			t.trace, t.traceArg, t.ownTrace = value, value, true
 		case "outputdir":
 			outputdir = value
 		}
@@ -136,7 +137,7 @@ func parseGoTest(cmd []string, traceFile string) (*goTest, bool, error) {
 		t.argv = cmd
 		return t, true, nil
 	}
-	t.trace = traceFile
+	t.trace, t.traceArg = traceFile, traceFile
 	t.argv = append(append(append([]string{}, cmd[:test+1]...), "-trace="+traceFile), cmd[test+1:]...)
 	return t, true, nil
 }
@@ -237,11 +238,18 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		o.Stdout = errOut // one writer, which exec.Cmd writes from one goroutine
 	}
 	o.Stderr = errOut
-	pid, runErr := run(ctx, t.argv, env, o)
+	// The test binary is known by the trace flag go test passes it.
+	rss := newRSSSampler("-test.trace=" + t.traceArg)
+	pid, runErr := run(ctx, t.argv, env, o, rss)
 	if pid == 0 {
 		return runErr
 	}
 	res.Process = Process{Pid: pid, Program: strings.Join(t.argv, " ")}
+	_, samples := rss.testBinary()
+	clocked := clockedRSS{samples: samples, of: trace.RSSTestBinary, none: noRSSTestBinary}
+	if rss == nil {
+		clocked.none = noRSSOS
+	}
 	if bytes.Contains(stderr.b, []byte("cannot use -trace flag with multiple packages")) {
 		return fmt.Errorf("%w: go test -trace takes one package (go test said: cannot use -trace flag with multiple packages)", ErrGoTestPackages)
 	}
@@ -260,7 +268,7 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		}
 		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace%s (%s)", ErrNoEvents, at, why))
 	}
-	err = convertGo(res, path, path, opt, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt, clocked, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
 }
 
@@ -288,16 +296,17 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 
 // convertGo converts the Go execution trace at path, called name in
-// errors, to the native format of version 2 (labels: the types), with
-// the heap's own metrics. A trace recorded without the alloc/free
+// errors, to the native format of version 3 (labels: the types), with
+// the heap's own metrics, its collections and the samples of the
+// program's RSS, rss, placed by the trace's clock. A trace recorded without the alloc/free
 // experiment is refused with an error wrapping trace.ErrNoGoHeap before
 // anything is written.
 //
 // Once it is converted, the trace's first generation is read again for
 // the pause in which the trace started (res.StartPause): after the
 // converter, which bounds what a generation may cost, has read it whole.
-func convertGo(res *Result, path, name string, opt Options, out io.Writer, comment string) error {
-	if err := convertGoEvents(res, path, name, opt, out, comment); err != nil {
+func convertGo(res *Result, path, name string, opt Options, rss clockedRSS, out io.Writer, comment string) error {
+	if err := convertGoEvents(res, path, name, opt, rss, out, comment); err != nil {
 		return err
 	}
 	if head, err := readGoHead(path, opt.MaxGoGeneration); err == nil {
@@ -307,13 +316,14 @@ func convertGo(res *Result, path, name string, opt Options, out io.Writer, comme
 }
 
 // convertGoEvents is convertGo's conversion.
-func convertGoEvents(res *Result, path, name string, opt Options, out io.Writer, comment string) error {
+func convertGoEvents(res *Result, path, name string, opt Options, rss clockedRSS, out io.Writer, comment string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	defer f.Close()
-	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: opt.GoStacks, MaxGoGeneration: opt.MaxGoGeneration})
+	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: opt.GoStacks, MaxGoGeneration: opt.MaxGoGeneration,
+		ProcessRSS: rss.samples, ProcessRSSOf: rss.of})
 	if err != nil {
 		return err
 	}
@@ -335,5 +345,12 @@ func convertGoEvents(res *Result, path, name string, opt Options, out io.Writer,
 		return fmt.Errorf("%w: the execution trace holds no heap event", ErrNoEvents)
 	}
 	res.GoHeap = r.GoHeap()
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	res.ProcessRSS, res.RSSSampled = r.ProcessRSS(), len(rss.samples)
+	if len(res.ProcessRSS) == 0 {
+		res.NoRSS = rss.none
+	}
+	return nil
 }

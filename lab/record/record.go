@@ -92,6 +92,21 @@ type Result struct {
 	// recording Process before it ended (its log could not grow: a full
 	// disk): the calls after the trace's last event are lost.
 	Stopped string
+	// ProcessRSS is the samples of the recorded process's RSS written in
+	// the trace, its "R" lines (see trace.ProcessRSS): Record reads
+	// VmRSS and VmHWM of the processes of the run every RSSEvery, and
+	// keeps those of the test binary of a go test run, of a binary that
+	// traces itself, or of the process whose log a C recorder's trace
+	// holds (valgrind's process, the program in it). A Go execution
+	// trace's samples are placed among its events by its clock
+	// snapshots; a C recorder's log has no clock, and its trace holds the
+	// peak only: one sample, not placed (Event -1), of the largest VmRSS
+	// and VmHWM sampled. RSSSampled is the number of samples taken of the
+	// process (more than were written for a peak only), and NoRSS, when
+	// none were written, says why.
+	ProcessRSS []trace.ProcessRSS
+	RSSSampled int
+	NoRSS      string
 }
 
 // Process is one program run that a recorder logged: a process, or a
@@ -188,7 +203,8 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	if err != nil {
 		return res, err
 	}
-	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt)
+	rss := newRSSSampler("")
+	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt, rss)
 	if pid == 0 { // did not start
 		return res, runErr
 	}
@@ -206,7 +222,22 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 		for _, l := range logs[1:] {
 			res.Others = append(res.Others, l.Process)
 		}
-		err := convert(&res, logs[0], rec.format, out, comment(rec.Name, cmd, logs, isGo))
+		of := trace.RSSProgram
+		if rec == valgrindRecorder {
+			of = trace.RSSValgrind
+		}
+		sampled := rss.of(cmp.Or(res.Process.Pid, pid))
+		peak, ok := rssPeak(sampled, of)
+		switch {
+		case rss == nil:
+			res.NoRSS = noRSSOS
+		case !ok:
+			res.NoRSS = noRSSProcess
+		}
+		err := convert(&res, logs[0], rec.format, out, comment(rec.Name, cmd, logs, isGo), peak, ok)
+		if len(res.ProcessRSS) > 0 {
+			res.RSSSampled = len(sampled)
+		}
 		if err != nil {
 			return res, errors.Join(err, runErr)
 		}
@@ -223,8 +254,9 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 
 // run runs the recorder's command line and returns the pid it ran as (0
 // if it did not start) and an error for a failure to start, an exit
-// status other than 0 (an *ExitError) or ctx done.
-func run(ctx context.Context, argv, env []string, opt Options) (int, error) {
+// status other than 0 (an *ExitError) or ctx done. rss, when not nil,
+// samples the RSS of the process and its descendants while it runs.
+func run(ctx context.Context, argv, env []string, opt Options, rss *rssSampler) (int, error) {
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Env = env
 	c.Stdin, c.Stdout, c.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
@@ -233,7 +265,9 @@ func run(ctx context.Context, argv, env []string, opt Options) (int, error) {
 	if err := c.Start(); err != nil {
 		return 0, fmt.Errorf("record: %w", err)
 	}
+	rss.start(c.Process.Pid)
 	err := c.Wait()
+	rss.stop()
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -401,8 +435,10 @@ func stopped(path string) string {
 // filling res's Events, Threads and Import. A trace without an
 // allocation is no trace: frees before the first allocation (of blocks
 // allocated before recording began) are held back until one comes, and
-// nothing at all is written if none does.
-func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment string) error {
+// nothing at all is written if none does. With a peak of the program's
+// RSS (hasPeak), the trace is of version 3, with no labels, and ends
+// with the peak's "R" line (res.ProcessRSS).
+func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment string, peak trace.ProcessRSS, hasPeak bool) error {
 	f, err := os.Open(l.path)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
@@ -419,6 +455,11 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 	defer r.Close()
 	defer func() { res.Import = r.Stats() }()
 	w := trace.NewWriter(out)
+	if hasPeak {
+		if err := w.SetLabels(&trace.Labels{}); err != nil {
+			return err
+		}
+	}
 	var held []trace.Event // the frees before the first allocation
 	started := false
 	threads := map[uint32]bool{}
@@ -459,7 +500,18 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 	if !started {
 		return nil
 	}
-	return w.Flush()
+	if hasPeak {
+		if err := w.ProcessRSS(peak); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if hasPeak {
+		res.ProcessRSS = []trace.ProcessRSS{peak}
+	}
+	return nil
 }
 
 // write writes e and notes its thread in threads (last: the thread of

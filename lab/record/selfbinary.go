@@ -130,11 +130,16 @@ func recordSelftrace(ctx context.Context, cmd []string, out io.Writer, opt Optio
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "self.trace")
 	env := append(godebug(environ(os.Environ(), opt.Env, nil)), selftrace.Env+"="+path)
-	pid, runErr := run(ctx, cmd, env, opt)
+	rss := newRSSSampler("")
+	pid, runErr := run(ctx, cmd, env, opt, rss)
 	if pid == 0 {
 		return runErr
 	}
 	res.Process = Process{Pid: pid, Program: commandLine(cmd)}
+	clocked := clockedRSS{samples: rss.of(pid), of: trace.RSSProgram, none: noRSSProcess}
+	if rss == nil {
+		clocked.none = noRSSOS
+	}
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
@@ -144,7 +149,7 @@ func recordSelftrace(ctx context.Context, cmd []string, out io.Writer, opt Optio
 		return errors.Join(runErr, &described{fmt.Sprintf("record: %s called selftrace.Start, and its trace is empty: the trace did not start (selftrace says why on the program's standard error), or the program ended before a byte of it was written, without the function Start returned running",
 			cmd[0]), []error{ErrSelftrace, ErrNoEvents}})
 	}
-	err = convertGo(res, path, path, opt, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace process %d wrote of itself (package selftrace, GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
+	err = convertGo(res, path, path, opt, clocked, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace process %d wrote of itself (package selftrace, GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	// selftrace starts the trace with the heap's events, so a trace
 	// without them, or whose last generation is cut short (x/exp/trace
 	// says "incomplete generation"), is one that was not stopped: the

@@ -39,7 +39,7 @@ var serviceSlack = 10 * time.Second
 // FromService records a running Go service: it reads the execution trace
 // of d (at least a millisecond) from the service's /debug/pprof/trace
 // (net/http/pprof) at base, and writes its heap's events to out in
-// carve's native format of version 2, with the objects' types as labels
+// carve's native format of version 3, with the objects' types as labels
 // and the runtime's heap metrics, as Record does for go test (see the
 // package documentation, Go programs).
 //
@@ -84,7 +84,7 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 	}
 	comment := fmt.Sprintf("recorded by carve record --from %s --seconds %s\nfrom the execution trace of the service (net/http/pprof, GODEBUG=traceallocfree=1)",
 		Redacted(base), seconds(d))
-	err = convertGo(&res, path, shown, opt, out, comment)
+	err = convertGo(&res, path, shown, opt, clockedRSS{none: noRSSService}, out, comment)
 	switch {
 	case errors.Is(err, trace.ErrNoGoHeap):
 		return res, &described{"record: the service's execution trace has no heap events: start the service with GODEBUG=traceallocfree=1",

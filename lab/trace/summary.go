@@ -222,7 +222,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	marked()
 	s.EndLive, _ = cur.capped()
 	s.EndObjects = int64(len(live))
-	if labels != nil {
+	if labels != nil && labels.Len() > 0 { // a C program's trace of version 3 has an empty table
 		s.Labels = ls.stats(labels, s.PeakLive)
 	}
 	return s, nil
