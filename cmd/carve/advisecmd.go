@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/advise"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
@@ -25,11 +26,18 @@ savings and the Go code that makes the pools.
 
 For a Go program's trace (carve record -- go test ..., its objects labelled
 with their types) and no --base, it advises on types instead: it replays the
-trace through the Go heap (at --gogc), then once with each of the --types
-largest pointer-free types routed to carve pools (one per size) and once to
-an arena, --repeats times each, and ranks them by the peak RSS they save. A
-type is suggested only when all its replays peak below all the Go heap's;
-types that hold pointers are listed as staying where they are.`,
+trace through the Go heap, then with each of the --types largest
+pointer-free types routed to carve pools (one per size) and to an arena,
+--repeats times each at GOGCs around --gogc, and ranks them by the peak RSS
+they save against the Go heap at the same GOGC. On a trace that records the
+program's collections the Go heap is paced by the program's ratio of goal
+to marked heap, and once collected where the program collected, to print
+the model's error; each move is replayed with its objects freed at the end
+of the mark that proved them dead and as early as the trace allows, the
+saving's two bounds. A type is suggested when it saved at four in five of
+the GOGCs (all of up to three), ` + size.Format(advise.MinTypeSaving) + ` or more in the median, and not
+more than its bytes can cost on the Go heap (placement noise); types that
+hold pointers are listed as staying where they are.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var cfg advise.Config
 		fs.StringVar(&cfg.Base, "base", "", "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", ")+" (default: the Go heap for a Go program's trace, its types moved; "+advise.DefaultBase+" otherwise, sizes pooled)")
