@@ -266,11 +266,8 @@ func hasArg(cmdline []byte, arg string) bool {
 // rssPeak returns the one sample of a trace without a clock: the
 // largest VmRSS and VmHWM of ss, not placed.
 func rssPeak(ss []trace.ClockedRSS, of string) (trace.ProcessRSS, bool) {
-	p := trace.ProcessRSS{Event: -1, Of: of}
-	for _, s := range ss {
-		p.RSS, p.HWM = max(p.RSS, s.RSS), max(p.HWM, s.HWM)
-	}
-	return p, len(ss) > 0
+	peak := trace.ClockedPeak(ss)
+	return trace.ProcessRSS{Event: -1, RSS: peak.RSS, HWM: peak.HWM, Of: of}, len(ss) > 0
 }
 
 // Why a recording has no samples of the RSS (Result.NoRSS).

@@ -68,6 +68,16 @@ func RSSPeak(samples []ProcessRSS) (rss, hwm uint64, ok bool) {
 	return rss, hwm, len(samples) > 0
 }
 
+// ClockedPeak returns the largest VmRSS and VmHWM of samples, in one
+// sample without a time.
+func ClockedPeak(samples []ClockedRSS) ClockedRSS {
+	var peak ClockedRSS
+	for _, s := range samples {
+		peak.RSS, peak.HWM = max(peak.RSS, s.RSS), max(peak.HWM, s.HWM)
+	}
+	return peak
+}
+
 // A ClockedRSS is a sample of the program's RSS taken by the clocks of
 // the machine, for a Reader of a Go execution trace to place by the
 // trace's clock snapshots (ReaderOptions.ProcessRSS).
@@ -183,10 +193,7 @@ func (r *Reader) goEndRSS() error {
 		return nil
 	}
 	if !c.ok {
-		var peak ClockedRSS
-		for _, s := range c.due {
-			peak.RSS, peak.HWM = max(peak.RSS, s.RSS), max(peak.HWM, s.HWM)
-		}
+		peak := ClockedPeak(c.due)
 		c.due = nil
 		return r.goAddRSS(-1, peak)
 	}
