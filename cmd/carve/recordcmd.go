@@ -208,13 +208,16 @@ func printRSS(c *cli, res record.Result) {
 		}
 		return
 	}
-	only := ""
+	how := ""
+	if res.RSSAtExit {
+		how = ", and at its exit"
+	}
 	if res.ProcessRSS[0].Event < 0 {
-		only = "; the trace holds the peak only"
+		how += "; the trace holds the peak only"
 	}
 	fmt.Fprintf(c.stderr, "carve record: peak RSS %s of %s (VmHWM, sampled every %d ms: %s%s)\n",
 		size.Format(int64(hwm)), trace.RSSOfText(res.ProcessRSS[0].Of), record.RSSEvery.Milliseconds(),
-		text.Count(int64(res.RSSSampled), "sample"), only)
+		text.Count(int64(res.RSSSampled), "sample"), how)
 }
 
 // printPause says how long the world stopped as a Go execution trace

@@ -192,7 +192,8 @@
 // recorded order, on one thread.
 //
 // While the program runs, Record reads the VmRSS and VmHWM of its
-// processes (/proc/PID/status, Linux only) every [RSSEvery], and writes
+// processes (/proc/PID/status, Linux only) every [RSSEvery] (and the
+// started process's peak once more from its exit status), and writes
 // those of the process the trace is of as the trace's "R" lines
 // ([Result].ProcessRSS; see trace.ProcessRSS): of the test binary of a
 // go test run and of a binary that traces itself, placed among the

@@ -77,3 +77,6 @@ func (s *Sampler) Stop()  { s.s.stop() }
 // Of returns pid's samples; TestBinary the test binary's pid.
 func (s *Sampler) Of(pid int) []trace.ClockedRSS { return s.s.of(pid) }
 func (s *Sampler) TestBinary() int               { t, _ := s.s.testBinary(); return t }
+
+// RSSPeak is the peak a trace without a clock holds (rssPeak).
+var RSSPeak = rssPeak

@@ -101,11 +101,15 @@ type Result struct {
 	// trace's samples are placed among its events by its clock
 	// snapshots; a C recorder's log has no clock, and its trace holds the
 	// peak only: one sample, not placed (Event -1), of the largest VmRSS
-	// and VmHWM sampled. RSSSampled is the number of samples taken of the
-	// process (more than were written for a peak only), and NoRSS, when
-	// none were written, says why.
+	// and VmHWM sampled, its VmHWM raised to the process's peak as it
+	// was waited for (wait4's ru_maxrss) where the trace is of the
+	// process started and the recorder saw no other (RSSAtExit): the
+	// peak of a program that ends before the first sample. RSSSampled is
+	// the number of samples taken of the process (more than were written
+	// for a peak only), and NoRSS, when none were written, says why.
 	ProcessRSS []trace.ProcessRSS
 	RSSSampled int
+	RSSAtExit  bool
 	NoRSS      string
 }
 
@@ -227,16 +231,24 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 			of = trace.RSSValgrind
 		}
 		sampled := rss.of(cmp.Or(res.Process.Pid, pid))
-		peak, ok := rssPeak(sampled, of)
+		var exitHWM uint64
+		if rss != nil && cmp.Or(res.Process.Pid, pid) == pid && len(res.Others) == 0 {
+			// The trace is of the process started, and it started no
+			// other the recorder saw: its peak at exit is its own.
+			exitHWM = rss.exitHWM
+		}
+		peak, ok := rssPeak(sampled, exitHWM, of)
 		switch {
 		case rss == nil:
 			res.NoRSS = noRSSOS
+		case !ok && rss.exitHWM > 0:
+			res.NoRSS = noRSSExit
 		case !ok:
 			res.NoRSS = noRSSProcess
 		}
 		err := convert(&res, logs[0], rec.format, out, comment(rec.Name, cmd, logs, isGo), peak, ok)
 		if len(res.ProcessRSS) > 0 {
-			res.RSSSampled = len(sampled)
+			res.RSSSampled, res.RSSAtExit = len(sampled), exitHWM > 0
 		}
 		if err != nil {
 			return res, errors.Join(err, runErr)
@@ -268,6 +280,7 @@ func run(ctx context.Context, argv, env []string, opt Options, rss *rssSampler) 
 	rss.start(c.Process.Pid)
 	err := c.Wait()
 	rss.stop()
+	rss.exited(c.ProcessState)
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:

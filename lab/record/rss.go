@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 // through /proc/PID/task/*/children from the started one (not by a scan
 // of /proc), each with a series of its own. One sample is taken as soon
 // as the command has started, one more when it ends (of the processes
-// still alive then: one that has exited has no VmHWM). The recording
+// still alive then: one that has exited has no VmHWM), and the started
+// process's own peak is read once more as it is waited for (wait4's
+// ru_maxrss), so that a program that ends between two samples, or
+// before the first, still has its peak. The recording
 // then writes the series of the process whose heap its trace holds
 // (Result.ProcessRSS): placed among the events by a Go execution
 // trace's clock snapshots, or, for a trace without a clock (the C
@@ -77,6 +81,9 @@ type rssSampler struct {
 	max     int // rssSeriesMax, or a test's own
 	ticks   int64
 	series  map[int]*rssSeries
+	// exitHWM is the started process's largest RSS, read as it was
+	// waited for (exitMaxRSS); 0 until it is.
+	exitHWM uint64
 
 	stopc chan struct{}
 	done  chan struct{}
@@ -130,6 +137,14 @@ func (s *rssSampler) stop() {
 	close(s.stopc)
 	<-s.done
 	s.stopc = nil
+}
+
+// exited records the started process's peak RSS from its exit status.
+func (s *rssSampler) exited(ps *os.ProcessState) {
+	if s == nil || ps == nil {
+		return
+	}
+	s.exitHWM = exitMaxRSS(ps)
 }
 
 // tick takes the samples due: of the test binary, found among the
@@ -264,10 +279,17 @@ func hasArg(cmdline []byte, arg string) bool {
 }
 
 // rssPeak returns the one sample of a trace without a clock: the
-// largest VmRSS and VmHWM of ss, not placed.
-func rssPeak(ss []trace.ClockedRSS, of string) (trace.ProcessRSS, bool) {
+// largest VmRSS and VmHWM of ss, not placed. exitHWM, when not 0, is the
+// process's peak read at its exit (rssSampler.exitHWM), which raises the
+// VmHWM sampled, and stands for both figures when nothing was sampled
+// (a resident set's largest value is its high-water mark).
+func rssPeak(ss []trace.ClockedRSS, exitHWM uint64, of string) (trace.ProcessRSS, bool) {
 	peak := trace.ClockedPeak(ss)
-	return trace.ProcessRSS{Event: -1, RSS: peak.RSS, HWM: peak.HWM, Of: of}, len(ss) > 0
+	if len(ss) == 0 {
+		peak.RSS = exitHWM
+	}
+	peak.HWM = max(peak.HWM, exitHWM)
+	return trace.ProcessRSS{Event: -1, RSS: peak.RSS, HWM: peak.HWM, Of: of}, peak.HWM > 0
 }
 
 // Why a recording has no samples of the RSS (Result.NoRSS).
@@ -276,4 +298,5 @@ var (
 	noRSSOS         = "not on Linux, where /proc tells a process's RSS"
 	noRSSTestBinary = fmt.Sprintf("the test binary was not seen (it ran under %d ms, between two samples)", RSSEvery.Milliseconds())
 	noRSSProcess    = "the process was not seen (it ended before its first sample)"
+	noRSSExit       = "the process was not seen (it ended before its first sample), and its peak at exit takes in other processes' (it started some)"
 )

@@ -5,10 +5,21 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// exitMaxRSS returns the largest resident set of an ended process, in
+// bytes: wait4's ru_maxrss (in KiB on Linux), which is the larger of the
+// process's own peak and those of the children it waited for.
+func exitMaxRSS(ps *os.ProcessState) uint64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+		return uint64(ru.Maxrss) << 10
+	}
+	return 0
+}
 
 // procfs returns the procReader of Linux's /proc.
 func procfs() procReader { return procFS{} }

@@ -172,8 +172,37 @@ func TestCRSS(t *testing.T) {
 	if header != "# carve trace v3" || events != res.Events {
 		t.Errorf("header %q, %d events; want v3 and %d", header, events, res.Events)
 	}
+	// The program is the process started and starts none: its peak at
+	// exit is read too, so that it has one however short its run.
 	if len(rss) != 1 || rss[0].Of != trace.RSSProgram || rss[0].Event != -1 || rss[0].HWM < rss[0].RSS || rss[0].HWM == 0 ||
-		len(res.ProcessRSS) != 1 || res.ProcessRSS[0] != rss[0] || res.RSSSampled < 1 {
+		len(res.ProcessRSS) != 1 || res.ProcessRSS[0] != rss[0] || !res.RSSAtExit {
 		t.Errorf("samples %+v, Result %+v (%d taken); want one peak of the program, not placed", rss, res.ProcessRSS, res.RSSSampled)
+	}
+}
+
+// TestRSSPeak: the peak of a trace without a clock is the largest VmRSS
+// and VmHWM sampled, its VmHWM raised by the peak read at exit, which
+// stands alone for a process never sampled.
+func TestRSSPeak(t *testing.T) {
+	ss := []trace.ClockedRSS{{RSS: 10, HWM: 12}, {RSS: 11, HWM: 15}, {RSS: 9, HWM: 15}}
+	tests := []struct {
+		name    string
+		ss      []trace.ClockedRSS
+		exitHWM uint64
+		rss     uint64
+		hwm     uint64
+		ok      bool
+	}{
+		{"none", nil, 0, 0, 0, false},
+		{"sampled", ss, 0, 11, 15, true},
+		{"exit below the samples", ss, 14, 11, 15, true},
+		{"exit above the samples", ss, 20, 11, 20, true},
+		{"exit only", nil, 20, 20, 20, true},
+	}
+	for _, tt := range tests {
+		p, ok := record.RSSPeak(tt.ss, tt.exitHWM, trace.RSSProgram)
+		if ok != tt.ok || p.RSS != tt.rss || p.HWM != tt.hwm || p.Event != -1 || p.Of != trace.RSSProgram {
+			t.Errorf("%s: rssPeak = %+v, %v; want RSS %d, HWM %d, %v, not placed", tt.name, p, ok, tt.rss, tt.hwm, tt.ok)
+		}
 	}
 }
