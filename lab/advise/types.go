@@ -162,8 +162,9 @@ type TypeTrial struct {
 	// target's Into first): SavingLowBytes when the moved objects are
 	// freed where the trace proves them dead (the late bound: Saving),
 	// SavingHighBytes when freed as early as the trace allows (the
-	// later of their birth and the start of the mark before: a program
-	// that frees them when it drops them).
+	// later of their birth and the start of the mark before, or of the
+	// last mark for an object the trace never frees: a program that
+	// frees them when it drops them).
 	SavingLowBytes  int64   `json:"saving_low_bytes"`
 	SavingHighBytes int64   `json:"saving_high_bytes"`
 	Bounds          []Bound `json:"bounds,omitempty"`
@@ -379,7 +380,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
 	}
 	if paced {
-		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread over the same spans (the replays' collections fall between the program's, where the trace proves no object dead)"
+		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread over the same spans (the replays' collections fall between the program's, where the trace proves no object dead)"
 		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal the program's runtime set: its marked heap times the program's ratio of goal to marked heap at its last collection (a concurrent collector's overshoot is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
 	}
 	for i, t := range adv.Suggested {

@@ -16,7 +16,10 @@ import (
 // reachable at the start of N-1's mark if it was born before it, and may
 // have been dropped at once after that, or after its birth. A program
 // that frees its own memory when it drops it frees somewhere between the
-// two: near the early end for buffers and values replaced in place.
+// two: near the early end for buffers and values replaced in place. An
+// object the trace never frees (alive at its end, or dropped after the
+// last mark) may have died as early as the later of its birth and the
+// start of the last mark: an early free goes there too.
 //
 // EarlyFrees moves the frees of the objects whose label match accepts to
 // that earliest place, before the event that follows it; the other frees
@@ -180,6 +183,7 @@ func (e *earlyFreer) Format() Format {
 // start), or the events' end.
 func (e *earlyFreer) ready(q int64) bool {
 	if e.lerr != nil && e.li == len(e.lbuf) {
+		e.leadEnded()
 		return true
 	}
 	if e.leadEnds == nil {
@@ -193,6 +197,32 @@ func (e *earlyFreer) ready(q int64) bool {
 		}
 	}
 	return false
+}
+
+// leadEnded gives, once the reader ahead has read every event, a free
+// to each object alive then whose free moves early: the trace proves no
+// object alive at its end dead, and it may have died as early as the
+// later of its birth and the start of the last mark (which found it
+// reachable, if it was born before it), the rule for any other object
+// with the last mark as the one before. Its free goes there if that is
+// before the events' end. Objects whose frees stay late or spread keep
+// no free, as in main.
+func (e *earlyFreer) leadEnded() {
+	if e.born == nil {
+		return
+	}
+	var last int64
+	if e.leadEnds != nil {
+		if ends := e.leadEnds.MarkEnds(); len(ends) > 0 {
+			last = ends[len(ends)-1].Start
+		}
+	}
+	for id, b := range e.born {
+		if at := max(b.at+1, last); b.where == FreeEarly && at < e.lpos {
+			heap.Push(&e.pending, earlyFree{at: at, id: id})
+		}
+	}
+	e.born = nil
 }
 
 // ahead reads one event of the reader ahead.

@@ -49,6 +49,17 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 			}
 		}
 	}
+	// An object the events never free, whose free moves early, dies as
+	// early as the later of its birth and the last mark's start.
+	var last int64
+	if len(cycles) > 0 {
+		last = cycles[len(cycles)-1].Start
+	}
+	for id, b := range birth {
+		if at := max(b+1, last); !spreads[id] && at < int64(len(evs)) {
+			frees = append(frees, moved{at, id})
+		}
+	}
 	slices.SortFunc(frees, func(a, b moved) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id)) })
 	var out []Event
 	starts := make([]int64, len(cycles))
@@ -124,12 +135,14 @@ func TestEarlyFrees(t *testing.T) {
 		{
 			// Moved frees: the sweep after cycle 2 (mark 4..6) freed 1
 			// and 5; cycle 1's mark started at 2. 1 was born before it:
-			// its free moves to 2; 5 was born after: to its birth.
+			// its free moves to 2; 5 was born after: to its birth. 2 and 3
+			// are never freed: they die as early as the last mark's
+			// start, 4, before 5's birth.
 			name:   "to the later of the birth and the previous mark's start",
 			evs:    []Event{a(1), a(2), a(3), u(4), a(5), u(6), f(1), f(5), f(6)},
 			cycles: []GoCycle{{Start: 2, End: 3}, {Start: 4, End: 6}},
-			want:   []Event{a(1), a(2), f(1), a(3), u(4), a(5), f(5), u(6), f(6)},
-			ends:   []int64{4, 9},
+			want:   []Event{a(1), a(2), f(1), a(3), u(4), f(2), f(3), a(5), f(5), u(6), f(6)},
+			ends:   []int64{4, 11},
 		},
 		{
 			name:   "a free in the first cycle's sweep moves to the birth",
