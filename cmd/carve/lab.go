@@ -57,7 +57,7 @@ replay's, and --n.`,
 			if *n < 1 || *n > maxN {
 				return badUsage("--n %d: want 1 to %d", *n, maxN)
 			}
-			if len(f.pools.sizes)+len(f.pools.routes)+len(f.arenas) > 0 {
+			if len(f.pools.sizes)+len(f.pools.routes)+len(f.moved) > 0 {
 				return badUsage("--pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)
 			}
 			base, err := f.specs()

@@ -62,7 +62,7 @@ type replayFlags struct {
 	traceFlags
 	alloc, format string
 	pools         poolSizes
-	arenas        arenaTypes
+	moved         []replay.Route // --arena and --heap
 	strict        bool
 	noCheck       bool
 	isolate       bool
@@ -160,7 +160,8 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.traceFlags.registerFrees(fs)
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
 	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes, or the objects of a type (type=NAME, as a Go trace names it), in a dedicated pool in front of each allocator (repeat for more pools)")
-	fs.Var(&f.arenas, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")
+	fs.Var(routeFlag{replay.IntoArena, &f.moved}, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")
+	fs.Var(routeFlag{replay.IntoHeap, &f.moved}, "heap", "put the objects of a type (`type=NAME`) in a carve heap of their own, whatever their sizes (repeat for more)")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+rows.Schema+")")
@@ -215,9 +216,9 @@ func (f *replayFlags) specs() (replayConfig, error) {
 		return replayConfig{}, badUsage("--gogc %d: want 1 or more (the go row never turns the collector off)", f.gogc)
 	}
 	seen := map[string]bool{}
-	for _, r := range append(append([]replay.Route(nil), f.pools.routes...), f.arenas...) {
+	for _, r := range append(append([]replay.Route(nil), f.pools.routes...), f.moved...) {
 		if seen[r.Label] {
-			return replayConfig{}, badUsage("type %s given twice to --pool and --arena: its objects go to one pool or one arena", r.Label)
+			return replayConfig{}, badUsage("type %s given twice to --pool, --arena and --heap: its objects go to one place", r.Label)
 		}
 		seen[r.Label] = true
 	}
@@ -227,11 +228,11 @@ func (f *replayFlags) specs() (replayConfig, error) {
 			s.GOGC = f.gogc
 		}
 		c.specs = append(c.specs, s)
-		if len(f.pools.sizes)+len(f.pools.routes)+len(f.arenas) > 0 {
+		if len(f.pools.sizes)+len(f.pools.routes)+len(f.moved) > 0 {
 			// Each pooled row beside the same allocator without the pools:
 			// the verdict says what they changed.
 			s.Pools = f.pools.sizes
-			s.Routes = append(append([]replay.Route(nil), f.pools.routes...), f.arenas...)
+			s.Routes = append(append([]replay.Route(nil), f.pools.routes...), f.moved...)
 			c.specs = append(c.specs, s)
 		}
 	}
@@ -281,18 +282,26 @@ func (p *poolSizes) Set(s string) error {
 	return nil
 }
 
-// arenaTypes is the repeatable --arena flag: types whose objects go to an
-// arena of their own.
-type arenaTypes []replay.Route
+// routeFlag is a repeatable flag, --arena or --heap: types whose objects
+// go to the target into, appended to routes.
+type routeFlag struct {
+	into   replay.Target
+	routes *[]replay.Route
+}
 
-func (a *arenaTypes) String() string { return fmt.Sprint(*a) }
+func (r routeFlag) String() string {
+	if r.routes == nil {
+		return ""
+	}
+	return fmt.Sprint(*r.routes)
+}
 
-func (a *arenaTypes) Set(s string) error {
+func (r routeFlag) Set(s string) error {
 	name, ok := strings.CutPrefix(s, "type=")
 	if !ok || name == "" {
 		return fmt.Errorf("want type=NAME, a type (a label) as the trace names it, got %q", s)
 	}
-	*a = append(*a, replay.Route{Label: name, Arena: true})
+	*r.routes = append(*r.routes, replay.Route{Label: name, Into: r.into})
 	return nil
 }
 

@@ -281,10 +281,10 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	for _, g := range adv.GOGCs {
 		specs = append(specs, at(g, nil, false))
 		for _, cd := range cands {
-			for _, arena := range []bool{false, true} {
-				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}, false))
+			for _, into := range []replay.Target{replay.IntoPools, replay.IntoArena} {
+				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, false))
 				if paced {
-					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Arena: arena}, true))
+					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, true))
 				}
 			}
 		}
@@ -316,7 +316,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 	}
 	for _, cd := range cands {
-		pool, arena := replay.Route{Label: cd.Type}, replay.Route{Label: cd.Type, Arena: true}
+		pool, arena := replay.Route{Label: cd.Type}, replay.Route{Label: cd.Type, Into: replay.IntoArena}
 		inPool, inArena := measure(&pool, false), measure(&arena, false)
 		// A pool unless the arena is better at every GOGC: for objects
 		// that do not die in bursts an arena is a pool that never reuses.
@@ -348,7 +348,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		if paced && cd.Error == "" && adv.Baseline.Error == "" {
 			cd.Bounds = nil
 			for _, r := range []replay.Route{pool, arena} {
-				into := map[bool]string{false: "pool", true: "arena"}[r.Arena]
+				into := r.Into.String()
 				late, early := measure(&r, false), measure(&r, true)
 				if late.Error != "" || early.Error != "" {
 					continue

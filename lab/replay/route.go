@@ -6,6 +6,7 @@ import (
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/arena"
+	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/pool"
 )
@@ -17,20 +18,64 @@ type Route struct {
 	// Label is the label's name, as the trace names it
 	// ("main.session", "[]uint8").
 	Label string
-	// Arena sends the objects to an arena, reset when the last of them
-	// dies (a type allocated and dropped in bursts); otherwise they go to
-	// pools, one per size the trace gives the label's objects (a Go
-	// trace sizes each object by its span's class).
-	Arena bool
+	// Into is the carve allocator the objects go to.
+	Into Target
 }
 
-// String is the route as the lab names it: "type=main.session", or
-// "arena:type=main.session".
-func (r Route) String() string {
-	if r.Arena {
-		return "arena:type=" + r.Label
+// A Target is the carve allocator a route sends its objects to.
+type Target int
+
+// The targets, in the order Targets lists them.
+const (
+	// IntoPools: pools, one per size the trace gives the label's objects
+	// (a Go trace sizes each object by its span's class).
+	IntoPools Target = iota
+	// IntoArena: an arena, reset when the last of the objects dies (a
+	// type allocated and dropped in bursts).
+	IntoArena
+	// IntoHeap: one carve heap (package heap) for all of the label's
+	// objects, whatever their sizes: the code a []byte of many sizes
+	// calls for.
+	IntoHeap
+)
+
+// Targets are every target, each once.
+var Targets = []Target{IntoPools, IntoArena, IntoHeap}
+
+// String is the target's name: "pool", "arena" or "heap", as the
+// lab's flags (--pool, --arena, --heap) and row names spell it.
+func (t Target) String() string {
+	switch t {
+	case IntoArena:
+		return "arena"
+	case IntoHeap:
+		return "heap"
 	}
-	return "type=" + r.Label
+	return "pool"
+}
+
+// MarshalText writes the target by its name, so that a row's JSON reads
+// "pool", "arena" or "heap".
+func (t Target) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads a target's name.
+func (t *Target) UnmarshalText(b []byte) error {
+	for _, c := range Targets {
+		if c.String() == string(b) {
+			*t = c
+			return nil
+		}
+	}
+	return fmt.Errorf("replay: %q is no target: want pool, arena or heap", b)
+}
+
+// String is the route as the lab names it: "type=main.session",
+// "arena:type=main.session" or "heap:type=main.session".
+func (r Route) String() string {
+	if r.Into == IntoPools {
+		return "type=" + r.Label
+	}
+	return r.Into.String() + ":type=" + r.Label
 }
 
 // LabeledAllocator is implemented by an allocator that serves objects by
@@ -45,9 +90,10 @@ type LabeledAllocator interface {
 }
 
 // WithRoutes returns an allocator that sends the objects of each route's
-// label to a pool (or an arena) of its own and every other request to a.
-// A realloc of a routed object moves it to a (a routed allocator holds
-// one size); frees go to whoever holds the block. Stats and Footprint
+// label to pools, an arena or a heap of its own and every other request
+// to a. A realloc of a routed object stays in its heap, and moves from a
+// pool or an arena to a (they hold one size); frees go to whoever holds
+// the block. Stats and Footprint
 // are the sums of all; Close closes all. Unrouted names the routes that
 // no object of the trace took.
 func WithRoutes(routes []Route, a Allocator) (Allocator, error) {
@@ -57,7 +103,7 @@ func WithRoutes(routes []Route, a Allocator) (Allocator, error) {
 			return nil, fmt.Errorf("replay: route %d: no label", i)
 		}
 		if seen[r.Label] {
-			return nil, fmt.Errorf("replay: %s routed twice: its objects go to one pool or one arena", r.Label)
+			return nil, fmt.Errorf("replay: %s routed twice: its objects go to one place", r.Label)
 		}
 		seen[r.Label] = true
 	}
@@ -77,6 +123,7 @@ type lane struct {
 	route   Route
 	pools   map[int]*pool.Pool // by size
 	arena   *arena.Arena
+	heap    *cheap.Heap
 	inArena int   // the arena's objects not freed: it resets when none is left
 	order   []int // the pools' sizes, in order of creation
 	used    bool  // an object took the route
@@ -138,7 +185,22 @@ func (w *routed) AllocLabeled(size, align int, label uint32) ([]byte, error) {
 		// or of no byte (whose slice tells no address back).
 		return w.a.Alloc(size, align)
 	}
-	if l.route.Arena {
+	switch l.route.Into {
+	case IntoHeap:
+		if l.heap == nil {
+			h, err := cheap.New()
+			if err != nil {
+				return nil, err
+			}
+			l.heap = h
+		}
+		b, err := l.heap.Alloc(size, align)
+		if err != nil {
+			return nil, err
+		}
+		l.used = true
+		return b, nil
+	case IntoArena:
 		if l.arena == nil {
 			a, err := arena.New()
 			if err != nil {
@@ -171,10 +233,10 @@ func (w *routed) AllocLabeled(size, align int, label uint32) ([]byte, error) {
 	return b[:size:size], nil
 }
 
-// holder returns the lane whose pool or arena holds b, or nil.
+// holder returns the lane whose pool, arena or heap holds b, or nil.
 func (w *routed) holder(b []byte) (*lane, *pool.Pool) {
 	for _, l := range w.lanes {
-		if l.arena != nil && l.arena.Owns(b) {
+		if l.arena != nil && l.arena.Owns(b) || l.heap != nil && l.heap.Contains(b) {
 			return l, nil
 		}
 		for _, p := range l.pools {
@@ -193,6 +255,8 @@ func (w *routed) Free(b []byte) error {
 		return w.a.Free(b)
 	case p != nil:
 		return p.Free(b)
+	case l.heap != nil:
+		return l.heap.Free(b)
 	}
 	l.inArena--
 	if l.inArena == 0 {
@@ -203,8 +267,11 @@ func (w *routed) Free(b []byte) error {
 
 func (w *routed) Realloc(b []byte, size int) ([]byte, error) {
 	l, _ := w.holder(b)
-	if l == nil {
+	switch {
+	case l == nil:
 		return w.a.Realloc(b, size)
+	case l.heap != nil:
+		return l.heap.Realloc(b, size)
 	}
 	n, err := w.a.Alloc(size, 0)
 	return moved(n, err, b, w.Free)
@@ -228,6 +295,9 @@ func (w *routed) Footprint() int64 {
 		if l.arena != nil {
 			fp += l.arena.Footprint()
 		}
+		if l.heap != nil {
+			fp += l.heap.Footprint()
+		}
 	}
 	return fp
 }
@@ -248,6 +318,9 @@ func (w *routed) Stats() carve.Stats {
 		if l.arena != nil {
 			add(l.arena.Stats().Stats)
 		}
+		if l.heap != nil {
+			add(l.heap.Stats().Stats)
+		}
 	}
 	return s
 }
@@ -260,6 +333,9 @@ func (w *routed) Close() error {
 		}
 		if l.arena != nil {
 			errs = append(errs, l.arena.Release())
+		}
+		if l.heap != nil {
+			errs = append(errs, l.heap.Close())
 		}
 	}
 	return errors.Join(errs...)

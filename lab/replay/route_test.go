@@ -76,7 +76,7 @@ func TestRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.burst", Arena: true}, {Label: "main.missing"}}, base)
+	a, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.burst", Into: IntoArena}, {Label: "main.missing"}}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,68 @@ func TestRoutesRefuseForeign(t *testing.T) {
 	if _, err := WithRoutes([]Route{{}}, a); err == nil {
 		t.Error("WithRoutes with an empty label: no error")
 	}
-	if _, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.buf", Arena: true}}, a); err == nil {
+	if _, err := WithRoutes([]Route{{Label: "main.buf"}, {Label: "main.buf", Into: IntoArena}}, a); err == nil {
 		t.Error("WithRoutes with a label routed twice: no error")
+	}
+}
+
+// TestRouteToHeap replays the labelled trace with main.buf's objects, of
+// two sizes, in one carve heap: every one of them lands there and is
+// freed there, and the rest stays on the heap behind.
+func TestRouteToHeap(t *testing.T) {
+	base, err := New("first-fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := WithRoutes([]Route{{Label: "main.buf", Into: IntoHeap}}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	want := replayLabelled(t, newAlloc(t, "first-fit"))
+	got := replayLabelled(t, a)
+	if got.PeakLive != want.PeakLive || got.Ops != want.Ops {
+		t.Errorf("routed replay: peak live %d, %d ops; plain: %d, %d", got.PeakLive, got.Ops, want.PeakLive, want.Ops)
+	}
+	l := a.(*routed).lanes[0]
+	if l.heap == nil || len(l.pools) != 0 || l.arena != nil {
+		t.Fatalf("main.buf's lane: heap %v, %d pools, arena %v; want the heap alone", l.heap, len(l.pools), l.arena)
+	}
+	if st := l.heap.Stats(); st.Live != 0 || st.Slots+st.Blocks != 0 {
+		t.Errorf("main.buf's heap after the trace: %d bytes live in %d slots and %d blocks, want none (every object freed)", st.Live, st.Slots, st.Blocks)
+	}
+	if un := Unrouted(a); len(un) != 0 {
+		t.Errorf("Unrouted = %v, want none", un)
+	}
+}
+
+// TestTargetNames: each target's name reads back as the target, and the
+// row names spell it.
+func TestTargetNames(t *testing.T) {
+	for _, c := range Targets {
+		b, err := c.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Target
+		if err := back.UnmarshalText(b); err != nil || back != c {
+			t.Errorf("%s read back as %s, %v", b, back, err)
+		}
+	}
+	var bad Target
+	if err := bad.UnmarshalText([]byte("slab")); err == nil {
+		t.Error(`UnmarshalText("slab"): no error`)
+	}
+	for _, c := range []struct {
+		r    Route
+		want string
+	}{
+		{Route{Label: "T"}, "type=T"},
+		{Route{Label: "T", Into: IntoArena}, "arena:type=T"},
+		{Route{Label: "T", Into: IntoHeap}, "heap:type=T"},
+	} {
+		if got := c.r.String(); got != c.want {
+			t.Errorf("%#v: %q, want %q", c.r, got, c.want)
+		}
 	}
 }

@@ -113,8 +113,8 @@ type Spec struct {
 	// GOGC is the go row's GOGC (0: DefaultGOGC), set in its child
 	// whatever the environment says.
 	GOGC int `json:"gogc,omitempty"`
-	// Routes send the objects of a label (a Go type) to a pool or an
-	// arena in front of the allocator (replay.WithRoutes).
+	// Routes send the objects of a label (a Go type) to pools, an arena
+	// or a heap in front of the allocator (replay.WithRoutes).
 	Routes []replay.Route `json:"routes,omitempty"`
 	// Paced makes the go row collect as the program's runtime would pace
 	// it (replay.NewPacedGoHeap) on a trace that records the program's
@@ -160,11 +160,7 @@ func (s Spec) Label() string {
 		early = ",early"
 	}
 	for _, r := range s.Routes {
-		if r.Arena {
-			name += "+arena(type=" + r.Label + early + ")"
-		} else {
-			name += "+pool(type=" + r.Label + early + ")"
-		}
+		name += "+" + r.Into.String() + "(type=" + r.Label + early + ")"
 	}
 	return name
 }

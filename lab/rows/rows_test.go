@@ -69,6 +69,7 @@ func TestSpecLabel(t *testing.T) {
 		{Spec{Alloc: "go", GOGC: 50}, "go(gogc=50)"},
 		{Spec{Alloc: "go", Paced: true}, "go(paced)"},
 		{Spec{Alloc: "go", GOGC: 200, Paced: true, Routes: []replay.Route{{Label: "T"}}}, "go(gogc=200,paced)+pool(type=T)"},
+		{Spec{Alloc: "go", Early: true, Routes: []replay.Route{{Label: "T", Into: replay.IntoHeap}}}, "go+heap(type=T,early)"},
 	} {
 		if got := tc.s.Label(); got != tc.want {
 			t.Errorf("%+v: Label = %q, want %q", tc.s, got, tc.want)
