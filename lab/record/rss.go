@@ -219,7 +219,15 @@ func (s *rssSampler) sample(pid int) {
 	mono, wall := s.proc.now()
 	s.series[pid] = se
 	se.next = s.ticks + se.every
-	se.samples = append(se.samples, trace.ClockedRSS{Mono: mono, Wall: wall, RSS: rss, HWM: max(rss, hwm)})
+	// The kernel's VmRSS of a process is a sum of per-CPU counters, read
+	// without a lock: it may pass the VmHWM a later read gives by a few
+	// hundred kilobytes. The series' VmHWM is the most seen so far, so
+	// that it never falls.
+	hwm = max(rss, hwm)
+	if n := len(se.samples); n > 0 {
+		hwm = max(hwm, se.samples[n-1].HWM)
+	}
+	se.samples = append(se.samples, trace.ClockedRSS{Mono: mono, Wall: wall, RSS: rss, HWM: hwm})
 	if len(se.samples) >= s.max {
 		se.samples = coarsen(se.samples)
 		se.every *= 2

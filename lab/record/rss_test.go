@@ -28,7 +28,8 @@ func fakeTicks(tick *int) record.FakeProc {
 }
 
 // TestRSSCoarsen: past its bound a series drops every other sample,
-// keeping the larger VmHWM of each pair, and is sampled half as often.
+// keeping the larger VmHWM of each pair, and is sampled half as often;
+// its VmHWM never falls.
 func TestRSSCoarsen(t *testing.T) {
 	tick := 0
 	s := record.NewSampler(fakeTicks(&tick), 1, "", 4)
@@ -39,8 +40,10 @@ func TestRSSCoarsen(t *testing.T) {
 	// ticks), coarsened to 3 and 6; 8 sampled (every 4).
 	want := []trace.ClockedRSS{
 		{Mono: 3e8, Wall: time.Unix(0, 3e8), RSS: 30, HWM: 100},
-		{Mono: 6e8, Wall: time.Unix(0, 6e8), RSS: 60, HWM: 60},
-		{Mono: 8e8, Wall: time.Unix(0, 8e8), RSS: 80, HWM: 80},
+		// The fake's VmHWM falls after tick 0: the series' stays at the
+		// most it saw (the kernel's VmRSS may pass a later VmHWM).
+		{Mono: 6e8, Wall: time.Unix(0, 6e8), RSS: 60, HWM: 100},
+		{Mono: 8e8, Wall: time.Unix(0, 8e8), RSS: 80, HWM: 100},
 	}
 	got := s.Of(1)
 	if len(got) != len(want) {
