@@ -193,7 +193,42 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 		// Decoded once, for every row, the report's summary and its maps.
 		c.traces = append(c.traces, t.Spooled())
 	}
+	c.pacedBaseline()
 	return c, nil
+}
+
+// pacedBaseline adds, before each go row with pools or routes in front
+// of it, the go row paced as they are (rows.Spec.Paced), when a trace
+// records the program's collections: the routed row cannot collect
+// where the program did, so its saving is taken against a baseline
+// paced by the same model, never against the program-collected go row.
+// It opens the traces to learn whether they record collections (their
+// decoding, done once, is what every row reads).
+func (c *replayConfig) pacedBaseline() {
+	var specs []rows.Spec
+	cycles := -1 // unknown until a routed go row asks
+	for _, s := range c.specs {
+		if s.Alloc == "go" && len(s.Pools)+len(s.Routes) > 0 {
+			if cycles < 0 {
+				cycles = 0
+				for _, t := range c.traces {
+					_, closer, err := t.Open()
+					if err != nil {
+						continue // every row says why
+					}
+					closer.Close()
+					if t.FreesMoved() {
+						cycles = 1
+					}
+				}
+			}
+			if cycles == 1 {
+				specs = append(specs, rows.Spec{Alloc: s.Alloc, GOGC: s.GOGC, Paced: true})
+			}
+		}
+		specs = append(specs, s)
+	}
+	c.specs = specs
 }
 
 // specs checks the flags other than the traces.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/replay"
 )
 
 // Verdict says in a sentence what a table shows: its Findings, joined.
@@ -35,6 +36,13 @@ func (t Table) Findings() []string {
 	var others []string
 	for _, name := range []string{"glibc", "go"} {
 		r, ok := t.row(name)
+		if name == "go" && ok && r.Collected != b.Collected && b.Collected == replay.ByPacing {
+			// The lowest is a what-if paced by the model: the go row
+			// beside it is the one paced so.
+			if r, ok = t.plain(name, b); ok {
+				name = r.Allocator
+			}
+		}
 		switch {
 		case !ok || r.Allocator == b.Allocator || r.Error != "":
 		case r.RSSNote != "":
@@ -52,7 +60,7 @@ func (t Table) Findings() []string {
 		if r.Error != "" || !pooledRow {
 			continue
 		}
-		plain, ok := t.row(base)
+		plain, ok := t.plain(base, r)
 		if !ok || plain.Error != "" {
 			continue
 		}
@@ -106,6 +114,24 @@ func (t Table) row(label string) (Row, bool) {
 	for _, r := range t.Rows {
 		if r.Allocator == label {
 			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// plain returns the row a row r with pools or routes in front of the
+// allocator base is compared with: base's row, collected as r is. A go
+// row with types moved off it, on a trace that records the program's
+// collections, is paced by the model (replay.ByPacing) and compared
+// with the go row paced so (Spec.Paced), never with the one collected
+// where the program did: the two differ by the model's own error.
+func (t Table) plain(base string, r Row) (Row, bool) {
+	if p, ok := t.row(base); ok && p.Collected == r.Collected {
+		return p, true
+	}
+	for _, p := range t.Rows {
+		if !strings.Contains(p.Allocator, "+") && p.Collected != "" && p.Collected == r.Collected && p.GOGC == r.GOGC {
+			return p, true
 		}
 	}
 	return Row{}, false

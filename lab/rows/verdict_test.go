@@ -3,6 +3,8 @@ package rows
 import (
 	"slices"
 	"testing"
+
+	"github.com/carvelab/carve/lab/replay"
 )
 
 // row is a measured row: peak RSS rss for peak live live, and, with
@@ -13,6 +15,12 @@ func row(name string, live, rss int64, fp ...int64) Row {
 	for i, f := range fp {
 		r.Phases = append(r.Phases, Phase{Name: []string{"setup", "second wave"}[i], Footprint: f})
 	}
+	return r
+}
+
+// collected is r collected as by says (replay.ByProgram, ...).
+func collected(r Row, by string) Row {
+	r.Collected = by
 	return r
 }
 
@@ -55,6 +63,27 @@ func TestFindings(t *testing.T) {
 				"lowest peak RSS / peak live: best-fit+pool(1024), 1.000 (12.00 MiB resident for 12.00 MiB live)",
 				"best-fit+pool(1024): peak RSS 12.00 MiB, 1.00 MiB (7.7%) below best-fit's",
 				"the last phase (second wave) grew the footprint of best-fit+pool(1024) 0 B, best-fit 2.00 MiB",
+			},
+		},
+		{
+			// On a trace that records the program's collections, a go row
+			// with a type moved off it is paced by the model: it is
+			// compared with the go row paced so, not with the one
+			// collected where the program did.
+			"a what-if beside the paced baseline",
+			[]Row{collected(row("go", 10*MiB, 30*MiB), replay.ByProgram), collected(row("go(paced)", 10*MiB, 36*MiB), replay.ByPacing),
+				collected(row("go+heap(type=uint8)", 10*MiB, 24*MiB), replay.ByPacing)},
+			[]string{
+				"lowest peak RSS / peak live: go+heap(type=uint8), 2.400 (24.00 MiB resident for 10.00 MiB live)",
+				"go(paced) 3.600, 12.00 MiB (50.0%) above go+heap(type=uint8)'s",
+				"go+heap(type=uint8): peak RSS 24.00 MiB, 12.00 MiB (33.3%) below go(paced)'s",
+			},
+		},
+		{
+			"a what-if without a paced baseline is compared with none",
+			[]Row{collected(row("go", 10*MiB, 30*MiB), replay.ByProgram), collected(row("go+heap(type=uint8)", 10*MiB, 24*MiB), replay.ByPacing)},
+			[]string{
+				"lowest peak RSS / peak live: go+heap(type=uint8), 2.400 (24.00 MiB resident for 10.00 MiB live)",
 			},
 		},
 	}
