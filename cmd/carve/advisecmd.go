@@ -27,9 +27,11 @@ savings and the Go code that makes the pools.
 For a Go program's trace (carve record -- go test ..., its objects labelled
 with their types) and no --base, it advises on types instead: it replays the
 trace through the Go heap, then with each of the --types largest
-pointer-free types routed to carve pools (one per size) and to an arena,
+pointer-free types routed to carve pools (one per size), to an arena and,
+for a type whose objects come in more than one size, to a carve heap,
 --repeats times each at GOGCs around --gogc, and ranks them by the peak RSS
-they save against the Go heap at the same GOGC. On a trace that records the
+they save against the Go heap at the same GOGC. A type whose bytes could
+not save ` + size.Format(advise.MinTypeSaving) + ` (what they cost on the Go heap) is not replayed. On a trace that records the
 program's collections the Go heap is paced by the program's ratio of goal
 to marked heap, and once collected where the program collected, to print
 the model's error; each move is replayed with its objects freed at the end

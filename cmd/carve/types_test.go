@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,50 @@ import (
 
 // goTrace is a Go program's recorded trace, its objects labelled.
 const goTrace = "../../lab/trace/testdata/labelled/go.trace"
+
+// TestPacedBaseline: a go row with a type moved off it, on a trace that
+// records the program's collections, gets the go row paced by the same
+// model beside it (the program-collected one stays too), and the text
+// compares the what-if with the paced row. On a trace without
+// collections no paced row is added.
+func TestPacedBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays the Go heap in child processes")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "--alloc", "go", "--heap", "type=main.session", "--format", "json", goTrace}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		Rows []rows.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range doc.Rows {
+		got = append(got, r.Allocator+" "+r.Collected)
+	}
+	if want := []string{"go program", "go(paced) paced", "go+heap(type=main.session) paced"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+	stdout.Reset()
+	if code := run([]string{"replay", "--alloc", "go", "--heap", "type=main.session", goTrace}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "go+heap(type=main.session): peak RSS") || !strings.Contains(stdout.String(), "go(paced)'s") {
+		t.Errorf("the verdict does not compare the what-if with go(paced):\n%s", stdout.String())
+	}
+
+	stdout.Reset()
+	if code := run([]string{"replay", "--alloc", "go", "--pool", "64", "--format", "csv", "gen:connection:n=200"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "paced") {
+		t.Errorf("a paced row on a trace without collections:\n%s", stdout.String())
+	}
+}
 
 // TestRouteByType replays a recorded Go trace with a type routed to a
 // pool, and checks the rows' names and their live figures (the same
@@ -74,6 +119,7 @@ func TestAdviseGoTrace(t *testing.T) {
 			SavingLowBytes  int64 `json:"saving_low_bytes"`
 			SavingHighBytes int64 `json:"saving_high_bytes"`
 			Bounds          []advise.Bound
+			Skipped         bool
 		}
 		Refused []struct{ Type string }
 		Program *advise.Measured `json:"program_collected"`
@@ -82,13 +128,29 @@ func TestAdviseGoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The trace records the program's collections: the baseline is
-	// paced by the model, and every move has its bounds.
+	// paced by the model, and every move replayed has its bounds, for
+	// the pool, the arena and, for uint8 (of many sizes), a heap; a
+	// type too small to save 64 KiB is not replayed.
 	if adv.Schema != advise.TypesSchema || adv.Base != "go(paced)" || len(adv.Tried) != 2 {
 		t.Fatalf("advice %+v: want %s on go(paced), 2 types tried", adv, advise.TypesSchema)
 	}
 	for _, tr := range adv.Tried {
-		if len(tr.Bounds) != 2 || tr.SavingLowBytes > tr.SavingHighBytes {
-			t.Errorf("%s: bounds %+v, low %d, high %d: want a range for the pool and the arena", tr.Type, tr.Bounds, tr.SavingLowBytes, tr.SavingHighBytes)
+		var into []string
+		for _, b := range tr.Bounds {
+			into = append(into, b.Into)
+		}
+		slices.Sort(into)
+		want := []string{"arena", "pool"}
+		if tr.Type == "uint8" {
+			want = []string{"arena", "heap", "pool"}
+		}
+		switch {
+		case tr.Skipped:
+			if len(tr.Bounds) != 0 {
+				t.Errorf("%s: not replayed, but with bounds %+v", tr.Type, tr.Bounds)
+			}
+		case !slices.Equal(into, want) || tr.SavingLowBytes > tr.SavingHighBytes:
+			t.Errorf("%s: bounds %+v, low %d, high %d: want a range into each of %v", tr.Type, tr.Bounds, tr.SavingLowBytes, tr.SavingHighBytes, want)
 		}
 	}
 	if adv.Program == nil {

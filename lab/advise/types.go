@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,7 @@ const (
 const MaxRepeats = 50
 
 // TypesSchema names the version of the JSON of a TypeAdvice.
-const TypesSchema = "carve.advise-types/v2"
+const TypesSchema = "carve.advise-types/v3"
 
 // TypeConfig is what to advise on for a labelled trace (a Go execution
 // trace), and how.
@@ -174,6 +175,16 @@ type TypeTrial struct {
 	// (where the re-paced collections fell), never suggested.
 	NoiseBound     int64 `json:"noise_bound_bytes"`
 	PlacementNoise bool  `json:"placement_noise,omitempty"`
+	// Skipped says the type was not replayed: its NoiseBound, the most
+	// its move can save, is below MinTypeSaving, so no replay could
+	// suggest it.
+	Skipped bool `json:"skipped,omitempty"`
+	// Rounding is, for a type whose objects come in more than one size
+	// (and so is tried in a heap), how far the trace's sizes, Go's size
+	// classes, are above the requests they stand for.
+	Rounding *ClassRounding `json:"class_rounding,omitempty"`
+	// sizes says its objects come in more than one size.
+	sizes bool
 	// Sizes are, for a []byte's uint8 that is suggested, the sizes its
 	// objects come in, the most bytes allocated first: the pools the code
 	// makes.
@@ -182,11 +193,69 @@ type TypeTrial struct {
 
 // Bound is a move's saving into one target, as a range: the median
 // saving with the objects freed late (where the trace proves them dead)
-// and early (as early as it allows).
+// and early (as early as it allows; on a trace without collections,
+// both are the saving with the objects freed where the trace frees
+// them). PeakRSS is the late replay's median.
 type Bound struct {
 	Into            string `json:"into"`
 	SavingLowBytes  int64  `json:"saving_low_bytes"`
 	SavingHighBytes int64  `json:"saving_high_bytes"`
+	PeakRSS         int64  `json:"peak_rss"`
+}
+
+// targets returns where a candidate is tried: pools (one per size its
+// objects come in) and an arena, and, for objects of more than one
+// size, a carve heap, which serves every size from one allocator.
+func (t TypeTrial) targets() []replay.Target {
+	if t.sizes {
+		return []replay.Target{replay.IntoPools, replay.IntoArena, replay.IntoHeap}
+	}
+	return []replay.Target{replay.IntoPools, replay.IntoArena}
+}
+
+// ClassRounding is how far a Go trace's sizes of one type's objects,
+// its size classes, are above the requests they stand for
+// (trace.GoRequests): a program asks for n bytes, the trace records
+// n's class. Pools of the classes' sizes hold what the trace says; a
+// heap, which rounds a request to a few bytes, holds less.
+type ClassRounding struct {
+	// Traced is the bytes of every allocation of the type as the trace
+	// sizes them; Even what they come to if the requests spread evenly
+	// over each class's range, and Least if each were one byte above
+	// the class below.
+	Traced uint64 `json:"traced_bytes"`
+	Even   uint64 `json:"requests_even_bytes"`
+	Least  uint64 `json:"requests_least_bytes"`
+	// EvenPercent and MostPercent are the over-statement, (Traced -
+	// Even) / Traced and (Traced - Least) / Traced, in percent; AtPeak
+	// is EvenPercent of the type's bytes at the peak: about how much a
+	// heap's saving is under-stated.
+	EvenPercent float64 `json:"overstated_percent_even"`
+	MostPercent float64 `json:"overstated_percent_most"`
+	AtPeak      int64   `json:"overstated_bytes_at_peak"`
+}
+
+// classRounding reads tr and measures the class rounding of the objects
+// labelled name, whose bytes at the trace's peak are atPeak.
+func classRounding(tr traces.Trace, name string, atPeak uint64) (ClassRounding, error) {
+	sizes, err := labelSizes(tr, name, 0, math.MaxUint64)
+	if err != nil {
+		return ClassRounding{}, err
+	}
+	var r ClassRounding
+	for _, sc := range sizes {
+		lo, hi := trace.GoRequests(uint64(sc.Size))
+		n := uint64(sc.Requests)
+		r.Traced += hi * n
+		r.Least += lo * n
+		r.Even += (lo + hi) * n / 2
+	}
+	if r.Traced > 0 {
+		r.EvenPercent = 100 * float64(r.Traced-r.Even) / float64(r.Traced)
+		r.MostPercent = 100 * float64(r.Traced-r.Least) / float64(r.Traced)
+	}
+	r.AtPeak = int64(float64(atPeak) * r.EvenPercent / 100)
+	return r, nil
 }
 
 // Refused is a type that cannot move to carve memory.
@@ -252,13 +321,15 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			continue
 		}
 		if len(cands) < c.Candidates && Movable(l.Name) {
-			cands = append(cands, TypeTrial{Type: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife})
+			cands = append(cands, TypeTrial{Type: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife,
+				sizes: l.MinSize != l.MaxSize})
 		}
 	}
 	adv.Refused = adv.Refused[:min(len(adv.Refused), 10)]
 
-	// Every replay: the baseline, and each candidate into a pool and
-	// into an arena, at each GOGC.
+	// The baseline first, at each GOGC; then each candidate whose bytes
+	// could save MinTypeSaving (NoiseBound), into each target that fits
+	// it (targets).
 	for r := range c.Repeats {
 		step := (r + 1) / 2 * GOGCStep
 		if r%2 == 1 {
@@ -273,6 +344,19 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		return s
 	}
+	opt := rows.Options{Touch: true, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
+	byLabel := map[string]rows.Row{}
+	run := func(specs []rows.Spec) error {
+		table := rows.Run([]traces.Trace{c.Trace}, specs, opt, c.Jobs, nil)[0]
+		adv.Replays += len(table.Rows)
+		for _, r := range table.Rows {
+			if r.ErrorKind == rows.KindInput {
+				return fmt.Errorf("%w: %s: %s", replay.ErrSource, c.Trace.Label, r.Error)
+			}
+			byLabel[r.Allocator] = r
+		}
+		return nil
+	}
 	var specs []rows.Spec
 	program := rows.Spec{Alloc: "go"} // collected where the program did
 	if paced {
@@ -280,24 +364,9 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	}
 	for _, g := range adv.GOGCs {
 		specs = append(specs, at(g, nil, false))
-		for _, cd := range cands {
-			for _, into := range []replay.Target{replay.IntoPools, replay.IntoArena} {
-				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, false))
-				if paced {
-					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, true))
-				}
-			}
-		}
 	}
-	opt := rows.Options{Touch: true, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
-	table := rows.Run([]traces.Trace{c.Trace}, specs, opt, c.Jobs, nil)[0]
-	adv.Replays = len(table.Rows)
-	byLabel := map[string]rows.Row{}
-	for _, r := range table.Rows {
-		if r.ErrorKind == rows.KindInput {
-			return nil, fmt.Errorf("%w: %s: %s", replay.ErrSource, c.Trace.Label, r.Error)
-		}
-		byLabel[r.Allocator] = r
+	if err := run(specs); err != nil {
+		return nil, err
 	}
 	// measure gathers a replay's rows over the GOGCs.
 	measure := func(route *replay.Route, early bool) Measured {
@@ -315,7 +384,45 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			adv.ModelError = adv.Baseline.Peaks[0] - p.PeakRSS
 		}
 	}
+	specs = nil
+	for i := range cands {
+		cd := &cands[i]
+		cd.Rule = int64(cd.Bytes) * int64(c.GOGC) / 100
+		if adv.Baseline.Error != "" {
+			continue
+		}
+		// The most the move can save: what its bytes cost on the Go heap,
+		// and their share of the rest of its RSS.
+		cd.NoiseBound = int64(cd.Bytes) * int64(100+c.GOGC) / 100
+		if live := adv.Baseline.PeakLive; live > 0 && adv.Baseline.PeakRSS > live {
+			cd.NoiseBound += int64(float64(cd.Bytes) / float64(live) * float64(adv.Baseline.PeakRSS-live))
+		}
+		if cd.NoiseBound < MinTypeSaving {
+			cd.Skipped = true
+			continue
+		}
+		for _, g := range adv.GOGCs {
+			for _, into := range cd.targets() {
+				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, false))
+				if paced {
+					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, true))
+				}
+			}
+		}
+	}
+	if len(specs) > 0 {
+		if err := run(specs); err != nil {
+			return nil, err
+		}
+	}
 	for _, cd := range cands {
+		if cd.Skipped || adv.Baseline.Error != "" {
+			if adv.Baseline.Error != "" {
+				cd.Error = "the Go heap failed: " + adv.Baseline.Error
+			}
+			adv.Tried = append(adv.Tried, cd)
+			continue
+		}
 		pool, arena := replay.Route{Label: cd.Type}, replay.Route{Label: cd.Type, Into: replay.IntoArena}
 		inPool, inArena := measure(&pool, false), measure(&arena, false)
 		// A pool unless the arena is better at every GOGC: for objects
@@ -324,7 +431,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		if inArena.Error == "" && (inPool.Error != "" || below(inArena.Peaks, inPool.Peaks)) {
 			cd.Measured, cd.Into = inArena, "arena"
 		}
-		if cd.Error == "" && adv.Baseline.Error == "" {
+		if cd.Error == "" {
 			var savings []int64
 			cd.Saving, cd.SavingLow, cd.SavingHigh, savings = pairwise(adv.Baseline, cd.Measured)
 			for _, d := range savings {
@@ -336,38 +443,48 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			if adv.Baseline.PeakRSS > 0 {
 				cd.SavingPercent = 100 * float64(cd.Saving) / float64(adv.Baseline.PeakRSS)
 			}
-			// The most the move can save: what its bytes cost on the
-			// Go heap, and their share of the rest of its RSS.
-			cd.NoiseBound = int64(cd.Bytes) * int64(100+c.GOGC) / 100
-			if live := adv.Baseline.PeakLive; live > 0 && adv.Baseline.PeakRSS > live {
-				cd.NoiseBound += int64(float64(cd.Bytes) / float64(live) * float64(adv.Baseline.PeakRSS-live))
-			}
 			cd.PlacementNoise = cd.Saving > cd.NoiseBound
 			cd.SavingLowBytes, cd.SavingHighBytes = cd.Saving, cd.Saving
 		}
-		if paced && cd.Error == "" && adv.Baseline.Error == "" {
-			cd.Bounds = nil
-			for _, r := range []replay.Route{pool, arena} {
-				into := r.Into.String()
-				late, early := measure(&r, false), measure(&r, true)
-				if late.Error != "" || early.Error != "" {
+		cd.Bounds = nil
+		for _, into := range cd.targets() {
+			r := replay.Route{Label: cd.Type, Into: into}
+			late := measure(&r, false)
+			if late.Error != "" {
+				continue
+			}
+			lo, _, _, _ := pairwise(adv.Baseline, late)
+			b := Bound{Into: into.String(), SavingLowBytes: lo, SavingHighBytes: lo, PeakRSS: late.PeakRSS}
+			if paced {
+				early := measure(&r, true)
+				if early.Error != "" {
 					continue
 				}
-				lo, _, _, _ := pairwise(adv.Baseline, late)
 				hi, _, _, _ := pairwise(adv.Baseline, early)
-				b := Bound{Into: into, SavingLowBytes: min(lo, hi), SavingHighBytes: max(lo, hi)}
-				if into == cd.Into {
-					cd.Bounds = append([]Bound{b}, cd.Bounds...)
+				b.SavingLowBytes, b.SavingHighBytes = min(lo, hi), max(lo, hi)
+			}
+			if b.Into == cd.Into && cd.Error == "" {
+				cd.Bounds = append([]Bound{b}, cd.Bounds...)
+				if paced {
 					cd.SavingLowBytes, cd.SavingHighBytes = b.SavingLowBytes, b.SavingHighBytes
-				} else {
-					cd.Bounds = append(cd.Bounds, b)
 				}
+			} else {
+				cd.Bounds = append(cd.Bounds, b)
 			}
 		}
-		cd.Rule = int64(cd.Bytes) * int64(c.GOGC) / 100
+		if cd.sizes {
+			rounding, err := classRounding(c.Trace, cd.Type, cd.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
+			}
+			cd.Rounding = &rounding
+		}
 		adv.Tried = append(adv.Tried, cd)
 	}
-	slices.SortStableFunc(adv.Tried, func(a, b TypeTrial) int { return cmp.Compare(b.Saving, a.Saving) })
+	// The best saving first; those not replayed last.
+	slices.SortStableFunc(adv.Tried, func(a, b TypeTrial) int {
+		return cmp.Or(cmpBool(a.Skipped, b.Skipped), cmp.Compare(b.Saving, a.Saving))
+	})
 	for _, t := range adv.Tried {
 		if t.suggested(len(adv.GOGCs)) {
 			adv.Suggested = append(adv.Suggested, t)
@@ -376,7 +493,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	adv.Assumes = []string{
 		"objects die where the trace frees them: at the sweep after the collection that found them unreachable (the trace records no collections), not when the program dropped them; in a pool they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
 		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach live × (1 + GOGC/100): a concurrent collector's overshoot is left out; where the collections fall moves a peak, so every replay is made at GOGC %s, each figure is the median, and a saving is counted at the same GOGC", joinInts(adv.GOGCs)),
-		"a type's objects keep the sizes the trace gives them (their size classes); a pool of the type's own size would save the rounding too",
+		"a type's objects keep the sizes the trace gives them (their size classes): pools of those sizes hold what the program's would, and a pool of the type's own size would save the rounding too; a heap rounds a request to a few bytes, so where a type's objects come in many sizes its saving in a heap is under-stated by how far the classes are above the requests (said below the table)",
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
 	}
 	if paced {
@@ -385,7 +502,8 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	}
 	for i, t := range adv.Suggested {
 		if t.Type == "uint8" && t.Into == "pool" {
-			if adv.Suggested[i].Sizes, err = labelSizes(c.Trace, t.Type); err != nil {
+			// The sizes a pool could serve (see poolCandidates).
+			if adv.Suggested[i].Sizes, err = labelSizes(c.Trace, t.Type, uint64(pool.LinkSize), maxPoolChunk); err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
 			}
 		}
@@ -399,10 +517,10 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 // classes, about seventy, and page multiples above them).
 const maxSizes = 1024
 
-// labelSizes reads tr and returns the sizes a pool could serve (see
-// poolCandidates) that the objects labelled name come in, the most bytes
-// allocated first (then the smaller size).
-func labelSizes(tr traces.Trace, name string) ([]SizeCount, error) {
+// labelSizes reads tr and returns the sizes from least to most that the
+// objects labelled name come in, the most bytes allocated first (then
+// the smaller size).
+func labelSizes(tr traces.Trace, name string, least, most uint64) ([]SizeCount, error) {
 	src, closer, err := tr.Open()
 	if err != nil {
 		return nil, err
@@ -423,7 +541,7 @@ func labelSizes(tr traces.Trace, name string) ([]SizeCount, error) {
 				match = labels.Name(e.Label) == name
 				is[e.Label] = match
 			}
-			if _, ok := counts[e.Size]; match && e.Size >= uint64(pool.LinkSize) && e.Size <= maxPoolChunk && (ok || len(counts) < maxSizes) {
+			if _, ok := counts[e.Size]; match && e.Size >= least && e.Size <= most && (ok || len(counts) < maxSizes) {
 				counts[e.Size]++
 			}
 		}
@@ -452,7 +570,7 @@ func Quorum(n int) int { return (4*n + 4) / 5 }
 // suggested reports whether a trial measured over pairs pairs is
 // suggested: it saved at Quorum of them and MinTypeSaving in the median.
 func (t TypeTrial) suggested(pairs int) bool {
-	return t.Error == "" && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving && !t.PlacementNoise
+	return t.Error == "" && !t.Skipped && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving && !t.PlacementNoise
 }
 
 // pairwise returns the savings of m against base at the same GOGC: their
@@ -494,6 +612,17 @@ func median(rs []rows.Row) Measured {
 	m.PeakRSS, m.Low, m.High = sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1]
 	m.Range = [2]int64{m.Low, m.High}
 	return m
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // below reports whether every peak of a is below b's at the same GOGC.
@@ -662,12 +791,16 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tbounds: freed late to early\tat most\t\n")
 	for _, t := range a.Tried {
+		if t.Skipped {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\tnot replayed\t\t\t\t\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, size.Format(t.NoiseBound))
+			continue
+		}
 		if t.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
 			continue
 		}
 		bounds := "-"
-		if len(t.Bounds) > 0 {
+		if a.Paced && len(t.Bounds) > 0 {
 			bounds = signed(t.SavingLowBytes) + " to " + signed(t.SavingHighBytes)
 		}
 		noise := ""
@@ -681,6 +814,15 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
 	if a.Paced {
 		ew.printf("  bounds: the saving with the moved objects freed at the end of the mark that proved them dead (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
+	}
+	if a.skipped() {
+		ew.printf("  not replayed: a type whose move can save at most less than %s, the least a suggestion needs\n", size.Format(MinTypeSaving))
+	}
+	if lines := a.otherTargets(); len(lines) > 0 {
+		ew.printf("\nevery target measured (saving of peak RSS%s):\n", map[bool]string{true: ", freed late to early", false: ""}[a.Paced])
+		for _, l := range lines {
+			ew.printf("  %s\n", l)
+		}
 	}
 	if len(a.Refused) > 0 {
 		ew.printf("\ntypes that hold pointers stay on the Go heap:\n")
@@ -699,7 +841,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew.printf("\nsuggested (a saving at %s, %s or more in the median):\n", a.quorum(), size.Format(MinTypeSaving))
 	for _, t := range a.Suggested {
 		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent)
-		if len(t.Bounds) > 0 {
+		if a.Paced && len(t.Bounds) > 0 {
 			ew.printf(", %s to %s as the program frees them late or early", size.Format(t.SavingLowBytes), size.Format(t.SavingHighBytes))
 		}
 		ew.printf("; the GOGC rule predicted %s\n", size.Format(t.Rule))
@@ -711,7 +853,44 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// article is "a pool" or "an arena".
+// skipped reports whether a candidate was not replayed.
+func (a *TypeAdvice) skipped() bool {
+	for _, t := range a.Tried {
+		if t.Skipped {
+			return true
+		}
+	}
+	return false
+}
+
+// otherTargets says, for each type tried in more than one target, its
+// saving into each: "uint8: into a pool 48.60 MiB to 87.67 MiB, into an
+// arena ..., into a heap ...".
+func (a *TypeAdvice) otherTargets() []string {
+	var lines []string
+	for _, t := range a.Tried {
+		if len(t.Bounds) < 2 {
+			continue
+		}
+		var parts []string
+		for _, b := range t.Bounds {
+			p := "into " + article(b.Into) + " " + signed(b.SavingLowBytes)
+			if a.Paced {
+				p += " to " + signed(b.SavingHighBytes)
+			}
+			parts = append(parts, p)
+		}
+		lines = append(lines, t.Type+": "+strings.Join(parts, ", "))
+		if r := t.Rounding; r != nil {
+			lines = append(lines, fmt.Sprintf("  in a heap, its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
+				"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+
+				"about %s of its %s at the peak, by which a heap's saving is under-stated", r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes))))
+		}
+	}
+	return lines
+}
+
+// article is "a pool", "an arena" or "a heap".
 func article(into string) string {
 	if into == "arena" {
 		return "an arena"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/traces"
+	"github.com/carvelab/carve/pool"
 )
 
 // TestMain lets the test binary serve as a row's child (the go row
@@ -33,7 +34,9 @@ func TestMain(m *testing.M) {
 // churnTrace writes a labelled trace: 4,000 main.buf objects of 4 KiB
 // (pointer-free) kept live and replaced one at a time, 40,000 times, in
 // random order; beside them main.node objects (with pointers) and a few
-// small main.tag ones (pointer-free). On the Go heap at GOGC 100 the dead
+// small main.tag ones (pointer-free), too few to be worth a replay, and
+// 300 []byte buffers of three sizes replaced as the buffers are. On the
+// Go heap at GOGC 100 the dead
 // buffers pile up to about the live ones' bytes before each collection;
 // in a pool a freed buffer is the next one allocated.
 func churnTrace(t *testing.T) traces.Trace {
@@ -48,6 +51,7 @@ func churnTrace(t *testing.T) traces.Trace {
 	fmt.Fprintln(w, "l 1 main.buf size=4096 ptrbytes=0")
 	fmt.Fprintln(w, "l 2 main.node size=32 ptrbytes=16")
 	fmt.Fprintln(w, "l 3 main.tag size=16 ptrbytes=0")
+	fmt.Fprintln(w, "l 4 uint8 size=1 ptrbytes=0")
 	rng := rand.New(rand.NewPCG(1, 2))
 	id := uint64(0)
 	live := make([]uint64, 4000)
@@ -58,7 +62,21 @@ func churnTrace(t *testing.T) traces.Trace {
 		id++
 		fmt.Fprintf(w, "a %d 32 @2\n", id)
 	}
+	bytes := make([]uint64, 300)
+	byteSize := func(i int) int { return 512 << (i % 3) }
+	for i := range bytes {
+		id++
+		bytes[i] = id
+		fmt.Fprintf(w, "a %d %d @4\n", id, byteSize(i))
+	}
 	for i := range 40000 {
+		if i%4 == 0 {
+			j := rng.IntN(len(bytes))
+			fmt.Fprintf(w, "f %d\n", bytes[j])
+			id++
+			bytes[j] = id
+			fmt.Fprintf(w, "a %d %d @4\n", id, byteSize(i/4))
+		}
 		j := rng.IntN(len(live))
 		fmt.Fprintf(w, "f %d\n", live[j])
 		id++
@@ -119,6 +137,35 @@ func TestAdviseTypes(t *testing.T) {
 	if buf.Into != "pool" {
 		t.Errorf("main.buf into %s; objects dying one at a time belong in a pool", buf.Into)
 	}
+	// main.tag's few bytes could not save MinTypeSaving: not replayed.
+	// uint8, of three sizes, is tried in a heap too, and its class
+	// rounding measured (512, 1024 and 2048 are classes: the requests
+	// they stand for start at 481, 897 and 1793).
+	for _, tt := range adv.Tried {
+		switch tt.Type {
+		case "main.tag":
+			if !tt.Skipped || tt.NoiseBound >= MinTypeSaving {
+				t.Errorf("main.tag: skipped %v, at most %d: want it skipped", tt.Skipped, tt.NoiseBound)
+			}
+		case "uint8":
+			var into []string
+			for _, b := range tt.Bounds {
+				into = append(into, b.Into)
+			}
+			slices.Sort(into)
+			if !slices.Equal(into, []string{"arena", "heap", "pool"}) {
+				t.Errorf("uint8 measured into %v, want a pool, an arena and a heap", into)
+			}
+			if r := tt.Rounding; r == nil || r.MostPercent <= 0 || r.EvenPercent >= r.MostPercent || r.Least >= r.Even || r.Even >= r.Traced {
+				t.Errorf("uint8's class rounding %+v: want least < even < traced", tt.Rounding)
+			}
+		}
+	}
+	// The baseline and main.buf into a pool and an arena, uint8 into
+	// those and a heap, at each of 3 GOGCs: main.tag is not replayed.
+	if want := 3 * (1 + 2 + 3); adv.Replays != want {
+		t.Errorf("%d replays, want %d", adv.Replays, want)
+	}
 	if len(adv.Refused) != 1 || adv.Refused[0].Type != "main.node" {
 		t.Errorf("refused %+v, want main.node alone", adv.Refused)
 	}
@@ -131,7 +178,7 @@ func TestAdviseTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(text.String())
-	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume"} {
+	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume", "not replayed", "uint8: into a pool", "into a heap", "under-stated"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
 		}
@@ -236,9 +283,24 @@ func TestBufferPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, err := labelSizes(tr, "uint8")
+	sizes, err := labelSizes(tr, "uint8", uint64(pool.LinkSize), maxPoolChunk)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The classes' bytes against the requests they stand for: 512 B
+	// objects stand for 481..512 (10 of them), 4096 for 3457..4096 (2),
+	// 16 for 9..16 (3), 1024 for 897..1024, 2048 for 1793..2048, and 4,
+	// no class, for itself.
+	rounding, err := classRounding(tr, "uint8", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRounding := ClassRounding{Traced: 16436, Even: 4965 + 7553 + 37 + 960 + 1920 + 4, Least: 4810 + 6914 + 27 + 897 + 1793 + 4}
+	wantRounding.EvenPercent = 100 * float64(wantRounding.Traced-wantRounding.Even) / float64(wantRounding.Traced)
+	wantRounding.MostPercent = 100 * float64(wantRounding.Traced-wantRounding.Least) / float64(wantRounding.Traced)
+	wantRounding.AtPeak = int64(1000 * wantRounding.EvenPercent / 100)
+	if rounding != wantRounding {
+		t.Errorf("classRounding = %+v, want %+v", rounding, wantRounding)
 	}
 	want := []SizeCount{{4096, 2, 8192}, {512, 10, 5120}, {2048, 1, 2048}, {1024, 1, 1024}, {16, 3, 48}}
 	if !slices.Equal(sizes, want) {

@@ -91,3 +91,29 @@ func (t *goClasses) elemSize(k goSpanKind, npages uint64) (uint64, error) {
 	}
 	return uint64(t.size[c]), nil
 }
+
+// GoRequests returns the requests an object that a Go execution trace
+// sizes at size bytes may stand for: the importer sizes each object by
+// its span's class (the program asked for any of lo to hi = size bytes,
+// lo one byte above the class below), and a large object, a span of its
+// own, by its pages (lo one byte above a page less, and above the
+// largest class). A size that is no class of the newest table Go
+// importer knows stands for itself.
+func GoRequests(size uint64) (lo, hi uint64) {
+	t := goClassTables[len(goClassTables)-1]
+	largest := uint64(t.size[len(t.size)-1])
+	if size > largest {
+		if size%t.pageSize != 0 {
+			return size, size
+		}
+		return max(size-t.pageSize, largest) + 1, size
+	}
+	below := uint64(0)
+	for _, c := range t.size[1:] {
+		if uint64(c) == size {
+			return below + 1, size
+		}
+		below = uint64(c)
+	}
+	return size, size
+}

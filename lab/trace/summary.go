@@ -116,6 +116,10 @@ type LabelStat struct {
 	// (from the allocation to the free; 0 when none was freed).
 	Allocs, Freed int64
 	MeanLife      float64
+	// MinSize and MaxSize are the sizes of its smallest and largest
+	// allocations (a Go trace's sizes are the heap's size classes): a
+	// type whose objects come in one size has them equal.
+	MinSize, MaxSize uint64
 	// Size and PtrBytes are the label's attributes AttrSize and
 	// AttrPtrBytes (a Go type's size, and its bytes that may hold
 	// pointers), -1 when it has none.
@@ -178,7 +182,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 				live[e.ID] = obj{e.Size, at, e.Label}
 				cur = cur.add(e.Size)
 				ls.change(e.Label, 1, int64(e.Size))
-				ls.of(e.Label).allocs++
+				ls.allocated(e.Label, e.Size)
 			case Realloc:
 				old, ok := live[e.ID]
 				if !ok {
@@ -242,6 +246,7 @@ type labelCount struct {
 	bytes, atPeakBytes     int64
 	peakBytes              int64
 	allocs, freed          int64
+	minSize, maxSize       uint64  // of its allocations
 	life                   float64 // the sum of the lifetimes of the freed
 	isDirty, seen          bool
 }
@@ -264,6 +269,16 @@ func (ls *labelCounts) change(l uint32, objects, bytes int64) {
 		c.isDirty = true
 		ls.dirty = append(ls.dirty, l)
 	}
+}
+
+// allocated counts an allocation of size bytes of label l.
+func (ls *labelCounts) allocated(l uint32, size uint64) {
+	c := ls.of(l)
+	if c.allocs == 0 || size < c.minSize {
+		c.minSize = size
+	}
+	c.maxSize = max(c.maxSize, size)
+	c.allocs++
 }
 
 // peak records the live counts as those at the trace's peak.
@@ -294,6 +309,7 @@ func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
 		st := LabelStat{
 			Label: uint32(l), Objects: c.atPeakObjects, Bytes: uint64(c.atPeakBytes),
 			PeakBytes: uint64(c.peakBytes), Allocs: c.allocs, Freed: c.freed, Size: -1, PtrBytes: -1,
+			MinSize: c.minSize, MaxSize: c.maxSize,
 		}
 		if peak > 0 {
 			st.Share = float64(st.Bytes) / float64(peak)

@@ -76,9 +76,9 @@ func TestSummaryLabels(t *testing.T) {
 	evs := []Event{
 		{Op: Alloc, ID: 1, Size: 1024, Label: buf}, // 0: 1024
 		{Op: Alloc, ID: 2, Size: 64, Label: sess},  // 1: 1088
-		{Op: Alloc, ID: 3, Size: 1024, Label: buf}, // 2: 2112
-		{Op: Alloc, ID: 4, Size: 64, Label: sess},  // 3: 2176
-		{Op: Free, ID: 1},                          // 4: 1152 (buffer 1 lived 4 events)
+		{Op: Alloc, ID: 3, Size: 512, Label: buf},  // 2: 1600
+		{Op: Alloc, ID: 4, Size: 64, Label: sess},  // 3: 1664
+		{Op: Free, ID: 1},                          // 4: 640 (buffer 1 lived 4 events)
 		{Op: Free, ID: 3},                          // 5: 128  (buffer 3 lived 3)
 		{Op: Alloc, ID: 5, Size: 4096},             // 6: 4224, unlabelled
 		{Op: Alloc, ID: 6, Size: 48, Label: conn},  // 7: 4272: the peak
@@ -93,10 +93,10 @@ func TestSummaryLabels(t *testing.T) {
 		t.Fatalf("peak %d at %d, want 4272 at 7", s.PeakLive, s.PeakAt)
 	}
 	want := []LabelStat{
-		{Label: 0, Objects: 1, Bytes: 4096, PeakBytes: 4096, Allocs: 1, Freed: 1, MeanLife: 3, Size: -1, PtrBytes: -1},
-		{Label: sess, Name: "main.session", Objects: 2, Bytes: 128, PeakBytes: 128, Allocs: 2, Size: 64, PtrBytes: 0},
-		{Label: conn, Name: "main.conn", Objects: 1, Bytes: 48, PeakBytes: 48, Allocs: 1, Size: 48, PtrBytes: 40},
-		{Label: buf, Name: "uint8", Objects: 0, Bytes: 0, PeakBytes: 2048, Allocs: 2, Freed: 2, MeanLife: 3.5, Size: 1, PtrBytes: 0},
+		{Label: 0, Objects: 1, Bytes: 4096, PeakBytes: 4096, Allocs: 1, Freed: 1, MeanLife: 3, MinSize: 4096, MaxSize: 4096, Size: -1, PtrBytes: -1},
+		{Label: sess, Name: "main.session", Objects: 2, Bytes: 128, PeakBytes: 128, Allocs: 2, MinSize: 64, MaxSize: 64, Size: 64, PtrBytes: 0},
+		{Label: conn, Name: "main.conn", Objects: 1, Bytes: 48, PeakBytes: 48, Allocs: 1, MinSize: 48, MaxSize: 48, Size: 48, PtrBytes: 40},
+		{Label: buf, Name: "uint8", Objects: 0, Bytes: 0, PeakBytes: 1536, Allocs: 2, Freed: 2, MeanLife: 3.5, MinSize: 512, MaxSize: 1024, Size: 1, PtrBytes: 0},
 	}
 	for i := range want {
 		want[i].Share = float64(want[i].Bytes) / 4272
