@@ -32,8 +32,9 @@ for a type whose objects come in more than one size, to a carve heap,
 --repeats times each at GOGCs around --gogc, and ranks them by the peak RSS
 they save against the Go heap at the same GOGC. A type whose bytes could
 not save ` + size.Format(advise.MinTypeSaving) + ` (what they cost on the Go heap) is not replayed. On a trace that records the
-program's collections the Go heap is paced by the program's ratio of goal
-to marked heap, and once collected where the program collected, to print
+program's collections the Go heap is paced by the program's own marks (its
+marked heap less the moved objects, times how far its heap grew in that
+cycle), and once collected where the program collected, to print
 the model's error; each move is replayed with its objects freed at the end
 of the mark that proved them dead and as early as the trace allows, the
 saving's two bounds. A type is suggested when it saved at four in five of

@@ -46,8 +46,10 @@ import (
 // On a trace that records the program's collections (its frees moved to
 // the marks' ends: traces.Trace.Frees), a what-if cannot collect where
 // the program did, so the baseline and every what-if are paced by one
-// model (replay.NewPacedGoHeap: the program's ratio of goal to marked
-// heap, its excess over 1 scaled by GOGC/100 for the repeats), the saving
+// model (replay.NewPacedGoHeap: the program's marked heap less the
+// moved objects its mark found, times how far its heap grew over its
+// marked heap in that cycle, that ratio's excess over 1 scaled by
+// GOGC/100 for the repeats), the saving
 // is taken between the two, and the model's error is measured: the paced
 // baseline against the Go heap collected where the program collected.
 // Each move is then replayed twice, its objects freed late (at the end
@@ -497,8 +499,8 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
 	}
 	if paced {
-		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread over the same spans (the replays' collections fall between the program's, where the trace proves no object dead)"
-		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal the program's runtime set: its marked heap times the program's ratio of goal to marked heap at its last collection (a concurrent collector's overshoot is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
+		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)"
+		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'; a heap with fewer objects marks faster, which is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
 	}
 	for i, t := range adv.Suggested {
 		if t.Type == "uint8" && t.Into == "pool" {

@@ -207,13 +207,16 @@ type goHeap struct {
 	baseFP, baseUsed int64 // goHeapBytes when the heap was made
 	live             int64
 	fp               int64
-	own              int64   // the replayer's bytes (SetReplayerBytes)
-	gogc             int     // NewGoHeap's; 0: the runtime's own collector
-	goal             int64   // the heap's bytes of objects that start the next collection
-	prevGOGC         int     // the process's GOGC before NewGoHeap, set back by Close
-	byProgram        bool    // NewProgramGoHeap's: it collects where the program did
-	paced            bool    // NewPacedGoHeap's: its goals at the program's ratio
-	ratio            float64 // the program's last goal over marked heap; 0: none yet
+	own              int64    // the replayer's bytes (SetReplayerBytes)
+	gogc             int      // NewGoHeap's; 0: the runtime's own collector
+	goal             int64    // the heap's bytes of objects that start the next collection
+	prevGOGC         int      // the process's GOGC before NewGoHeap, set back by Close
+	byProgram        bool     // NewProgramGoHeap's: it collects where the program did
+	paced            bool     // NewPacedGoHeap's: its goals at the program's ratio
+	ratio            float64  // the program's last goal over marked heap; 0: none yet
+	peaks, moved     []uint64 // NewPacedGoHeap's: the program's heap over each cycle, the moved bytes each mark found
+	cycle            int      // the program's collections seen (Collect)
+	headroom         int64    // a paced heap's goal less its marked heap, from the program's last collection
 	samples          []metrics.Sample
 }
 
@@ -311,32 +314,60 @@ func NewProgramGoHeap() Allocator {
 
 // NewPacedGoHeap returns the Go heap with its collections paced by the
 // program's own: as NewGoHeap, a full collection when the heap's objects
-// reach the goal, but the goal after each collection is its marked heap
-// times the ratio of the program's last collection in the trace (its goal
-// over its marked heap, trace.GoCycle: 1 + GOGC/100, and more where the
-// program's stacks and globals count), or 1 + gogc/100 before the trace's
-// first. A gogc other than 100 scales the ratio's excess over 1 by
-// gogc/100, as the program at that GOGC would pace it: a gogc a little
-// apart from 100 moves each collection by a fraction of a cycle. A heap that holds less than the program's (some of its objects
-// moved to carve memory) collects as the program's runtime would have
-// paced it, not where the program collected; on the program's own
-// objects it collects about where the program did.
-func NewPacedGoHeap(gogc int) Allocator {
+// reach the goal, but the goal is set at each of the program's
+// collections in the trace (Collect) from what the program's runtime
+// found and did there: its marked heap, less the bytes of the objects
+// moved off this heap that the mark found (moved, one per collection:
+// traces.Trace.CycleHeap; nil when none are), times the program's own
+// ratio for that cycle, how far its heap grew over its marked heap
+// before its next mark ended (peaks: the most its objects held up to
+// there; without it, its goal over its marked heap, trace.GoCycle), or
+// 1 + gogc/100 before the trace's first. The program's marked heap
+// counts what its concurrent mark allocated black, and its heap grew to
+// less than its goal where its mark ended early; a collection of the
+// replay's, made at once, does neither: taking both from the program,
+// not from the replay's own live bytes, keeps them. A collection of the
+// replay's own (the heap reached the goal between two of the program's)
+// sets the next goal at its live bytes plus the program's headroom (goal
+// less marked heap), if that is above the goal. A gogc other than 100
+// scales the ratio's excess over 1 by gogc/100, as the program at that
+// GOGC would pace it: a gogc a little apart from 100 moves each
+// collection by a fraction of a cycle. On the program's own objects
+// (none moved) the heap's goals are the program's peaks; with objects
+// moved to carve memory, they are what the program's runtime would have
+// let its heap grow to without them, and the collections fall where
+// those goals put them.
+//
+// What it leaves out: a what-if's marks last as long as the program's
+// did (their black allocation is the program's, less the moved bytes
+// the mark found), though a heap with fewer objects marks faster.
+func NewPacedGoHeap(gogc int, peaks, moved []uint64) Allocator {
 	g := NewGoHeap(gogc).(*goHeap)
-	g.paced = true
+	g.paced, g.peaks, g.moved = true, peaks, moved
 	return g
 }
 
 // Collect is called at the end of the program's collection c
 // (Collector): a heap of NewProgramGoHeap collects there; one of
-// NewPacedGoHeap takes the program's ratio of goal to marked heap for
-// its next goals.
+// NewPacedGoHeap sets its goal from c (see NewPacedGoHeap).
 func (g *goHeap) Collect(c trace.GoCycle) {
+	i := g.cycle
+	g.cycle++
 	switch {
 	case g.byProgram:
 		runtime.GC()
 	case g.paced && c.Marked > 0 && c.Goal >= c.Marked:
-		g.ratio = 1 + (float64(c.Goal)/float64(c.Marked)-1)*float64(g.gogc)/100
+		grew := float64(c.Goal) / float64(c.Marked)
+		if i+1 < len(g.peaks) && g.peaks[i+1] >= c.Marked {
+			grew = float64(g.peaks[i+1]) / float64(c.Marked)
+		}
+		g.ratio = 1 + (grew-1)*float64(g.gogc)/100
+		marked := c.Marked
+		if i < len(g.moved) {
+			marked -= min(g.moved[i], marked)
+		}
+		g.goal = max(int64(float64(marked)*g.ratio), int64(float64(4<<20)*(g.ratio-1)))
+		g.headroom = g.goal - int64(marked)
 	}
 }
 
@@ -415,7 +446,13 @@ func (g *goHeap) Footprint() int64 {
 		// here and now (see NewGoHeap).
 		runtime.GC()
 		fp, used = g.bytes()
-		g.setGoal(used)
+		if g.headroom > 0 {
+			// Paced by the program's collections: its goal stands
+			// unless the replay's live bytes leave less headroom.
+			g.goal = max(g.goal, max(used-g.baseUsed-g.own, 0)+g.headroom)
+		} else {
+			g.setGoal(used)
+		}
 	}
 	g.fp = max(fp-g.baseFP-g.own, g.live)
 	return g.fp

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -92,34 +93,46 @@ func TestProgramGoHeap(t *testing.T) {
 	}
 }
 
-// TestPacedGoHeap: a paced heap takes the program's ratio of goal to
-// marked heap from each of its collections, and sets its own goals with
-// it; before the first, 1 + GOGC/100.
+// TestPacedGoHeap: a paced heap takes its goal from each of the
+// program's collections: the program's marked heap less the moved bytes
+// its mark found, times how far the program's heap grew over its marked
+// heap before the next mark ended (or, without that, its goal over its
+// marked heap); before the first, 1 + GOGC/100.
 func TestPacedGoHeap(t *testing.T) {
 	const mib = 1 << 20
-	g := NewPacedGoHeap(100).(*goHeap)
+	peaks := []uint64{0, 140 * mib} // the program's heap grew to 140 MiB after its first mark
+	g := NewPacedGoHeap(100, peaks, []uint64{30 * mib, 0, 200 * mib}).(*goHeap)
 	defer g.Close()
 	if g.goal < 4*mib {
 		t.Errorf("first goal %d, want at least the runtime's 4 MiB", g.goal)
 	}
 	g.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 150 * mib})
-	if g.ratio != 1.5 {
-		t.Errorf("ratio %g after a cycle of goal 150 over marked 100, want 1.5", g.ratio)
-	}
-	g.setGoal(g.baseUsed + g.own + 40*mib)
-	if g.goal != 60*mib {
-		t.Errorf("goal %d for 40 MiB marked, want 60 MiB", g.goal)
+	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 98*mib || g.headroom != 28*mib {
+		t.Errorf("after a mark of 100 MiB, 30 of them moved, the heap growing to 140: ratio %g, goal %d, headroom %d; want 1.4, 98 MiB, 28 MiB", g.ratio, g.goal, g.headroom)
 	}
 	g.Collect(trace.GoCycle{Marked: 0, Goal: 8 * mib}) // no marked heap: no ratio
-	if g.ratio != 1.5 {
-		t.Errorf("ratio %g after a cycle without a marked heap, want it kept", g.ratio)
+	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 98*mib {
+		t.Errorf("ratio %g, goal %d after a cycle without a marked heap, want them kept", g.ratio, g.goal)
+	}
+	// No peak known for the cycle after: the program's goal over its
+	// marked heap; all of it moved: the runtime's minimum heap.
+	g.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 200 * mib})
+	if g.ratio != 2 || g.goal != 4*mib {
+		t.Errorf("with all the marked heap moved: ratio %g, goal %d, want 2 and the runtime's minimum", g.ratio, g.goal)
+	}
+	// At other GOGCs the ratio's excess over 1 scales.
+	h := NewPacedGoHeap(50, nil, nil).(*goHeap)
+	defer h.Close()
+	h.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 200 * mib})
+	if h.ratio != 1.5 || h.goal != 150*mib {
+		t.Errorf("at GOGC 50, a program's ratio of 2: ratio %g, goal %d; want 1.5, 150 MiB", h.ratio, h.goal)
 	}
 }
 
 // TestCollectThrough: the wrappers in front of the Go heap pass the
 // program's collections to it.
 func TestCollectThrough(t *testing.T) {
-	g := NewPacedGoHeap(100)
+	g := NewPacedGoHeap(100, nil, nil)
 	defer g.Close()
 	pooled, err := WithPool(64, g)
 	if err != nil {

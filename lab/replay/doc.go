@@ -46,18 +46,24 @@
 //   - NewPacedGoHeap: as the program's runtime would pace a heap that
 //     holds less (a what-if that moves types off the Go heap, whose
 //     collections cannot stay where the program's were). A full
-//     collection when the heap's objects reach the goal; the goal after
-//     each is its own marked heap times the ratio of the program's last
-//     collection in the trace, its goal over its marked heap (1 +
-//     GOGC/100, and more where stacks and globals count). Its
-//     collections fall between the program's marks' ends, where the
-//     trace proves no object dead: the lab gives it the frees of the
-//     objects it does not move spread over the spans the trace allows
-//     them (trace.FreeSpread: between the later of birth and the start
-//     of the mark before, and the end of the mark that proved them
-//     dead), so that a collection finds dead about what the program's
-//     would have, where frees at the marks' ends would keep a cycle of
-//     garbage marked and double the goal. A saving is taken against the
+//     collection when the heap's objects reach the goal, set at each of
+//     the program's collections: the program's marked heap less the
+//     moved objects its mark found, times how far the program's heap
+//     grew over its marked heap before its next mark ended (both from
+//     the trace: traces.Trace.CycleHeap). The program's marked heap
+//     counts what its concurrent mark allocated black, and its heap
+//     stopped short of its goal where its mark ended early: the goal
+//     keeps both, which the replay's own live bytes, collected at once,
+//     would not. Its collections fall between the program's marks'
+//     ends, where the trace proves no object dead: the lab gives it the
+//     frees of the objects it does not move spread over the spans where
+//     they died (trace.FreeSpread: between the later of birth and the
+//     start of the mark before, and the start of the mark that proved
+//     them dead, which finds what was reachable when it started), so
+//     that a collection finds dead about what the program's would have,
+//     where frees at the marks' ends would keep a cycle of garbage. The
+//     moved objects are freed at the marks' ends (the late bound) or as
+//     early as the trace allows (the early one). A saving is taken against the
 //     Go heap paced by the same model, and the model's own error is the
 //     paced heap's peak against the program-collected one's, on the
 //     same trace.

@@ -56,6 +56,10 @@ type Job struct {
 	// its frees were moved to them (trace.MoveFrees): the go row collects
 	// by them (Spec.NewAllocator).
 	Cycles bool `json:"cycles,omitempty"`
+	// Heap is, for a paced go row, what the program's heap held over
+	// each of its collections, and the bytes of the objects routed off
+	// the row that each mark found (traces.Trace.CycleHeap).
+	Heap traces.Cycles `json:"cycle_heap,omitempty"`
 }
 
 // child returns the command of a child process for spec: this program
@@ -177,8 +181,14 @@ func replayInChild(t traces.Trace, s Spec, o Options, prog *Progress, limit int6
 	if prog != nil {
 		src = &counted{Source: src, n: &prog.Events}
 	}
+	job := Job{Trace: t.Label, Phases: t.Phases, Spec: s, Options: o, Cycles: t.FreesMoved()}
+	if job.Cycles && s.paced() {
+		if job.Heap, err = t.CycleHeap(s.routed()); err != nil {
+			return rw.fill(t, replay.Result{}, fmt.Errorf("%w: %w", replay.ErrSource, err))
+		}
+	}
 	var got Row
-	if err := ask(Job{Trace: t.Label, Phases: t.Phases, Spec: s, Options: o, Cycles: t.FreesMoved()}, src, limit, &got); err != nil {
+	if err := ask(job, src, limit, &got); err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), KindAllocator
 		return rw
 	}
@@ -273,7 +283,7 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 	if err != nil {
 		return replay.Result{}, 0, "", err
 	}
-	a, err := s.NewAllocator(job.Cycles) // a real malloc's is an error: it replays in C
+	a, err := s.NewAllocator(job.Cycles, job.Heap) // a real malloc's is an error: it replays in C
 	if err != nil {
 		return replay.Result{}, 0, "", err
 	}

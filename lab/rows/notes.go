@@ -43,6 +43,6 @@ func (t Table) Notes() []string {
 // collectedHow says how the go row collected (Row.Collected).
 var collectedHow = map[string]string{
 	replay.ByProgram: "where the program did: a full collection at each end of its marks",
-	replay.ByPacing:  "as the program's runtime would pace it: its marked heap times the program's ratio of goal to marked heap",
+	replay.ByPacing:  "as the program's runtime would pace it: the program's marked heap, less the objects moved off it, times how far the program's heap grew over its marked heap in that cycle",
 	replay.ByGOGC:    "at GOGC, where its own pacer aims",
 }

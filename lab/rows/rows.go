@@ -41,6 +41,7 @@ import (
 
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
+	"github.com/carvelab/carve/lab/traces"
 )
 
 // A real malloc the lab can preload.
@@ -211,10 +212,15 @@ func (s Spec) Available() error {
 // to them (Job.Cycles). Then the go row collects where the program did
 // (replay.NewProgramGoHeap), unless it is a what-if (types routed off the
 // Go heap, pools in front of it) or Paced: those are paced by the
-// program's ratio of goal to marked heap (replay.NewPacedGoHeap), and a
+// program's marked heap and its growth in each cycle
+// (replay.NewPacedGoHeap), and a
 // GOGC other than the default by that GOGC alone (replay.NewGoHeap), as
 // every go row on a trace without collections.
-func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
+//
+// heap is, for a paced row, the program's heap over each collection
+// and the bytes of the routed objects each mark found
+// (traces.Trace.CycleHeap): its Go heap is paced from them.
+func (s Spec) NewAllocator(cycles bool, heap traces.Cycles) (replay.Allocator, error) {
 	if IsReal(s.Alloc) {
 		return nil, fmt.Errorf("%s runs in a child process of its own, not in this one", s.Alloc)
 	}
@@ -226,7 +232,7 @@ func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 			return nil, err
 		}
 	case cycles && s.paced():
-		a = replay.NewPacedGoHeap(s.gogc())
+		a = replay.NewPacedGoHeap(s.gogc(), heap.Peak, heap.Moved)
 	case !cycles || s.GOGC != 0 && s.GOGC != DefaultGOGC:
 		a = replay.NewGoHeap(s.gogc())
 	default:
@@ -246,10 +252,21 @@ func (s Spec) NewAllocator(cycles bool) (replay.Allocator, error) {
 	return a, nil
 }
 
-// paced reports whether s is a go row paced by the program's ratio on a
+// routed returns the labels whose objects s routes off the allocator.
+func (s Spec) routed() []string {
+	var names []string
+	for _, r := range s.Routes {
+		names = append(names, r.Label)
+	}
+	return names
+}
+
+// paced reports whether s is a go row paced by the program's marks on a
 // trace that records its collections (see NewAllocator): Paced, or a
 // what-if. Its events then have the frees of the objects it does not
-// move spread over their spans (traces.Trace.OpenPlaced), since its
+// move spread over the spans where they died (traces.Trace.OpenPlaced),
+// those it moves at the marks' ends or, Early, as early as the trace
+// allows, since its
 // collections fall between the program's marks' ends, where the trace
 // proves no object dead.
 func (s Spec) paced() bool {

@@ -198,7 +198,7 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 		return replayInChild(t, s, o, prog, limit)
 	}
 	res, err := func() (replay.Result, error) {
-		a, err := s.NewAllocator(false) // not the go row: it replays in a child
+		a, err := s.NewAllocator(false, traces.Cycles{}) // not the go row: it replays in a child
 		if err != nil {
 			return replay.Result{}, err
 		}
@@ -224,13 +224,7 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 // one place a row's events come from, where a row's own transform of
 // the stream belongs.
 func source(t traces.Trace, s Spec) (trace.Source, io.Closer, error) {
-	var early []string
-	if s.Early {
-		for _, r := range s.Routes {
-			early = append(early, r.Label)
-		}
-	}
-	src, closer, err := t.OpenPlaced(early, s.paced())
+	src, closer, err := t.OpenPlaced(s.routed(), s.Early, s.paced())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", replay.ErrSource, err)
 	}

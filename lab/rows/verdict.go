@@ -64,7 +64,11 @@ func (t Table) Findings() []string {
 		if !ok || plain.Error != "" {
 			continue
 		}
-		pooled = append(pooled, fmt.Sprintf("%s: peak RSS %s, %s", r.Allocator, size.Format(r.PeakRSS), compare(r.PeakRSS, plain.PeakRSS, plain.Allocator)))
+		clause := fmt.Sprintf("%s: peak RSS %s, %s", r.Allocator, size.Format(r.PeakRSS), compare(r.PeakRSS, plain.PeakRSS, plain.Allocator))
+		if r.Collected == replay.ByPacing && strings.Contains(r.Allocator, "type=") && !strings.Contains(r.Allocator, ",early)") {
+			clause += " (its moved objects freed where the trace proves them dead: the late bound; carve advise measures the early one too)"
+		}
+		pooled = append(pooled, clause)
 		changes = append(changes, fmt.Sprintf("%s %+.1f%%", plain.Allocator, 100*float64(r.PeakRSS-plain.PeakRSS)/float64(max(plain.PeakRSS, 1))))
 	}
 	if len(pooled) > 2 {

@@ -16,7 +16,10 @@ import (
 // reachable at the start of N-1's mark if it was born before it, and may
 // have been dropped at once after that, or after its birth. A program
 // that frees its own memory when it drops it frees somewhere between the
-// two: near the early end for buffers and values replaced in place. An
+// two: near the early end for buffers and values replaced in place.
+// (The object was dead by the start of N's mark, too: the mark finds what
+// was reachable then, and what it allocates. The latest place stays the
+// mark's end, where the trace proves it.) An
 // object the trace never frees (alive at its end, or dropped after the
 // last mark) may have died as early as the later of its birth and the
 // start of the last mark: an early free goes there too.
@@ -24,9 +27,10 @@ import (
 // EarlyFrees moves the frees of the objects whose label match accepts to
 // that earliest place, before the event that follows it; the other frees
 // stay where main has them. PlacedFrees chooses, by label, between the
-// two ends and a place spread between them: where a collector that runs
-// at another moment than the program's would find the object dead, if
-// objects die evenly over the span the trace allows. A free of an object born before the first
+// two ends and a place spread between the early one and the start of the
+// mark that proved the object dead: where a collector that runs at
+// another moment than the program's would find it dead, if objects die
+// evenly over the span where they may have died. A free of an object born before the first
 // mark's end moves to its birth. Finding them takes a second reader of the
 // same events, lead, which reads up to two cycles ahead; what it holds is
 // the positions of the matched objects alive and the frees found and not
@@ -59,9 +63,12 @@ const (
 	FreeLate FreePlace = iota
 	// FreeEarly moves it to the span's start.
 	FreeEarly
-	// FreeSpread moves it to a place in the span chosen by the object's
-	// ID alone (a hash of it, uniform over the span): the frees of many
-	// objects spread evenly over their spans, the same in every run.
+	// FreeSpread moves it to a place chosen by the object's ID alone (a
+	// hash of it, uniform) between the span's start and the start of the
+	// mark that proved it dead (the mark finds what was reachable when it
+	// started, and what it allocated, so the object was dead by then):
+	// the frees of many objects spread evenly over the spans where they
+	// died, the same in every run.
 	FreeSpread
 )
 
@@ -75,6 +82,10 @@ func PlacedFrees(main, lead Source, place func(label uint32) FreePlace) Source {
 	e.leadEnds, _ = lead.(markEnder)
 	return e
 }
+
+// markStarter is a Source that says where its marks started, the one
+// under way included (MoveFrees's).
+type markStarter interface{ MarkStarts() []int64 }
 
 // markEnder is a Source that says where its marks ended (MoveFrees's).
 type markEnder interface{ MarkEnds() []GoCycle }
@@ -264,17 +275,25 @@ func (e *earlyFreer) ahead() error {
 			return nil
 		}
 		delete(e.born, ev.ID)
-		at := b.at + 1
+		at, end := b.at+1, p
 		if e.leadEnds != nil {
 			ends := e.leadEnds.MarkEnds()
 			// The mark before the one whose end this free is at: the
 			// last that ended at or before it.
-			if i := sort.Search(len(ends), func(i int) bool { return ends[i].End > p }); i > 0 {
+			i := sort.Search(len(ends), func(i int) bool { return ends[i].End > p })
+			if i > 0 {
 				at = max(at, ends[i-1].Start)
 			}
+			// The mark whose end it is at did not find the object: it
+			// was dead when that mark started.
+			if ms, ok := e.leadEnds.(markStarter); ok {
+				if starts := ms.MarkStarts(); i < len(starts) {
+					end = min(end, starts[i])
+				}
+			}
 		}
-		if b.where == FreeSpread && at < p {
-			at += int64(spread(ev.ID) * float64(p-at))
+		if b.where == FreeSpread && at < end {
+			at += int64(spread(ev.ID) * float64(end-at))
 		}
 		if at >= p {
 			return nil

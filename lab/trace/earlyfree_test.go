@@ -34,14 +34,20 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 				continue
 			}
 			delete(birth, e.ID)
-			at := b + 1
+			at, end := b+1, int64(p)
 			for _, c := range cycles {
 				if c.End <= int64(p) {
 					at = max(at, c.Start)
 				}
 			}
-			if spreads[e.ID] && at < int64(p) {
-				at += int64(spread(e.ID) * float64(int64(p)-at))
+			for _, c := range cycles {
+				if c.End > int64(p) {
+					end = min(end, c.Start) // the mark whose end it is at
+					break
+				}
+			}
+			if spreads[e.ID] && at < end {
+				at += int64(spread(e.ID) * float64(end-at))
 			}
 			if at < int64(p) {
 				frees = append(frees, moved{at, e.ID})
@@ -250,10 +256,11 @@ func TestSpreadFrees(t *testing.T) {
 	if !slices.Equal(got, again) {
 		t.Fatal("two reads spread the frees differently")
 	}
-	// Once moved, the free of object j is the event at 3n+9+j: its span
-	// is [n, 3n+9+j). A free returned is placed before main's event at
-	// the count of main's events returned before it: those of the other
-	// objects and the allocations.
+	// Once moved, the free of object j is the event at 3n+9+j, at the
+	// end of mark 2, which started at 3n: its span is [n, 3n+9+j), and
+	// the object died before 3n. A free returned is placed before main's
+	// event at the count of main's events returned before it: those of
+	// the other objects and the allocations.
 	var sum float64
 	seen := 0
 	var mainPos int64
@@ -262,11 +269,11 @@ func TestSpreadFrees(t *testing.T) {
 			mainPos++
 			continue
 		}
-		late := int64(3*n + 9 + e.ID)
-		if mainPos < n || mainPos >= late {
-			t.Fatalf("the free of %d before main's event %d: outside its span [%d, %d)", e.ID, mainPos, n, late)
+		const dead = 3 * n
+		if mainPos < n || mainPos >= dead {
+			t.Fatalf("the free of %d before main's event %d: outside [%d, %d), where it died", e.ID, mainPos, n, dead)
 		}
-		sum += float64(mainPos-n) / float64(late-n)
+		sum += float64(mainPos-n) / float64(dead-n)
 		seen++
 	}
 	if seen != n {

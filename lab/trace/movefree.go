@@ -131,6 +131,12 @@ func (m *freeMover) Position(i int) (string, int64) {
 // The slice is shared: the caller must not change it.
 func (m *freeMover) MarkEnds() []GoCycle { return m.out[:len(m.out):len(m.out)] }
 
+// MarkStarts returns the positions, in the events returned, of the
+// starts of the marks they have passed, the one under way included:
+// MarkEnds's Start for those that have ended. The slice is shared: the
+// caller must not change it.
+func (m *freeMover) MarkStarts() []int64 { return m.starts[:len(m.starts):len(m.starts)] }
+
 // Format returns main's format, for a main that tells it (Auto
 // otherwise).
 func (m *freeMover) Format() Format {

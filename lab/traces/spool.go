@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/carvelab/carve/lab/trace"
@@ -399,7 +400,10 @@ type spool struct {
 	goHeap []trace.GoHeapSample
 	rss    []trace.ProcessRSS // the recorded program's RSS
 	cycles []trace.GoCycle    // a Go program's collections
-	format trace.Format
+	// cycleHeap keeps CycleHeap's answers, by the names joined.
+	cyclesMu  sync.Mutex
+	cycleHeap map[string]Cycles
+	format    trace.Format
 	// goProgram says the trace is a Go program's: a Go execution trace,
 	// or one with samples of the Go heap.
 	goProgram bool
@@ -626,34 +630,153 @@ func (s *spool) Open(sweep bool) (trace.Source, io.Closer, error) {
 // bound of moving those objects to memory the program frees itself. A
 // trace whose frees are not moved (Frees) opens as Open does.
 func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
-	return t.OpenPlaced(names, false)
+	return t.OpenPlaced(names, true, false)
 }
 
-// OpenPlaced opens t as OpenEarly does, and with spread the frees of the
-// other objects spread over the spans the trace allows them (between the
-// earliest and the end of the mark that proved them dead:
-// trace.FreeSpread): what a collector that runs at other moments than
-// the program's would find dead, if objects die evenly over their spans.
-func (t Trace) OpenPlaced(early []string, spread bool) (trace.Source, io.Closer, error) {
+// OpenPlaced opens t, spooled, with a Go program's frees moved to the
+// marks' ends; the objects of the labels named moved are freed there
+// (trace.FreeLate), or with early as early as the trace allows
+// (trace.FreeEarly), and with spread the frees of the other objects are
+// spread over the spans where they died (between the earliest the trace
+// allows and the start of the mark that proved them dead:
+// trace.FreeSpread): what a
+// collector that runs at other moments than the program's would find
+// dead, if objects die evenly over their spans. A trace whose frees are
+// not moved opens as Open does.
+func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.Closer, error) {
 	t = t.Spooled()
 	src, closer, err := t.Open()
-	if err != nil || !t.FreesMoved() || len(early) == 0 && !spread {
+	if err != nil || !t.FreesMoved() || !spread && (!early || len(moved) == 0) {
 		return src, closer, err
 	}
 	s := t.spool
 	labels := s.labels
-	other := trace.FreeLate
+	mine, other := trace.FreeLate, trace.FreeLate
+	if early {
+		mine = trace.FreeEarly
+	}
 	if spread {
 		other = trace.FreeSpread
 	}
 	place := func(l uint32) trace.FreePlace {
-		if l != 0 && labels != nil && slices.Contains(early, labels.Name(l)) {
-			return trace.FreeEarly
+		if l != 0 && labels != nil && slices.Contains(moved, labels.Name(l)) {
+			return mine
 		}
 		return other
 	}
 	lead := trace.MoveFrees(s.decoder(), s.decoder(), s.cycles)
 	return trace.PlacedFrees(src, lead, place), closer, nil
+}
+
+// Cycles is what a Go program's heap held over each of its
+// collections, read from a trace whose frees are moved to the marks'
+// ends (Trace.CycleHeap). For collection i: Peak[i] is the most bytes its
+// objects held between the end of the mark before and the end of its
+// own (the heap the program's pacer let grow), and Moved[i] the bytes
+// of the objects of the labels asked for that its mark found (those
+// allocated before its end and not freed by its sweep).
+type Cycles struct {
+	Peak, Moved []uint64
+}
+
+// CycleHeap reads t once for a set of label names (nil: none) and
+// returns, for each of its collections, the peak of its heap and the
+// bytes of the named objects its mark found (see Cycles); the answer is
+// kept for the next call with the same names. It is zero for a trace
+// whose frees are not moved to the marks' ends.
+func (t Trace) CycleHeap(names []string) (Cycles, error) {
+	t = t.Spooled()
+	src, closer, err := t.Open()
+	if err != nil {
+		return Cycles{}, err
+	}
+	defer closer.Close()
+	if !t.FreesMoved() {
+		return Cycles{}, nil
+	}
+	s := t.spool
+	key := strings.Join(slices.Sorted(slices.Values(names)), "\x00")
+	s.cyclesMu.Lock()
+	defer s.cyclesMu.Unlock()
+	if c, ok := s.cycleHeap[key]; ok {
+		return c, nil
+	}
+	ends, _ := src.(interface{ MarkEnds() []trace.GoCycle })
+	labels := trace.LabelsOf(src)
+	named := map[uint32]bool{}
+	sizes := map[uint64]uint64{} // every object alive
+	moved := map[uint64]bool{}   // those of the named labels
+	var live, movedLive, peak uint64
+	var pos int64 // the events read
+	var c Cycles
+	// ended records the cycles whose mark ended before event pos (a
+	// Read may return cycles that end further in its events).
+	ended := func(last bool) {
+		for cs := ends.MarkEnds(); len(c.Peak) < len(cs) && (last || cs[len(c.Peak)].End <= pos); {
+			c.Peak, c.Moved = append(c.Peak, peak), append(c.Moved, movedLive)
+			peak = live
+		}
+	}
+	drop := func(id uint64) {
+		if old, ok := sizes[id]; ok {
+			live -= old
+			if moved[id] {
+				movedLive -= old
+				delete(moved, id)
+			}
+			delete(sizes, id)
+		}
+	}
+	buf := make([]trace.Event, 4096)
+	for {
+		n, rerr := src.Read(buf)
+		for _, e := range buf[:n] {
+			if ends != nil {
+				ended(false)
+			}
+			pos++
+			switch e.Op {
+			case trace.Alloc, trace.Calloc, trace.Memalign:
+				drop(e.ID)
+				is, seen := named[e.Label]
+				if !seen {
+					is = e.Label != 0 && labels != nil && slices.Contains(names, labels.Name(e.Label))
+					named[e.Label] = is
+				}
+				sizes[e.ID] = e.Size
+				live += e.Size
+				if is {
+					moved[e.ID] = true
+					movedLive += e.Size
+				}
+			case trace.Realloc:
+				if old, ok := sizes[e.ID]; ok {
+					live += e.Size - old
+					if moved[e.ID] {
+						movedLive += e.Size - old
+					}
+					sizes[e.ID] = e.Size
+				}
+			case trace.Free:
+				drop(e.ID)
+			}
+			peak = max(peak, live)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return Cycles{}, rerr
+		}
+	}
+	if ends != nil {
+		ended(true)
+	}
+	if s.cycleHeap == nil {
+		s.cycleHeap = map[string]Cycles{}
+	}
+	s.cycleHeap[key] = c
+	return c, nil
 }
 
 // decoder returns a decoder of the spool's events from their start.
