@@ -308,18 +308,7 @@ func TestRealRows(t *testing.T) {
 	const n = 3000
 	for _, name := range append([]string{"go"}, rows.RealMallocs...) {
 		t.Run(name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run([]string{"replay", "--alloc", name, "--format", "json", "gen:connection:n=3000,next=4096"}, &stdout, &stderr)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr.String())
-			}
-			var doc struct {
-				Rows []rows.Row `json:"rows"`
-			}
-			if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-				t.Fatal(err)
-			}
-			r := doc.Rows[0]
+			r := replayRows(t, "replay", "--alloc", name, "--format", "json", "gen:connection:n=3000,next=4096")[0]
 			if r.ErrorKind == rows.KindUnavailable {
 				needReal(t, name, r.Error)
 			}
@@ -448,21 +437,11 @@ func TestRecordReplay(t *testing.T) {
 	if !strings.Contains(stderr.String(), "events from") {
 		t.Errorf("carve record said %q", stderr.String())
 	}
-	stdout.Reset()
-	stderr.Reset()
-	if code := run([]string{"replay", "--format", "json", tr}, &stdout, &stderr); code != 0 {
-		t.Fatalf("carve replay = %d: %s", code, stderr.String())
+	got := replayRows(t, "replay", "--format", "json", tr)
+	if len(got) != len(rows.Names()) {
+		t.Fatalf("%d rows, want one per allocator (%d)", len(got), len(rows.Names()))
 	}
-	var doc struct {
-		Rows []rows.Row `json:"rows"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if len(doc.Rows) != len(rows.Names()) {
-		t.Fatalf("%d rows, want one per allocator (%d)", len(doc.Rows), len(rows.Names()))
-	}
-	for _, r := range doc.Rows {
+	for _, r := range got {
 		switch {
 		case r.ErrorKind == rows.KindUnavailable:
 			needReal(t, r.Allocator, r.Error)
@@ -511,17 +490,7 @@ func TestRecordGoTest(t *testing.T) {
 			t.Errorf("carve stats of the Go trace lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	stdout.Reset()
-	if code := run([]string{"replay", "--format", "json", tr}, &stdout, &stderr); code != 0 {
-		t.Fatalf("carve replay = %d: %s", code, stderr.String())
-	}
-	var doc struct {
-		Rows []rows.Row `json:"rows"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range doc.Rows {
+	for _, r := range replayRows(t, "replay", "--format", "json", tr) {
 		switch {
 		case r.ErrorKind == rows.KindUnavailable:
 			needReal(t, r.Allocator, r.Error)
@@ -539,4 +508,21 @@ func TestRecordGoTest(t *testing.T) {
 	if code := run([]string{"record", "-o", filepath.Join(dir, "p.trace"), "--", bin}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "go test") {
 		t.Errorf("carve record of a pure-Go binary = %d, %q; want 2 and how to record it", code, stderr.String())
 	}
+}
+
+// replayRows runs carve with args (a replay in JSON) and returns its
+// rows; a non-zero exit fails the test.
+func replayRows(t *testing.T, args ...string) []rows.Row {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve %v = %d: %s", args, code, stderr.String())
+	}
+	var doc struct {
+		Rows []rows.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Rows
 }

@@ -24,25 +24,14 @@ func TestPacedBaseline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays the Go heap in child processes")
 	}
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"replay", "--alloc", "go", "--heap", "type=main.session", "--format", "json", goTrace}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var doc struct {
-		Rows []rows.Row `json:"rows"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, r := range doc.Rows {
+	for _, r := range replayRows(t, "replay", "--alloc", "go", "--heap", "type=main.session", "--format", "json", goTrace) {
 		got = append(got, r.Allocator+" "+r.Collected)
 	}
 	if want := []string{"go program", "go(paced) paced", "go+heap(type=main.session) paced"}; !slices.Equal(got, want) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
-	stdout.Reset()
+	var stdout, stderr bytes.Buffer
 	if code := run([]string{"replay", "--alloc", "go", "--heap", "type=main.session", goTrace}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -65,17 +54,9 @@ func TestPacedBaseline(t *testing.T) {
 // route in front of a real malloc a row unavailable that says why (the
 // other rows are still made).
 func TestRouteByType(t *testing.T) {
+	var doc struct{ Rows []rows.Row }
+	doc.Rows = replayRows(t, "replay", "--alloc", "first-fit", "--pool", "type=main.session", "--format", "json", goTrace)
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"replay", "--alloc", "first-fit", "--pool", "type=main.session", "--format", "json", goTrace}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var doc struct {
-		Rows []rows.Row `json:"rows"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
 	if len(doc.Rows) != 2 || doc.Rows[0].Allocator != "first-fit" || doc.Rows[1].Allocator != "first-fit+pool(type=main.session)" {
 		t.Fatalf("rows %+v, want first-fit and first-fit+pool(type=main.session)", doc.Rows)
 	}
