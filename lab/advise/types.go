@@ -52,9 +52,10 @@ import (
 // GOGC/100 for the repeats), the saving
 // is taken between the two, and the model's error is measured: the paced
 // baseline against the Go heap collected where the program collected.
-// Each move is then replayed twice, its objects freed late (at the end
-// of the mark that proved them dead) and early (as early as the trace
-// allows: trace.EarlyFrees), which bound the saving of a program that
+// Each move is then replayed twice, its objects freed late (at the start
+// of the mark that did not find them, the latest they can have died:
+// trace.FreeMarkStart) and early (as early as the trace allows:
+// trace.EarlyFrees), which bound the saving of a program that
 // frees them itself. A median saving above what the moved bytes cost on
 // the Go heap (NoiseBound) is placement noise, never suggested.
 
@@ -146,7 +147,8 @@ type TypeTrial struct {
 	Bytes    uint64  `json:"bytes_at_peak"`
 	Allocs   int64   `json:"allocs"`
 	MeanLife float64 `json:"mean_life_events"`
-	// Into is "pool" or "arena": where the measured replay put them.
+	// Into is "pool", "arena" or "heap": where the measured replay put
+	// them (a heap only for objects of more than one size).
 	Into string `json:"into"`
 	Measured
 	// Saving is the median of the pairwise savings, the baseline's peak
@@ -163,7 +165,8 @@ type TypeTrial struct {
 	Rule                  int64    `json:"rule_predicts"`
 	// With Paced, the saving is a range (Bounds, one per target; the
 	// target's Into first): SavingLowBytes when the moved objects are
-	// freed where the trace proves them dead (the late bound: Saving),
+	// freed at the start of the mark that did not find them, the latest
+	// they can have died (the late bound: Saving),
 	// SavingHighBytes when freed as early as the trace allows (the
 	// later of their birth and the start of the mark before, or of the
 	// last mark for an object the trace never frees: a program that
@@ -194,7 +197,7 @@ type TypeTrial struct {
 }
 
 // Bound is a move's saving into one target, as a range: the median
-// saving with the objects freed late (where the trace proves them dead)
+// saving with the objects freed late (the latest they can have died)
 // and early (as early as it allows; on a trace without collections,
 // both are the saving with the objects freed where the trace frees
 // them). PeakRSS is the late replay's median.
@@ -203,6 +206,9 @@ type Bound struct {
 	SavingLowBytes  int64  `json:"saving_low_bytes"`
 	SavingHighBytes int64  `json:"saving_high_bytes"`
 	PeakRSS         int64  `json:"peak_rss"`
+	// Error says why a replay into the target failed (an arena that
+	// never resets outgrowing the row's budget, say): its savings are 0.
+	Error string `json:"error,omitempty"`
 }
 
 // targets returns where a candidate is tried: pools (one per size its
@@ -429,9 +435,17 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		inPool, inArena := measure(&pool, false), measure(&arena, false)
 		// A pool unless the arena is better at every GOGC: for objects
 		// that do not die in bursts an arena is a pool that never reuses.
+		// For objects of many sizes, a heap unless it saves less: one
+		// heap is simpler code than a pool per size.
 		cd.Measured, cd.Into = inPool, "pool"
 		if inArena.Error == "" && (inPool.Error != "" || below(inArena.Peaks, inPool.Peaks)) {
 			cd.Measured, cd.Into = inArena, "arena"
+		}
+		if cd.sizes {
+			heap := replay.Route{Label: cd.Type, Into: replay.IntoHeap}
+			if inHeap := measure(&heap, false); inHeap.Error == "" && (cd.Error != "" || inHeap.PeakRSS <= cd.PeakRSS) {
+				cd.Measured, cd.Into = inHeap, "heap"
+			}
 		}
 		if cd.Error == "" {
 			var savings []int64
@@ -452,20 +466,21 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		for _, into := range cd.targets() {
 			r := replay.Route{Label: cd.Type, Into: into}
 			late := measure(&r, false)
-			if late.Error != "" {
-				continue
+			b := Bound{Into: into.String(), PeakRSS: late.PeakRSS, Error: late.Error}
+			if b.Error == "" {
+				lo, _, _, _ := pairwise(adv.Baseline, late)
+				b.SavingLowBytes, b.SavingHighBytes = lo, lo
 			}
-			lo, _, _, _ := pairwise(adv.Baseline, late)
-			b := Bound{Into: into.String(), SavingLowBytes: lo, SavingHighBytes: lo, PeakRSS: late.PeakRSS}
-			if paced {
+			if paced && b.Error == "" {
 				early := measure(&r, true)
-				if early.Error != "" {
-					continue
-				}
+				b.Error = early.Error
 				hi, _, _, _ := pairwise(adv.Baseline, early)
-				b.SavingLowBytes, b.SavingHighBytes = min(lo, hi), max(lo, hi)
+				b.SavingLowBytes, b.SavingHighBytes = min(b.SavingLowBytes, hi), max(b.SavingLowBytes, hi)
 			}
-			if b.Into == cd.Into && cd.Error == "" {
+			if b.Error != "" {
+				b.SavingLowBytes, b.SavingHighBytes = 0, 0
+			}
+			if b.Into == cd.Into && cd.Error == "" && b.Error == "" {
 				cd.Bounds = append([]Bound{b}, cd.Bounds...)
 				if paced {
 					cd.SavingLowBytes, cd.SavingHighBytes = b.SavingLowBytes, b.SavingHighBytes
@@ -499,7 +514,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
 	}
 	if paced {
-		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects there, its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)"
+		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects at the start of that mark, the latest they can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)"
 		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'; a heap with fewer objects marks faster, which is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
 	}
 	for i, t := range adv.Suggested {
@@ -658,7 +673,7 @@ func goTypeSnippet(ts []TypeTrial) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("// import \"github.com/carvelab/carve/pool\" (and \"github.com/carvelab/carve/arena\")\n")
+	b.WriteString("// import \"github.com/carvelab/carve/pool\" (and \"github.com/carvelab/carve/arena\", \"github.com/carvelab/carve/heap\")\n")
 	// made writes a declaration, its error's check, and how to use it.
 	made := func(decl, use string) {
 		fmt.Fprintf(&b, "%s\nif err != nil {\n\treturn err\n}\n", decl)
@@ -674,6 +689,12 @@ func goTypeSnippet(ts []TypeTrial) string {
 			in = " // in package " + pkg
 		}
 		switch {
+		case t.Into == "heap" && t.Type == "uint8":
+			made("bufs, err := heap.New() // []byte of every size in one carve heap (heap.Limit sets its most)",
+				"defer bufs.Close()\n// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Free(b) where the program drops b, and before it replaces it")
+		case t.Into == "heap":
+			made(fmt.Sprintf("%s, err := heap.New() // %s objects of every size in one carve heap (heap.Limit sets its most)%s", v, name, in),
+				fmt.Sprintf("defer %s.Close()\n// b, err := %s.Alloc(size, align) for each of them; %s.Free(b) where the program drops it", v, v, v))
 		case t.Type == "uint8" && t.Into == "pool":
 			bufferPools(&b, t.Sizes, made)
 		case t.Type == "uint8":
@@ -815,7 +836,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	tw.Flush()
 	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
 	if a.Paced {
-		ew.printf("  bounds: the saving with the moved objects freed at the end of the mark that proved them dead (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
+		ew.printf("  bounds: the saving with the moved objects freed at the start of the mark that did not find them, the latest they can have died (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
 	}
 	if a.skipped() {
 		ew.printf("  not replayed: a type whose move can save at most less than %s, the least a suggestion needs\n", size.Format(MinTypeSaving))
@@ -877,7 +898,10 @@ func (a *TypeAdvice) otherTargets() []string {
 		var parts []string
 		for _, b := range t.Bounds {
 			p := "into " + article(b.Into) + " " + signed(b.SavingLowBytes)
-			if a.Paced {
+			switch {
+			case b.Error != "":
+				p = "into " + article(b.Into) + " failed: " + b.Error
+			case a.Paced:
 				p += " to " + signed(b.SavingHighBytes)
 			}
 			parts = append(parts, p)

@@ -178,7 +178,7 @@ func TestAdviseTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(text.String())
-	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume", "not replayed", "uint8: into a pool", "into a heap", "under-stated"} {
+	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume", "not replayed", "uint8: into a", "into a pool", "into an arena", "into a heap", "under-stated"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
 		}
@@ -321,5 +321,31 @@ func TestBufferPools(t *testing.T) {
 	}
 	if strings.Contains(code, "pool.New(16)") {
 		t.Errorf("a fifth size got a pool:\n%s", code)
+	}
+}
+
+// TestHeapSnippet: a type moved into a heap gets one heap, its Close,
+// and how to allocate and free with it.
+func TestHeapSnippet(t *testing.T) {
+	for _, tc := range []struct {
+		trial TypeTrial
+		want  []string
+	}{
+		{TypeTrial{Type: "uint8", Into: "heap"}, []string{
+			"bufs, err := heap.New() // []byte of every size in one carve heap",
+			"defer bufs.Close()",
+			"// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Free(b) where the program drops b, and before it replaces it",
+		}},
+		{TypeTrial{Type: "main.point", Into: "heap"}, []string{
+			"points, err := heap.New() // point objects of every size in one carve heap (heap.Limit sets its most) // in package main",
+			"// b, err := points.Alloc(size, align) for each of them; points.Free(b) where the program drops it",
+		}},
+	} {
+		code := goTypeSnippet([]TypeTrial{tc.trial})
+		for _, line := range tc.want {
+			if !strings.Contains(code, line) {
+				t.Errorf("%s into a heap: the code lacks %q:\n%s", tc.trial.Type, line, code)
+			}
+		}
 	}
 }

@@ -62,8 +62,10 @@
 //     them dead, which finds what was reachable when it started), so
 //     that a collection finds dead about what the program's would have,
 //     where frees at the marks' ends would keep a cycle of garbage. The
-//     moved objects are freed at the marks' ends (the late bound) or as
-//     early as the trace allows (the early one). A saving is taken against the
+//     moved objects are freed at the start of the mark that did not find
+//     them, the latest they can have died (the late bound:
+//     trace.FreeMarkStart), or as early as the trace allows (the early
+//     one). A saving is taken against the
 //     Go heap paced by the same model, and the model's own error is the
 //     paced heap's peak against the program-collected one's, on the
 //     same trace.

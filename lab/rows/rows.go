@@ -126,7 +126,8 @@ type Spec struct {
 	// Early frees the objects of the Routes' labels as early as the
 	// trace allows (traces.Trace.OpenEarly) on a trace whose frees are
 	// moved to the marks' ends: the early bound of the move, where the
-	// late one frees them at the end of the mark that proved them dead.
+	// late one frees them at the start of the mark that did not find
+	// them, the latest they can have died.
 	Early bool `json:"early,omitempty"`
 }
 

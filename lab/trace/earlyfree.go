@@ -70,6 +70,12 @@ const (
 	// the frees of many objects spread evenly over the spans where they
 	// died, the same in every run.
 	FreeSpread
+	// FreeMarkStart moves it to the start of the mark that proved the
+	// object dead: the latest it can have died if it was reachable from
+	// the heap (the mark finds what was reachable when it started; only
+	// an object reachable from a goroutine's stack alone may have died
+	// later, before that stack was scanned).
+	FreeMarkStart
 )
 
 // PlacedFrees returns the events of main as EarlyFrees does, with the
@@ -292,8 +298,11 @@ func (e *earlyFreer) ahead() error {
 				}
 			}
 		}
-		if b.where == FreeSpread && at < end {
+		switch {
+		case b.where == FreeSpread && at < end:
 			at += int64(spread(ev.ID) * float64(end-at))
+		case b.where == FreeMarkStart:
+			at = max(at, end)
 		}
 		if at >= p {
 			return nil

@@ -21,6 +21,7 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 	}
 	birth := map[uint64]int64{}
 	spreads := map[uint64]bool{}
+	atStart := map[uint64]bool{}
 	var frees []moved
 	drop := map[int]bool{}
 	for p, e := range evs {
@@ -28,6 +29,7 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 		case born(e) && place(e.Label) != FreeLate:
 			birth[e.ID] = int64(p)
 			spreads[e.ID] = place(e.Label) == FreeSpread
+			atStart[e.ID] = place(e.Label) == FreeMarkStart
 		case e.Op == Free:
 			b, ok := birth[e.ID]
 			if !ok {
@@ -46,8 +48,11 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 					break
 				}
 			}
-			if spreads[e.ID] && at < end {
+			switch {
+			case spreads[e.ID] && at < end:
 				at += int64(spread(e.ID) * float64(end-at))
+			case atStart[e.ID]:
+				at = max(at, end)
 			}
 			if at < int64(p) {
 				frees = append(frees, moved{at, e.ID})
@@ -62,7 +67,7 @@ func earlyModel(evs []Event, cycles []GoCycle, place func(uint32) FreePlace) ([]
 		last = cycles[len(cycles)-1].Start
 	}
 	for id, b := range birth {
-		if at := max(b+1, last); !spreads[id] && at < int64(len(evs)) {
+		if at := max(b+1, last); !spreads[id] && !atStart[id] && at < int64(len(evs)) {
 			frees = append(frees, moved{at, id})
 		}
 	}
@@ -187,12 +192,17 @@ func FuzzEarlyFrees(f *testing.F) {
 		}
 		evs, labels, cycles, _ := fuzzGoTrace(in)
 		typeL, _ := labels.Intern(Label{Name: "T"})
-		// T's frees early, the unlabelled objects' spread, the stacks'
-		// where they are.
+		// T's frees early (or, for an input of odd length, at the start
+		// of the mark that proved them dead), the unlabelled objects'
+		// spread, the stacks' where they are.
+		mine := FreeEarly
+		if len(in)%2 == 1 {
+			mine = FreeMarkStart
+		}
 		place := func(l uint32) FreePlace {
 			switch l {
 			case typeL:
-				return FreeEarly
+				return mine
 			case 0:
 				return FreeSpread
 			}

@@ -634,9 +634,11 @@ func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
 }
 
 // OpenPlaced opens t, spooled, with a Go program's frees moved to the
-// marks' ends; the objects of the labels named moved are freed there
-// (trace.FreeLate), or with early as early as the trace allows
-// (trace.FreeEarly), and with spread the frees of the other objects are
+// marks' ends; the objects of the labels named moved are freed with
+// early as early as the trace allows (trace.FreeEarly), and otherwise,
+// with spread, at the start of the mark that proved them dead, the
+// latest they can have died (trace.FreeMarkStart; without spread they
+// stay at its end); and with spread the frees of the other objects are
 // spread over the spans where they died (between the earliest the trace
 // allows and the start of the mark that proved them dead:
 // trace.FreeSpread): what a
@@ -652,11 +654,11 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 	s := t.spool
 	labels := s.labels
 	mine, other := trace.FreeLate, trace.FreeLate
+	if spread {
+		mine, other = trace.FreeMarkStart, trace.FreeSpread
+	}
 	if early {
 		mine = trace.FreeEarly
-	}
-	if spread {
-		other = trace.FreeSpread
 	}
 	place := func(l uint32) trace.FreePlace {
 		if l != 0 && labels != nil && slices.Contains(moved, labels.Name(l)) {
