@@ -37,7 +37,9 @@ marked heap less the moved objects, times how far its heap grew in that
 cycle), and once collected where the program collected, to print
 the model's error; each move is replayed with its objects freed at the
 start of the mark that did not find them (the latest they can have died)
-and as early as the trace allows, the saving's two bounds. A type is suggested when it saved at four in five of
+and the program's marks as long as they were, and with them freed as
+early as the trace allows and the marks shorter by what moved, the
+saving's two bounds. A type is suggested when it saved at four in five of
 the GOGCs (all of up to three), ` + size.Format(advise.MinTypeSaving) + ` or more in the median, and not
 more than its bytes can cost on the Go heap (placement noise); types that
 hold pointers are listed as staying where they are.`,

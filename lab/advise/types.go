@@ -54,9 +54,10 @@ import (
 // baseline against the Go heap collected where the program collected.
 // Each move is then replayed twice, its objects freed late (at the start
 // of the mark that did not find them, the latest they can have died:
-// trace.FreeMarkStart) and early (as early as the trace allows:
-// trace.EarlyFrees), which bound the saving of a program that
-// frees them itself. A median saving above what the moved bytes cost on
+// trace.FreeMarkStart), the program's marks as long as they were, and
+// early (as early as the trace allows: trace.EarlyFrees), the marks
+// shorter by the moved objects' share of what they visited, which bound
+// the saving of a program that frees them itself. A median saving above what the moved bytes cost on
 // the Go heap (NoiseBound) is placement noise, never suggested.
 
 // GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
@@ -515,7 +516,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	}
 	if paced {
 		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects at the start of that mark, the latest they can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)"
-		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'; a heap with fewer objects marks faster, which is left out); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
+		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'); a heap with fewer objects may mark faster and so allocate less black: the late bound keeps the program's marks as long as they were (a mark whose cost is all in the pointer bytes it scans), the early one shortens them by the moved objects' share of the objects they visited (a mark whose cost is all per object); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
 	}
 	for i, t := range adv.Suggested {
 		if t.Type == "uint8" && t.Into == "pool" {

@@ -207,16 +207,18 @@ type goHeap struct {
 	baseFP, baseUsed int64 // goHeapBytes when the heap was made
 	live             int64
 	fp               int64
-	own              int64    // the replayer's bytes (SetReplayerBytes)
-	gogc             int      // NewGoHeap's; 0: the runtime's own collector
-	goal             int64    // the heap's bytes of objects that start the next collection
-	prevGOGC         int      // the process's GOGC before NewGoHeap, set back by Close
-	byProgram        bool     // NewProgramGoHeap's: it collects where the program did
-	paced            bool     // NewPacedGoHeap's: its goals at the program's ratio
-	ratio            float64  // the program's last goal over marked heap; 0: none yet
-	peaks, moved     []uint64 // NewPacedGoHeap's: the program's heap over each cycle, the moved bytes each mark found
-	cycle            int      // the program's collections seen (Collect)
-	headroom         int64    // a paced heap's goal less its marked heap, from the program's last collection
+	own              int64     // the replayer's bytes (SetReplayerBytes)
+	gogc             int       // NewGoHeap's; 0: the runtime's own collector
+	goal             int64     // the heap's bytes of objects that start the next collection
+	prevGOGC         int       // the process's GOGC before NewGoHeap, set back by Close
+	byProgram        bool      // NewProgramGoHeap's: it collects where the program did
+	paced            bool      // NewPacedGoHeap's: its goals at the program's ratio
+	ratio            float64   // the program's last goal over marked heap; 0: none yet
+	peaks, moved     []uint64  // NewPacedGoHeap's: the program's heap over each cycle, the moved bytes each mark found
+	black            []uint64  // the other bytes each mark allocated black
+	share            []float64 // the moved objects' share of the objects each mark visited
+	cycle            int       // the program's collections seen (Collect)
+	headroom         int64     // a paced heap's goal less its marked heap, from the program's last collection
 	samples          []metrics.Sample
 }
 
@@ -338,12 +340,20 @@ func NewProgramGoHeap() Allocator {
 // let its heap grow to without them, and the collections fall where
 // those goals put them.
 //
-// What it leaves out: a what-if's marks last as long as the program's
-// did (their black allocation is the program's, less the moved bytes
-// the mark found), though a heap with fewer objects marks faster.
-func NewPacedGoHeap(gogc int, peaks, moved []uint64) Allocator {
+// A heap with fewer objects may mark faster, and so allocate less black
+// while it marks. Given c.Black and c.Share, the marked heap is also
+// less the black bytes of the program's mark (the objects not moved
+// that it allocated while it ran) times the moved objects' share of the
+// objects it visited: a mark whose cost is all per object visited, the
+// most a move can shorten it (the lab does so for the early bound).
+// Without them the marks last as long as the program's: a mark whose
+// cost is all in the pointer bytes it scans, which the move leaves (the
+// late bound). On the workload the lab measured, moving 89% of the
+// objects a mark visited halved its length. c holds all four
+// (traces.Trace.CycleHeap computes them).
+func NewPacedGoHeap(gogc int, c trace.CycleHeap) Allocator {
 	g := NewGoHeap(gogc).(*goHeap)
-	g.paced, g.peaks, g.moved = true, peaks, moved
+	g.paced, g.peaks, g.moved, g.black, g.share = true, c.Peak, c.Moved, c.Black, c.Share
 	return g
 }
 
@@ -365,6 +375,9 @@ func (g *goHeap) Collect(c trace.GoCycle) {
 		marked := c.Marked
 		if i < len(g.moved) {
 			marked -= min(g.moved[i], marked)
+		}
+		if i < len(g.black) && i < len(g.share) {
+			marked -= min(uint64(float64(g.black[i])*g.share[i]), marked)
 		}
 		g.goal = max(int64(float64(marked)*g.ratio), int64(float64(4<<20)*(g.ratio-1)))
 		g.headroom = g.goal - int64(marked)

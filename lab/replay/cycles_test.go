@@ -97,21 +97,26 @@ func TestProgramGoHeap(t *testing.T) {
 // program's collections: the program's marked heap less the moved bytes
 // its mark found, times how far the program's heap grew over its marked
 // heap before the next mark ended (or, without that, its goal over its
-// marked heap); before the first, 1 + GOGC/100.
+// marked heap), and less the black bytes of its mark times the moved
+// objects' share of what the mark visited; before the first, 1 +
+// GOGC/100.
 func TestPacedGoHeap(t *testing.T) {
 	const mib = 1 << 20
 	peaks := []uint64{0, 140 * mib} // the program's heap grew to 140 MiB after its first mark
-	g := NewPacedGoHeap(100, peaks, []uint64{30 * mib, 0, 200 * mib}).(*goHeap)
+	g := NewPacedGoHeap(100, trace.CycleHeap{Peak: peaks, Moved: []uint64{30 * mib, 0, 200 * mib},
+		Black: []uint64{10 * mib}, Share: []float64{0.5}}).(*goHeap)
 	defer g.Close()
 	if g.goal < 4*mib {
 		t.Errorf("first goal %d, want at least the runtime's 4 MiB", g.goal)
 	}
 	g.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 150 * mib})
-	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 98*mib || g.headroom != 28*mib {
-		t.Errorf("after a mark of 100 MiB, 30 of them moved, the heap growing to 140: ratio %g, goal %d, headroom %d; want 1.4, 98 MiB, 28 MiB", g.ratio, g.goal, g.headroom)
+	// 100 MiB marked, 30 of them moved, and 10 allocated black by a
+	// mark half of whose objects moved: 65 MiB; the heap grew to 140.
+	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 91*mib || g.headroom != 26*mib {
+		t.Errorf("ratio %g, goal %d, headroom %d; want 1.4, 91 MiB, 26 MiB", g.ratio, g.goal, g.headroom)
 	}
 	g.Collect(trace.GoCycle{Marked: 0, Goal: 8 * mib}) // no marked heap: no ratio
-	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 98*mib {
+	if math.Abs(g.ratio-1.4) > 1e-9 || g.goal != 91*mib {
 		t.Errorf("ratio %g, goal %d after a cycle without a marked heap, want them kept", g.ratio, g.goal)
 	}
 	// No peak known for the cycle after: the program's goal over its
@@ -121,7 +126,7 @@ func TestPacedGoHeap(t *testing.T) {
 		t.Errorf("with all the marked heap moved: ratio %g, goal %d, want 2 and the runtime's minimum", g.ratio, g.goal)
 	}
 	// At other GOGCs the ratio's excess over 1 scales.
-	h := NewPacedGoHeap(50, nil, nil).(*goHeap)
+	h := NewPacedGoHeap(50, trace.CycleHeap{}).(*goHeap)
 	defer h.Close()
 	h.Collect(trace.GoCycle{Marked: 100 * mib, Goal: 200 * mib})
 	if h.ratio != 1.5 || h.goal != 150*mib {
@@ -132,7 +137,7 @@ func TestPacedGoHeap(t *testing.T) {
 // TestCollectThrough: the wrappers in front of the Go heap pass the
 // program's collections to it.
 func TestCollectThrough(t *testing.T) {
-	g := NewPacedGoHeap(100, nil, nil)
+	g := NewPacedGoHeap(100, trace.CycleHeap{})
 	defer g.Close()
 	pooled, err := WithPool(64, g)
 	if err != nil {

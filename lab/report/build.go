@@ -202,7 +202,7 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 // replay's. The pools in front of the heap are not in the map. It returns
 // an error for a heap that draws no map, or a replay that failed.
 func HeapMap(t traces.Trace, spec rows.Spec, at int64) (heapmap.Map, replay.Result, error) {
-	a, err := spec.NewAllocator(false, traces.Cycles{}) // a heap that maps: not the Go heap
+	a, err := spec.NewAllocator(false, trace.CycleHeap{}) // a heap that maps: not the Go heap
 	if err != nil {
 		return heapmap.Map{}, replay.Result{}, err
 	}

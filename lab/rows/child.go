@@ -59,7 +59,7 @@ type Job struct {
 	// Heap is, for a paced go row, what the program's heap held over
 	// each of its collections, and the bytes of the objects routed off
 	// the row that each mark found (traces.Trace.CycleHeap).
-	Heap traces.Cycles `json:"cycle_heap,omitempty"`
+	Heap trace.CycleHeap `json:"cycle_heap,omitempty"`
 }
 
 // child returns the command of a child process for spec: this program

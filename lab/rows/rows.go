@@ -41,7 +41,7 @@ import (
 
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
-	"github.com/carvelab/carve/lab/traces"
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // A real malloc the lab can preload.
@@ -125,7 +125,9 @@ type Spec struct {
 	Paced bool `json:"paced,omitempty"`
 	// Early frees the objects of the Routes' labels as early as the
 	// trace allows (traces.Trace.OpenEarly) on a trace whose frees are
-	// moved to the marks' ends: the early bound of the move, where the
+	// moved to the marks' ends, and shortens the program's marks by the
+	// moved objects' share of what they visited (replay.NewPacedGoHeap):
+	// the early bound of the move, where the
 	// late one frees them at the start of the mark that did not find
 	// them, the latest they can have died.
 	Early bool `json:"early,omitempty"`
@@ -221,7 +223,7 @@ func (s Spec) Available() error {
 // heap is, for a paced row, the program's heap over each collection
 // and the bytes of the routed objects each mark found
 // (traces.Trace.CycleHeap): its Go heap is paced from them.
-func (s Spec) NewAllocator(cycles bool, heap traces.Cycles) (replay.Allocator, error) {
+func (s Spec) NewAllocator(cycles bool, heap trace.CycleHeap) (replay.Allocator, error) {
 	if IsReal(s.Alloc) {
 		return nil, fmt.Errorf("%s runs in a child process of its own, not in this one", s.Alloc)
 	}
@@ -233,7 +235,13 @@ func (s Spec) NewAllocator(cycles bool, heap traces.Cycles) (replay.Allocator, e
 			return nil, err
 		}
 	case cycles && s.paced():
-		a = replay.NewPacedGoHeap(s.gogc(), heap.Peak, heap.Moved)
+		if !s.Early {
+			// The late bound keeps the program's marks as long as they
+			// were; the early one shortens them by what moved (see
+			// replay.NewPacedGoHeap).
+			heap.Black, heap.Share = nil, nil
+		}
+		a = replay.NewPacedGoHeap(s.gogc(), heap)
 	case !cycles || s.GOGC != 0 && s.GOGC != DefaultGOGC:
 		a = replay.NewGoHeap(s.gogc())
 	default:

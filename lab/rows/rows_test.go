@@ -58,7 +58,7 @@ func TestSpecLabel(t *testing.T) {
 	if got := (Spec{Alloc: "first-fit", Pools: []int{64, 1024}}).Label(); got != "first-fit+pool(64,1024)" {
 		t.Errorf("Label = %q", got)
 	}
-	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(false, traces.Cycles{}); err == nil {
+	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(false, trace.CycleHeap{}); err == nil {
 		t.Error("NewAllocator(glibc) built a real malloc in this process")
 	}
 	for _, tc := range []struct {
@@ -98,7 +98,7 @@ func TestGoRowCollections(t *testing.T) {
 		{Spec{Alloc: "go"}, false, "gogc"},
 		{Spec{Alloc: "go", Paced: true, Routes: route}, false, "gogc"},
 	} {
-		a, err := tc.s.NewAllocator(tc.cycles, traces.Cycles{})
+		a, err := tc.s.NewAllocator(tc.cycles, trace.CycleHeap{})
 		if err != nil {
 			t.Fatal(err)
 		}

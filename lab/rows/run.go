@@ -198,7 +198,7 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 		return replayInChild(t, s, o, prog, limit)
 	}
 	res, err := func() (replay.Result, error) {
-		a, err := s.NewAllocator(false, traces.Cycles{}) // not the go row: it replays in a child
+		a, err := s.NewAllocator(false, trace.CycleHeap{}) // not the go row: it replays in a child
 		if err != nil {
 			return replay.Result{}, err
 		}

@@ -202,3 +202,20 @@ func (w *Writer) GoCycle(c GoCycle) error {
 	w.buf = append(w.buf, '\n')
 	return w.flushIfFull()
 }
+
+// CycleHeap is what a Go program's heap held over each of its
+// collections, read from a trace whose frees are moved to the marks'
+// ends (traces.Trace.CycleHeap computes it, replay.NewPacedGoHeap paces
+// by it), for a set of labels moved off it. For collection i: Peak[i]
+// is the most bytes its objects held between the end of the mark before
+// and the end of its own (the heap the program's pacer let grow),
+// Moved[i] the bytes of the labels' objects its mark found (allocated
+// before its end and not freed by its sweep), Black[i] the bytes of the
+// other objects allocated while it ran and alive at its end (the
+// runtime allocates them marked: black), and Share[i] the labels'
+// objects' share of the objects it visited (alive at its end and born
+// before it started). Any may be shorter than the collections, or nil.
+type CycleHeap struct {
+	Peak, Moved, Black []uint64
+	Share              []float64
+}

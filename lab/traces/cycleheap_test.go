@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // TestCycleHeap reads what a Go program's heap held over each of its
@@ -30,7 +32,10 @@ f 3
 	// mark's end, after event 4: the heap peaked at 2198 bytes before
 	// it, and the mark found buffer 3 (1024 of main.buf) and 50 bytes.
 	// Then 1074 + 1024 + 10 = 2108 before the second mark's end, whose
-	// sweep frees buffer 3: it found buffer 5.
+	// sweep frees buffer 3: it found buffer 5. Object 4 (50 bytes) was
+	// born while the first mark ran, object 6 (10) while the second did:
+	// black. The first mark visited buffer 3 alone (4 is black): main.buf
+	// is all of it; the second visited 4 and buffer 5: half.
 	path := filepath.Join(t.TempDir(), "cycles.trace")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -43,14 +48,14 @@ f 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Cycles{Peak: []uint64{2198, 2108}, Moved: []uint64{1024, 1024}}); !reflect.DeepEqual(got, want) {
+	if want := (trace.CycleHeap{Peak: []uint64{2198, 2108}, Moved: []uint64{1024, 1024}, Black: []uint64{50, 10}, Share: []float64{1, 0.5}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("CycleHeap(main.buf) = %+v, want %+v", got, want)
 	}
 	got, err = tr.CycleHeap(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Cycles{Peak: []uint64{2198, 2108}, Moved: []uint64{0, 0}}); !reflect.DeepEqual(got, want) {
+	if want := (trace.CycleHeap{Peak: []uint64{2198, 2108}, Moved: []uint64{0, 0}, Black: []uint64{50, 10}, Share: []float64{0, 0}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("CycleHeap(none) = %+v, want %+v", got, want)
 	}
 	// At the sweep, no collection is known: nothing to say.

@@ -402,7 +402,7 @@ type spool struct {
 	cycles []trace.GoCycle    // a Go program's collections
 	// cycleHeap keeps CycleHeap's answers, by the names joined.
 	cyclesMu  sync.Mutex
-	cycleHeap map[string]Cycles
+	cycleHeap map[string]trace.CycleHeap
 	format    trace.Format
 	// goProgram says the trace is a Go program's: a Go execution trace,
 	// or one with samples of the Go heap.
@@ -670,31 +670,22 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 	return trace.PlacedFrees(src, lead, place), closer, nil
 }
 
-// Cycles is what a Go program's heap held over each of its
-// collections, read from a trace whose frees are moved to the marks'
-// ends (Trace.CycleHeap). For collection i: Peak[i] is the most bytes its
-// objects held between the end of the mark before and the end of its
-// own (the heap the program's pacer let grow), and Moved[i] the bytes
-// of the objects of the labels asked for that its mark found (those
-// allocated before its end and not freed by its sweep).
-type Cycles struct {
-	Peak, Moved []uint64
-}
-
 // CycleHeap reads t once for a set of label names (nil: none) and
-// returns, for each of its collections, the peak of its heap and the
-// bytes of the named objects its mark found (see Cycles); the answer is
+// returns, for each of its collections, the peak of its heap, the bytes
+// of the named objects its mark found, the other bytes it allocated
+// black and the named objects' share of what it visited
+// (trace.CycleHeap); the answer is
 // kept for the next call with the same names. It is zero for a trace
 // whose frees are not moved to the marks' ends.
-func (t Trace) CycleHeap(names []string) (Cycles, error) {
+func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 	t = t.Spooled()
 	src, closer, err := t.Open()
 	if err != nil {
-		return Cycles{}, err
+		return trace.CycleHeap{}, err
 	}
 	defer closer.Close()
 	if !t.FreesMoved() {
-		return Cycles{}, nil
+		return trace.CycleHeap{}, nil
 	}
 	s := t.spool
 	key := strings.Join(slices.Sorted(slices.Values(names)), "\x00")
@@ -704,30 +695,64 @@ func (t Trace) CycleHeap(names []string) (Cycles, error) {
 		return c, nil
 	}
 	ends, _ := src.(interface{ MarkEnds() []trace.GoCycle })
+	starts, _ := src.(interface{ MarkStarts() []int64 })
 	labels := trace.LabelsOf(src)
 	named := map[uint32]bool{}
 	sizes := map[uint64]uint64{} // every object alive
 	moved := map[uint64]bool{}   // those of the named labels
+	black := map[uint64]bool{}   // those born in the mark under way
 	var live, movedLive, peak uint64
-	var pos int64 // the events read
-	var c Cycles
+	var objects, movedObjects, blackObjects, blackMoved int64
+	var blackBytes uint64 // of the others
+	var pos int64         // the events read
+	var c trace.CycleHeap
 	// ended records the cycles whose mark ended before event pos (a
 	// Read may return cycles that end further in its events).
 	ended := func(last bool) {
 		for cs := ends.MarkEnds(); len(c.Peak) < len(cs) && (last || cs[len(c.Peak)].End <= pos); {
-			c.Peak, c.Moved = append(c.Peak, peak), append(c.Moved, movedLive)
+			c.Peak, c.Moved, c.Black = append(c.Peak, peak), append(c.Moved, movedLive), append(c.Black, blackBytes)
+			share := 0.0
+			if visited := objects - blackObjects; visited > 0 {
+				share = float64(movedObjects-blackMoved) / float64(visited)
+			}
+			c.Share = append(c.Share, share)
 			peak = live
+			clear(black)
+			blackObjects, blackMoved, blackBytes = 0, 0, 0
 		}
 	}
-	drop := func(id uint64) {
-		if old, ok := sizes[id]; ok {
-			live -= old
-			if moved[id] {
-				movedLive -= old
-				delete(moved, id)
-			}
-			delete(sizes, id)
+	// marking reports whether the mark under way started at or before
+	// the event at position at.
+	marking := func(at int64) bool {
+		if starts == nil || ends == nil {
+			return false
 		}
+		st := starts.MarkStarts()
+		return len(c.Peak) < len(st) && st[len(c.Peak)] <= at
+	}
+	drop := func(id uint64) {
+		old, ok := sizes[id]
+		if !ok {
+			return
+		}
+		wasMoved := moved[id]
+		live -= old
+		objects--
+		if wasMoved {
+			movedLive -= old
+			movedObjects--
+			delete(moved, id)
+		}
+		if black[id] {
+			blackObjects--
+			if wasMoved {
+				blackMoved--
+			} else {
+				blackBytes -= old
+			}
+			delete(black, id)
+		}
+		delete(sizes, id)
 	}
 	buf := make([]trace.Event, 4096)
 	for {
@@ -736,6 +761,7 @@ func (t Trace) CycleHeap(names []string) (Cycles, error) {
 			if ends != nil {
 				ended(false)
 			}
+			at := pos
 			pos++
 			switch e.Op {
 			case trace.Alloc, trace.Calloc, trace.Memalign:
@@ -747,15 +773,28 @@ func (t Trace) CycleHeap(names []string) (Cycles, error) {
 				}
 				sizes[e.ID] = e.Size
 				live += e.Size
+				objects++
 				if is {
 					moved[e.ID] = true
 					movedLive += e.Size
+					movedObjects++
+				}
+				if marking(at) {
+					black[e.ID] = true
+					blackObjects++
+					if is {
+						blackMoved++
+					} else {
+						blackBytes += e.Size
+					}
 				}
 			case trace.Realloc:
 				if old, ok := sizes[e.ID]; ok {
 					live += e.Size - old
 					if moved[e.ID] {
 						movedLive += e.Size - old
+					} else if black[e.ID] {
+						blackBytes += e.Size - old
 					}
 					sizes[e.ID] = e.Size
 				}
@@ -768,14 +807,14 @@ func (t Trace) CycleHeap(names []string) (Cycles, error) {
 			break
 		}
 		if rerr != nil {
-			return Cycles{}, rerr
+			return trace.CycleHeap{}, rerr
 		}
 	}
 	if ends != nil {
 		ended(true)
 	}
 	if s.cycleHeap == nil {
-		s.cycleHeap = map[string]Cycles{}
+		s.cycleHeap = map[string]trace.CycleHeap{}
 	}
 	s.cycleHeap[key] = c
 	return c, nil
