@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/replay"
@@ -205,26 +206,22 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 // It opens the traces to learn whether they record collections (their
 // decoding, done once, is what every row reads).
 func (c *replayConfig) pacedBaseline() {
+	cycles := sync.OnceValue(func() bool { // opened only if a routed go row asks
+		found := false
+		for _, t := range c.traces {
+			_, closer, err := t.Open()
+			if err != nil {
+				continue // every row says why
+			}
+			closer.Close()
+			found = found || t.FreesMoved()
+		}
+		return found
+	})
 	var specs []rows.Spec
-	cycles := -1 // unknown until a routed go row asks
 	for _, s := range c.specs {
-		if s.Alloc == "go" && len(s.Pools)+len(s.Routes) > 0 {
-			if cycles < 0 {
-				cycles = 0
-				for _, t := range c.traces {
-					_, closer, err := t.Open()
-					if err != nil {
-						continue // every row says why
-					}
-					closer.Close()
-					if t.FreesMoved() {
-						cycles = 1
-					}
-				}
-			}
-			if cycles == 1 {
-				specs = append(specs, rows.Spec{Alloc: s.Alloc, GOGC: s.GOGC, Paced: true})
-			}
+		if s.Alloc == "go" && len(s.Pools)+len(s.Routes) > 0 && cycles() {
+			specs = append(specs, rows.Spec{Alloc: s.Alloc, GOGC: s.GOGC, Paced: true})
 		}
 		specs = append(specs, s)
 	}

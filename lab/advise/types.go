@@ -25,8 +25,9 @@ import (
 // The base is the Go heap itself (the go row, replayed in a Go child of
 // its own, its collections where the pacer aims them); each candidate is
 // a replay of the whole trace with one type's objects routed to carve
-// pools, one per size its objects come in (replay.WithRoutes), or to an
-// arena reset when the last of them dies; the saving in the headline,
+// pools, one per size its objects come in (replay.WithRoutes), to an
+// arena reset when the last of them dies, or, for objects of more than
+// one size, to one carve heap; the saving in the headline,
 // peak RSS, ranks them. Only pointer-free types can move: the collector
 // does not look inside carve memory.
 //
@@ -125,7 +126,7 @@ type TypeAdvice struct {
 	Refused []Refused `json:"refused"`
 	// Assumes says what the figures assume.
 	Assumes []string `json:"assumes"`
-	Go      string   `json:"go"` // the code that makes the suggested pools and arenas
+	Go      string   `json:"go"` // the code that makes the suggested pools, arenas and heaps
 }
 
 // Measured is a replay's headline over its repeats.

@@ -86,6 +86,7 @@ func PlacedFrees(main, lead Source, place func(label uint32) FreePlace) Source {
 	e.mainPos, _ = main.(Positioned)
 	e.leadPos, _ = lead.(Positioned)
 	e.leadEnds, _ = lead.(markEnder)
+	e.leadStarts, _ = lead.(markStarter)
 	return e
 }
 
@@ -142,6 +143,7 @@ type earlyFreer struct {
 	main, lead       Source
 	mainPos, leadPos Positioned
 	leadEnds         markEnder
+	leadStarts       markStarter
 	place            func(uint32) FreePlace
 	labels           *Labels
 	err              error // sticky
@@ -291,9 +293,10 @@ func (e *earlyFreer) ahead() error {
 				at = max(at, ends[i-1].Start)
 			}
 			// The mark whose end it is at did not find the object: it
-			// was dead when that mark started.
-			if ms, ok := e.leadEnds.(markStarter); ok {
-				if starts := ms.MarkStarts(); i < len(starts) {
+			// was dead when that mark started (an early free needs not
+			// know).
+			if e.leadStarts != nil && b.where != FreeEarly {
+				if starts := e.leadStarts.MarkStarts(); i < len(starts) {
 					end = min(end, starts[i])
 				}
 			}

@@ -698,16 +698,23 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 	starts, _ := src.(interface{ MarkStarts() []int64 })
 	labels := trace.LabelsOf(src)
 	named := map[uint32]bool{}
-	sizes := map[uint64]uint64{} // every object alive
-	moved := map[uint64]bool{}   // those of the named labels
-	black := map[uint64]bool{}   // those born in the mark under way
+	// alive is every object alive: its size, whether it is of the named
+	// labels, and the mark under way at its birth (-1: none); born in
+	// the mark under way now, it is black.
+	type object struct {
+		size  uint64
+		moved bool
+		mark  int
+	}
+	alive := map[uint64]object{}
 	var live, movedLive, peak uint64
 	var objects, movedObjects, blackObjects, blackMoved int64
 	var blackBytes uint64 // of the others
 	var pos int64         // the events read
 	var c trace.CycleHeap
 	// ended records the cycles whose mark ended before event pos (a
-	// Read may return cycles that end further in its events).
+	// Read may return cycles that end further in its events); the
+	// objects born in it are black no more.
 	ended := func(last bool) {
 		for cs := ends.MarkEnds(); len(c.Peak) < len(cs) && (last || cs[len(c.Peak)].End <= pos); {
 			c.Peak, c.Moved, c.Black = append(c.Peak, peak), append(c.Moved, movedLive), append(c.Black, blackBytes)
@@ -717,7 +724,6 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 			}
 			c.Share = append(c.Share, share)
 			peak = live
-			clear(black)
 			blackObjects, blackMoved, blackBytes = 0, 0, 0
 		}
 	}
@@ -730,29 +736,40 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 		st := starts.MarkStarts()
 		return len(c.Peak) < len(st) && st[len(c.Peak)] <= at
 	}
-	drop := func(id uint64) {
-		old, ok := sizes[id]
-		if !ok {
-			return
-		}
-		wasMoved := moved[id]
-		live -= old
-		objects--
-		if wasMoved {
-			movedLive -= old
-			movedObjects--
-			delete(moved, id)
-		}
-		if black[id] {
-			blackObjects--
-			if wasMoved {
-				blackMoved--
+	// count adds the object o to the counts, or with out takes it out.
+	count := func(o object, out bool) {
+		add := func(n *uint64) {
+			if out {
+				*n -= o.size
 			} else {
-				blackBytes -= old
+				*n += o.size
 			}
-			delete(black, id)
 		}
-		delete(sizes, id)
+		one := int64(1)
+		if out {
+			one = -1
+		}
+		black := o.mark == len(c.Peak)
+		add(&live)
+		objects += one
+		if o.moved {
+			add(&movedLive)
+			movedObjects += one
+		}
+		switch {
+		case black && o.moved:
+			blackObjects += one
+			blackMoved += one
+		case black:
+			blackObjects += one
+			add(&blackBytes)
+		}
+	}
+	drop := func(id uint64) {
+		if o, ok := alive[id]; ok {
+			count(o, true)
+			delete(alive, id)
+		}
 	}
 	buf := make([]trace.Event, 4096)
 	for {
@@ -771,32 +788,18 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 					is = e.Label != 0 && labels != nil && slices.Contains(names, labels.Name(e.Label))
 					named[e.Label] = is
 				}
-				sizes[e.ID] = e.Size
-				live += e.Size
-				objects++
-				if is {
-					moved[e.ID] = true
-					movedLive += e.Size
-					movedObjects++
-				}
+				o := object{size: e.Size, moved: is, mark: -1}
 				if marking(at) {
-					black[e.ID] = true
-					blackObjects++
-					if is {
-						blackMoved++
-					} else {
-						blackBytes += e.Size
-					}
+					o.mark = len(c.Peak)
 				}
+				alive[e.ID] = o
+				count(o, false)
 			case trace.Realloc:
-				if old, ok := sizes[e.ID]; ok {
-					live += e.Size - old
-					if moved[e.ID] {
-						movedLive += e.Size - old
-					} else if black[e.ID] {
-						blackBytes += e.Size - old
-					}
-					sizes[e.ID] = e.Size
+				if o, ok := alive[e.ID]; ok {
+					count(o, true)
+					o.size = e.Size
+					alive[e.ID] = o
+					count(o, false)
 				}
 			case trace.Free:
 				drop(e.ID)
