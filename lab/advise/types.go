@@ -178,7 +178,7 @@ type TypeTrial struct {
 	Bounds          []Bound `json:"bounds,omitempty"`
 	// NoiseBound is the most a move can save: the moved bytes at the
 	// peak × (1 + GOGC/100) plus their share of the baseline's peak RSS
-	// above its peak live. A median saving above it is PlacementNoise
+	// above its peak live, and never more than the baseline's peak RSS. A median saving above it is PlacementNoise
 	// (where the re-paced collections fell), never suggested.
 	NoiseBound     int64 `json:"noise_bound_bytes"`
 	PlacementNoise bool  `json:"placement_noise,omitempty"`
@@ -403,10 +403,15 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		// The most the move can save: what its bytes cost on the Go heap,
 		// and their share of the rest of its RSS.
+		// The trace's peak may hold more of the type than the replay's
+		// peak live (the trace's frees at the marks' ends, the replay's
+		// spread where the objects died): its share is at most all, and
+		// no move saves more than the Go heap's whole peak RSS.
 		cd.NoiseBound = int64(cd.Bytes) * int64(100+c.GOGC) / 100
 		if live := adv.Baseline.PeakLive; live > 0 && adv.Baseline.PeakRSS > live {
-			cd.NoiseBound += int64(float64(cd.Bytes) / float64(live) * float64(adv.Baseline.PeakRSS-live))
+			cd.NoiseBound += int64(min(float64(cd.Bytes)/float64(live), 1) * float64(adv.Baseline.PeakRSS-live))
 		}
+		cd.NoiseBound = min(cd.NoiseBound, adv.Baseline.PeakRSS)
 		if cd.NoiseBound < MinTypeSaving {
 			cd.Skipped = true
 			continue
@@ -814,7 +819,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	}
 	ew.printf("\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "type\tat the peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tbounds: freed late to early\tat most\t\n")
+	fmt.Fprintf(tw, "type\tat the trace's peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tbounds: freed late to early\tat most\t\n")
 	for _, t := range a.Tried {
 		if t.Skipped {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t\tnot replayed\t\t\t\t\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, size.Format(t.NoiseBound))
@@ -836,7 +841,8 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 			signed(t.Saving), t.SavingPercent, noise, signed(t.SavingLow), signed(t.SavingHigh), t.Saved, len(a.GOGCs), bounds, size.Format(t.NoiseBound))
 	}
 	tw.Flush()
-	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
+	ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
+	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
 	if a.Paced {
 		ew.printf("  bounds: the saving with the moved objects freed at the start of the mark that did not find them, the latest they can have died (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
 	}
