@@ -49,3 +49,53 @@ func Count(n int64, noun string) string {
 	}
 	return Thousands(n) + " " + noun
 }
+
+// Distance returns the edit distance between a and b: the fewest bytes
+// inserted, deleted or replaced that make one the other (Levenshtein's).
+func Distance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			up := row[j]
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			row[j] = min(row[j]+1, row[j-1]+1, diag+cost)
+			diag = up
+		}
+	}
+	return row[len(b)]
+}
+
+// Closest returns the names nearest to name by Distance, case aside, in
+// their order, at most n of them: those at the least distance, if it is
+// at most a third of name's length (at least 2); none otherwise.
+func Closest(name string, names []string, n int) []string {
+	best, out := -1, []string(nil)
+	low := strings.ToLower(name)
+	for _, c := range names {
+		d := Distance(low, strings.ToLower(c))
+		switch {
+		case d > max(2, len(name)/3):
+		case best < 0 || d < best:
+			best, out = d, []string{c}
+		case d == best && len(out) < n:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Or joins words as a list a reader says: "a", "a or b", "a, b or c".
+func Or(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}

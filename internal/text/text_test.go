@@ -50,3 +50,44 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 3},
+		{"main.Entry", "main.Entry", 0},
+		{"main.Entyr", "main.Entry", 2},
+		{"kitten", "sitting", 3},
+		{"glibcc", "glibc", 1},
+	}
+	for _, tt := range tests {
+		if got := Distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"main.Entry", "main.entries", "[]byte", "string", "main.Meta"}
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"main.Entyr", []string{"main.Entry"}},
+		{"MAIN.ENTRY", []string{"main.Entry"}},
+		{"[]bytes", []string{"[]byte"}},
+		{"nosuch", nil},
+		{"main.Mata", []string{"main.Meta"}},
+	}
+	for _, tt := range tests {
+		if got := Closest(tt.name, names, 3); !slices.Equal(got, tt.want) {
+			t.Errorf("Closest(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got := Or([]string{"a", "b", "c"}); got != "a, b or c" {
+		t.Errorf("Or = %q", got)
+	}
+}
