@@ -220,6 +220,28 @@ type goHeap struct {
 	cycle            int       // the program's collections seen (Collect)
 	headroom         int64     // a paced heap's goal less its marked heap, from the program's last collection
 	samples          []metrics.Sample
+	// The runtime's figures at the last reading (bytes), and the most
+	// the heap's objects can have grown by since: Footprint reads them
+	// again once that passes readSlack or could reach the goal.
+	readFP, readUsed int64
+	since            int64
+}
+
+// readSlack is how many bytes the Go heap's objects may have grown by
+// since the runtime's figures were last read before Footprint reads them
+// again: the most a peak footprint can be under-stated by.
+const readSlack = 16 << 10
+
+// grown counts an allocation of n bytes on the Go heap: the most its
+// objects grow by, n rounded up to its size class (at most an eighth
+// above n, and 16 bytes for the smallest classes) or, above 32 KiB, to
+// the runtime's 8 KiB pages.
+func (g *goHeap) grown(n int) {
+	if n <= 32<<10 {
+		g.since += int64(n + n/8 + 16)
+		return
+	}
+	g.since += int64(n + 8<<10)
 }
 
 // SetReplayerBytes tells the heap how much of it the replayer holds.
@@ -243,7 +265,8 @@ func (g *goHeap) bytes() (footprint, used int64) {
 			v[i] = int64(s.Value.Uint64())
 		}
 	}
-	return v[0] + v[1] + v[2], v[0]
+	g.readFP, g.readUsed, g.since = v[0]+v[1]+v[2], v[0], 0
+	return g.readFP, g.readUsed
 }
 
 func newGoHeap() *goHeap {
@@ -270,8 +293,10 @@ func (g *goHeap) Alloc(size, align int) ([]byte, error) {
 	// pointer-free ones by their size's alignment (a 3-byte slice may
 	// start anywhere): those asked for a larger alignment are made so.
 	if align <= 1 || align <= 8 && size >= 16 {
+		g.grown(size)
 		return make([]byte, size), nil
 	}
+	g.grown(size + align - 1)
 	b := make([]byte, size+align-1)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b)))) & (align - 1)
 	return b[off : off+size : off+size], nil
@@ -366,6 +391,7 @@ func (g *goHeap) Collect(c trace.GoCycle) {
 	switch {
 	case g.byProgram:
 		runtime.GC()
+		g.bytes()
 	case g.paced && c.Marked > 0 && c.Goal >= c.Marked:
 		grew := float64(c.Goal) / float64(c.Marked)
 		if i+1 < len(g.peaks) && g.peaks[i+1] >= c.Marked {
@@ -443,6 +469,7 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 	if size > maxGoSlice {
 		return nil, fmt.Errorf("replay: go: %d bytes: more than a Go slice holds", size)
 	}
+	g.grown(size)
 	n := make([]byte, size)
 	copy(n, b)
 	g.live += int64(size) - int64(len(b))
@@ -450,10 +477,17 @@ func (g *goHeap) Realloc(b []byte, size int) ([]byte, error) {
 }
 
 // Footprint reads the runtime's figures (runtime/metrics, without
-// stopping the world: a fraction of a microsecond), so that the peak is
-// the heap's at every event, not only at samples.
+// stopping the world: a fraction of a microsecond) once the heap's
+// objects can have grown by readSlack since the last reading, or enough
+// to reach the goal, so that the peak is the heap's at every event, not
+// only at samples, within readSlack, and a collection comes at the event
+// that reaches the goal. Between two of its collections the heap's
+// objects only grow, and by no more than what was allocated (grown).
 func (g *goHeap) Footprint() int64 {
-	fp, used := g.bytes()
+	fp, used := g.readFP, g.readUsed
+	if g.since >= readSlack || g.gogc > 0 && !g.byProgram && used-g.baseUsed-g.own+g.since >= g.goal {
+		fp, used = g.bytes()
+	}
 	if g.gogc > 0 && !g.byProgram && used-g.baseUsed-g.own >= g.goal {
 		// The heap reached its goal: the collection the pacer aims for,
 		// here and now (see NewGoHeap).

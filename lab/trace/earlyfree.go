@@ -81,8 +81,7 @@ const (
 // PlacedFrees returns the events of main as EarlyFrees does, with the
 // free of each object moved to where place says for its label.
 func PlacedFrees(main, lead Source, place func(label uint32) FreePlace) Source {
-	e := &earlyFreer{main: main, lead: lead, place: place, labels: LabelsOf(main),
-		born: map[uint64]bornAt{}, early: map[uint64]bool{}}
+	e := &earlyFreer{main: main, lead: lead, place: place, labels: LabelsOf(main)}
 	e.mainPos, _ = main.(Positioned)
 	e.leadPos, _ = lead.(Positioned)
 	e.leadEnds, _ = lead.(markEnder)
@@ -155,7 +154,8 @@ type earlyFreer struct {
 	li      int
 	lpos    int64
 	lerr    error
-	born    map[uint64]bornAt
+	born    IDs[bornAt]
+	ended   bool // the reader ahead has read every event, and born was given its frees
 	pending earlyFrees
 
 	// The events returned: main's batch, its position, the objects whose
@@ -165,7 +165,7 @@ type earlyFreer struct {
 	mi    int
 	mpos  int64
 	merr  error
-	early map[uint64]bool
+	early IDs[struct{}]
 	opos  int64
 	out   []GoCycle
 	start []int64 // the mapped starts of the cycles, in order
@@ -227,7 +227,7 @@ func (e *earlyFreer) ready(q int64) bool {
 // before the events' end. Objects whose frees stay late or spread keep
 // no free, as in main.
 func (e *earlyFreer) leadEnded() {
-	if e.born == nil {
+	if e.ended {
 		return
 	}
 	var last int64
@@ -236,12 +236,12 @@ func (e *earlyFreer) leadEnded() {
 			last = ends[len(ends)-1].Start
 		}
 	}
-	for id, b := range e.born {
+	for id, b := range e.born.All {
 		if at := max(b.at+1, last); b.where == FreeEarly && at < e.lpos {
 			heap.Push(&e.pending, earlyFree{at: at, id: id})
 		}
 	}
-	e.born = nil
+	e.born, e.ended = IDs[bornAt]{}, true
 }
 
 // ahead reads one event of the reader ahead.
@@ -273,16 +273,16 @@ func (e *earlyFreer) ahead() error {
 		if where == FreeLate {
 			return nil
 		}
-		if len(e.born) == MaxMovedFrees {
+		if e.born.Len() == MaxMovedFrees {
 			return fmt.Errorf("%w (more than %d objects alive whose frees move early)", ErrTooManyLive, MaxMovedFrees)
 		}
-		e.born[ev.ID] = bornAt{p, where}
+		e.born.Set(ev.ID, bornAt{p, where})
 	case ev.Op == Free:
-		b, ok := e.born[ev.ID]
+		b, ok := e.born.Get(ev.ID)
 		if !ok {
 			return nil
 		}
-		delete(e.born, ev.ID)
+		e.born.Delete(ev.ID)
 		at, end := b.at+1, p
 		if e.leadEnds != nil {
 			ends := e.leadEnds.MarkEnds()
@@ -352,7 +352,7 @@ func (e *earlyFreer) Read(dst []Event) (int, error) {
 		}
 		if len(e.pending) > 0 && e.pending[0].at <= e.mpos {
 			f := heap.Pop(&e.pending).(earlyFree)
-			e.early[f.id] = true
+			e.early.Set(f.id, struct{}{})
 			dst[n] = Event{Op: Free, ID: f.id}
 			e.lines, e.names = append(e.lines, f.line), append(e.names, e.name)
 			n++
@@ -385,8 +385,8 @@ func (e *earlyFreer) Read(dst []Event) (int, error) {
 		}
 		e.mi++
 		e.mpos++
-		if ev.Op == Free && e.early[ev.ID] {
-			delete(e.early, ev.ID)
+		if _, early := e.early.Get(ev.ID); ev.Op == Free && early {
+			e.early.Delete(ev.ID)
 			continue
 		}
 		dst[n] = ev

@@ -146,7 +146,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	}
 	labels := LabelsOf(src)
 	var ls labelCounts
-	live := make(map[uint64]obj)
+	var live IDs[obj]
 	var cur u128
 	cs, _ := src.(cycleSource)
 	var cycles []GoCycle
@@ -174,32 +174,32 @@ func SummarizeFrom(src Source) (Summary, error) {
 			switch e.Op {
 			case Alloc, Calloc, Memalign:
 				s.request(e.Size)
-				if old, ok := live[e.ID]; ok {
+				if old, ok := live.Get(e.ID); ok {
 					s.LiveAllocs++
 					cur = cur.sub(old.size)
 					ls.change(old.label, -1, -int64(old.size))
 				}
-				live[e.ID] = obj{e.Size, at, e.Label}
+				live.Set(e.ID, obj{e.Size, at, e.Label})
 				cur = cur.add(e.Size)
 				ls.change(e.Label, 1, int64(e.Size))
 				ls.allocated(e.Label, e.Size)
 			case Realloc:
-				old, ok := live[e.ID]
+				old, ok := live.Get(e.ID)
 				if !ok {
 					s.UnknownReallocs++
 					continue
 				}
 				s.request(e.Size)
 				cur = cur.sub(old.size).add(e.Size)
-				live[e.ID] = obj{e.Size, old.born, old.label}
+				live.Set(e.ID, obj{e.Size, old.born, old.label})
 				ls.change(old.label, 0, int64(e.Size)-int64(old.size))
 			case Free:
-				old, ok := live[e.ID]
+				old, ok := live.Get(e.ID)
 				if !ok {
 					s.UnknownFrees++
 					continue
 				}
-				delete(live, e.ID)
+				live.Delete(e.ID)
 				cur = cur.sub(old.size)
 				s.Lifetimes[bits.Len64(uint64(at-old.born))]++
 				ls.change(old.label, -1, -int64(old.size))
@@ -212,8 +212,8 @@ func SummarizeFrom(src Source) (Summary, error) {
 				s.Overflow = s.Overflow || over
 				ls.peak()
 			}
-			if int64(len(live)) > s.PeakObjects {
-				s.PeakObjects = int64(len(live))
+			if int64(live.Len()) > s.PeakObjects {
+				s.PeakObjects = int64(live.Len())
 			}
 		}
 		if err == io.EOF {
@@ -225,7 +225,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	}
 	marked()
 	s.EndLive, _ = cur.capped()
-	s.EndObjects = int64(len(live))
+	s.EndObjects = int64(live.Len())
 	if labels != nil && labels.Len() > 0 { // a C program's trace of version 3 has an empty table
 		s.Labels = ls.stats(labels, s.PeakLive)
 	}

@@ -706,7 +706,7 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 		moved bool
 		mark  int
 	}
-	alive := map[uint64]object{}
+	var alive trace.IDs[object]
 	var live, movedLive, peak uint64
 	var objects, movedObjects, blackObjects, blackMoved int64
 	var blackBytes uint64 // of the others
@@ -766,9 +766,9 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 		}
 	}
 	drop := func(id uint64) {
-		if o, ok := alive[id]; ok {
+		if o, ok := alive.Get(id); ok {
 			count(o, true)
-			delete(alive, id)
+			alive.Delete(id)
 		}
 	}
 	buf := make([]trace.Event, 4096)
@@ -792,13 +792,13 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 				if marking(at) {
 					o.mark = len(c.Peak)
 				}
-				alive[e.ID] = o
+				alive.Set(e.ID, o)
 				count(o, false)
 			case trace.Realloc:
-				if o, ok := alive[e.ID]; ok {
+				if o, ok := alive.Get(e.ID); ok {
 					count(o, true)
 					o.size = e.Size
-					alive[e.ID] = o
+					alive.Set(e.ID, o)
 					count(o, false)
 				}
 			case trace.Free:
