@@ -64,3 +64,100 @@ f 3
 		t.Errorf("CycleHeap at the sweep = %+v, %v; want none", got, err)
 	}
 }
+
+// TestPlacedKept checks that OpenPlaced's streams, written once and read
+// back on every later open, hold what placing the frees anew gives: the
+// same events, positions and collections, for each placement.
+func TestPlacedKept(t *testing.T) {
+	const text = `# carve trace v3
+l 1 main.buf size=1024 ptrbytes=0
+a 1 1024 @1
+a 2 100
+a 3 1024 @1
+a 4 50
+G 3 4 1074 2148
+f 1
+a 5 1024 @1
+f 2
+a 6 10
+G 7 8 1084 2168
+f 3
+a 7 1024 @1
+f 5
+`
+	path := filepath.Join(t.TempDir(), "cycles.trace")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = tr.Spooled()
+	type read struct {
+		events []trace.Event
+		lines  []int64
+		cycles []trace.GoCycle
+	}
+	readAll := func(src trace.Source) read {
+		var r read
+		buf := make([]trace.Event, 2)
+		for {
+			n, err := src.Read(buf)
+			for i, e := range buf[:n] {
+				r.events = append(r.events, e)
+				_, line := src.(trace.Positioned).Position(i)
+				r.lines = append(r.lines, line)
+			}
+			if err != nil || n == 0 {
+				break
+			}
+		}
+		r.cycles = src.(interface{ MarkEnds() []trace.GoCycle }).MarkEnds()
+		return r
+	}
+	for _, p := range []struct {
+		moved         []string
+		early, spread bool
+	}{{nil, false, true}, {[]string{"main.buf"}, false, true}, {[]string{"main.buf"}, true, true}, {[]string{"main.buf"}, true, false}} {
+		var reads []read
+		for range 3 {
+			src, closer, err := tr.OpenPlaced(p.moved, p.early, p.spread)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads = append(reads, readAll(src))
+			closer.Close()
+		}
+		// Placed anew, as the first open did before it kept the stream.
+		src, closer, err := tr.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := tr.spool
+		labels := s.labels
+		mine, other := trace.FreeLate, trace.FreeLate
+		if p.spread {
+			mine, other = trace.FreeMarkStart, trace.FreeSpread
+		}
+		if p.early {
+			mine = trace.FreeEarly
+		}
+		place := func(l uint32) trace.FreePlace {
+			if l != 0 && len(p.moved) > 0 && labels.Name(l) == p.moved[0] {
+				return mine
+			}
+			return other
+		}
+		want := readAll(trace.PlacedFrees(src, trace.MoveFrees(s.decoder(), s.decoder(), s.cycles), place))
+		closer.Close()
+		if len(want.events) == 0 {
+			t.Fatalf("%+v: no events", p)
+		}
+		for i, got := range reads {
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%+v: open %d read\n%+v\nplaced anew:\n%+v", p, i, got, want)
+			}
+		}
+	}
+}

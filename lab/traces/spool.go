@@ -403,7 +403,11 @@ type spool struct {
 	// cycleHeap keeps CycleHeap's answers, by the names joined.
 	cyclesMu  sync.Mutex
 	cycleHeap map[string]trace.CycleHeap
-	format    trace.Format
+	// placed keeps OpenPlaced's streams, by what they place (placedKey),
+	// each written once to a file of its own (at most maxPlaced).
+	placedMu sync.Mutex
+	placed   map[string]*placedSpool
+	format   trace.Format
 	// goProgram says the trace is a Go program's: a Go execution trace,
 	// or one with samples of the Go heap.
 	goProgram bool
@@ -666,8 +670,80 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 		}
 		return other
 	}
-	lead := trace.MoveFrees(s.decoder(), s.decoder(), s.cycles)
-	return trace.PlacedFrees(src, lead, place), closer, nil
+	build := func(src trace.Source) trace.Source {
+		return trace.PlacedFrees(src, trace.MoveFrees(s.decoder(), s.decoder(), s.cycles), place)
+	}
+	if s.held != nil {
+		key := fmt.Sprintf("%q %v %v", slices.Sorted(slices.Values(moved)), early, spread)
+		if p := s.placedSpool(key); p != nil {
+			if p.write(func() trace.Source { return build(src) }) {
+				return ReadStream(io.NewSectionReader(p.f, 0, p.size)), closer, nil
+			}
+			// The first of these read src, and wrote nothing.
+			closer.Close()
+			if src, closer, err = t.Open(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return build(src), closer, nil
+}
+
+// maxPlaced bounds the placed streams a spool keeps: a repeat of a
+// replay (another GOGC, another target for the same moved objects)
+// reads the placed frees back, in the form WriteStream writes, instead
+// of placing them again, which takes four readers of the spool and a
+// heap of the frees on the way.
+const maxPlaced = 16
+
+// placedSpool is one placed stream, written once to a file of its own.
+type placedSpool struct {
+	once sync.Once
+	f    *os.File // nil until written, and if it could not be
+	size int64
+}
+
+// placedSpool returns the placed stream of key, made now if there is
+// room for it, or nil.
+func (s *spool) placedSpool(key string) *placedSpool {
+	s.placedMu.Lock()
+	defer s.placedMu.Unlock()
+	if p, ok := s.placed[key]; ok {
+		return p
+	}
+	if len(s.placed) == maxPlaced {
+		return nil
+	}
+	if s.placed == nil {
+		s.placed = map[string]*placedSpool{}
+	}
+	p := &placedSpool{}
+	s.placed[key] = p
+	return p
+}
+
+// write writes the stream src returns to p's file if this is the first
+// call (others wait for it), and reports whether p holds it. A stream
+// that could not be written leaves p empty: its caller places the frees
+// itself.
+func (p *placedSpool) write(src func() trace.Source) bool {
+	p.once.Do(func() {
+		f, err := os.CreateTemp("", "carve-placed-*")
+		if err != nil {
+			return
+		}
+		os.Remove(f.Name()) // unnamed: it goes when the program does
+		err = WriteStream(f, src())
+		if err == nil {
+			p.size, err = f.Seek(0, io.SeekCurrent)
+		}
+		if err != nil {
+			f.Close()
+			return
+		}
+		p.f = f
+	})
+	return p.f != nil
 }
 
 // CycleHeap reads t once for a set of label names (nil: none) and
