@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
@@ -57,7 +58,7 @@ replay's, and --n.`,
 			if *n < 1 || *n > maxN {
 				return badUsage("--n %d: want 1 to %d", *n, maxN)
 			}
-			if len(f.pools.sizes)+len(f.pools.routes)+len(f.moved) > 0 {
+			if len(f.routes) > 0 {
 				return badUsage("--pool: the lab's scenarios have their pool rows (%d B); carve replay takes --pool", labPool)
 			}
 			base, err := f.specs()
@@ -80,7 +81,7 @@ replay's, and --n.`,
 			for _, s := range base.specs {
 				scen.specs = append(scen.specs, s)
 				if !rows.IsReal(s.Alloc) {
-					s.Pools = []int{labPool}
+					s.Routes = replay.SizePools(labPool)
 					scen.specs = append(scen.specs, s)
 				}
 			}

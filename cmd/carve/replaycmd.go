@@ -62,8 +62,7 @@ func (c replayConfig) replays() int { return len(c.traces) * len(c.specs) }
 type replayFlags struct {
 	traceFlags
 	alloc, format string
-	pools         poolSizes
-	moved         []replay.Route // --arena and --heap
+	routes        []replay.Route // --pool, --arena and --heap, in order
 	strict        bool
 	noCheck       bool
 	isolate       bool
@@ -160,9 +159,9 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.traceFlags.register(fs)
 	f.traceFlags.registerFrees(fs)
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
-	fs.Var(&f.pools, "pool", "put requests of exactly `SIZE` bytes, or the objects of a type (type=NAME, as a Go trace names it), in a dedicated pool in front of each allocator (repeat for more pools)")
-	fs.Var(routeFlag{replay.IntoArena, &f.moved}, "arena", "put the objects of a type (`type=NAME`) in an arena of their own, reset when the last of them dies (repeat for more)")
-	fs.Var(routeFlag{replay.IntoHeap, &f.moved}, "heap", "put the objects of a type (`type=NAME`) in a carve heap of their own, whatever their sizes (repeat for more)")
+	fs.Var(routeFlag{replay.IntoPools, &f.routes}, "pool", "put requests of exactly `SIZE` bytes (a comma-separated list for more), or the objects of a type (type=NAME, as carve stats names it: []byte, main.Entry), in dedicated pools in front of each allocator: a type of one size (a struct) in one pool of its own size, as pool.NewOf[T] holds it, a slice type in a pool per size (repeat for more)")
+	fs.Var(routeFlag{replay.IntoArena, &f.routes}, "arena", "put the objects of a type (`type=NAME`), or the requests of exactly SIZE bytes, in an arena of their own, reset when the last of them dies (repeat for more)")
+	fs.Var(routeFlag{replay.IntoHeap, &f.routes}, "heap", "put the objects of a type (`type=NAME`, whatever their sizes), or the requests of exactly SIZE bytes, in a carve heap of their own in front of each allocator (repeat for more)")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+rows.Schema+")")
@@ -194,6 +193,19 @@ func (f *replayFlags) config(args []string) (replayConfig, error) {
 		// Decoded once, for every row, the report's summary and its maps.
 		c.traces = append(c.traces, t.Spooled())
 	}
+	if len(f.routes) > 0 {
+		// The names and sizes checked against the traces' own, once,
+		// before any replay.
+		routes, err := rows.ResolveRoutes(c.traces, f.routes)
+		if err != nil {
+			return c, inputError{err}
+		}
+		for i := range c.specs {
+			if len(c.specs[i].Routes) > 0 {
+				c.specs[i].Routes = routes
+			}
+		}
+	}
 	c.pacedBaseline()
 	return c, nil
 }
@@ -220,7 +232,7 @@ func (c *replayConfig) pacedBaseline() {
 	})
 	var specs []rows.Spec
 	for _, s := range c.specs {
-		if s.Alloc == "go" && len(s.Pools)+len(s.Routes) > 0 && cycles() {
+		if s.Alloc == "go" && len(s.Routes) > 0 && cycles() {
 			specs = append(specs, rows.Spec{Alloc: s.Alloc, GOGC: s.GOGC, Paced: true})
 		}
 		specs = append(specs, s)
@@ -242,17 +254,13 @@ func (f *replayFlags) specs() (replayConfig, error) {
 		MaxRequest: int64(f.maxRequest), MaxRSS: int64(f.maxRSS)}}
 	names, err := rows.Parse(f.alloc)
 	if err != nil {
-		return replayConfig{}, badUsage("--alloc: %v", err)
+		return replayConfig{}, inputError{fmt.Errorf("--alloc: %w", err)}
 	}
 	if f.gogc < 1 {
 		return replayConfig{}, badUsage("--gogc %d: want 1 or more (the go row never turns the collector off)", f.gogc)
 	}
-	seen := map[string]bool{}
-	for _, r := range append(append([]replay.Route(nil), f.pools.routes...), f.moved...) {
-		if seen[r.Label] {
-			return replayConfig{}, badUsage("type %s given twice to --pool, --arena and --heap: its objects go to one place", r.Label)
-		}
-		seen[r.Label] = true
+	if err := rows.CheckRoutes(f.routes); err != nil {
+		return replayConfig{}, inputError{err} // one line, as a name the traces refuse
 	}
 	for _, n := range names {
 		s := rows.Spec{Alloc: n}
@@ -260,11 +268,10 @@ func (f *replayFlags) specs() (replayConfig, error) {
 			s.GOGC = f.gogc
 		}
 		c.specs = append(c.specs, s)
-		if len(f.pools.sizes)+len(f.pools.routes)+len(f.moved) > 0 {
-			// Each pooled row beside the same allocator without the pools:
-			// the verdict says what they changed.
-			s.Pools = f.pools.sizes
-			s.Routes = append(append([]replay.Route(nil), f.pools.routes...), f.moved...)
+		if len(f.routes) > 0 {
+			// Each routed row beside the same allocator without the
+			// routes: the verdict says what they changed.
+			s.Routes = f.routes
 			c.specs = append(c.specs, s)
 		}
 	}
@@ -282,40 +289,9 @@ func (f *replayFlags) replay(c *cli, cfg replayConfig) []rows.Table {
 	return tables
 }
 
-// poolSizes is the repeatable --pool flag: sizes of requests, or types
-// (type=NAME) whose objects go to pools of their own.
-type poolSizes struct {
-	sizes  []int
-	routes []replay.Route
-}
-
-func (p *poolSizes) String() string {
-	if p == nil || len(p.sizes)+len(p.routes) == 0 {
-		return ""
-	}
-	return fmt.Sprint(p.sizes, p.routes)
-}
-
-func (p *poolSizes) Set(s string) error {
-	if name, ok := strings.CutPrefix(s, "type="); ok {
-		if name == "" {
-			return fmt.Errorf("want type=NAME, a type (a label) as the trace names it")
-		}
-		p.routes = append(p.routes, replay.Route{Label: name})
-		return nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("want a positive size in bytes, or type=NAME, got %q", f)
-		}
-		p.sizes = append(p.sizes, n)
-	}
-	return nil
-}
-
-// routeFlag is a repeatable flag, --arena or --heap: types whose objects
-// go to the target into, appended to routes.
+// routeFlag is a repeatable flag, --pool, --arena or --heap: sizes of
+// requests (SIZE, or a comma-separated list), or a type (type=NAME), whose
+// requests go to the target into, appended to routes.
 type routeFlag struct {
 	into   replay.Target
 	routes *[]replay.Route
@@ -325,15 +301,30 @@ func (r routeFlag) String() string {
 	if r.routes == nil {
 		return ""
 	}
-	return fmt.Sprint(*r.routes)
+	var args []string
+	for _, rt := range *r.routes {
+		if rt.Into == r.into {
+			args = append(args, rt.Arg())
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 func (r routeFlag) Set(s string) error {
-	name, ok := strings.CutPrefix(s, "type=")
-	if !ok || name == "" {
-		return fmt.Errorf("want type=NAME, a type (a label) as the trace names it, got %q", s)
+	if name, ok := strings.CutPrefix(s, "type="); ok {
+		if name == "" {
+			return fmt.Errorf("want type=NAME, a type as carve stats names it")
+		}
+		*r.routes = append(*r.routes, replay.Route{Label: name, Into: r.into})
+		return nil
 	}
-	*r.routes = append(*r.routes, replay.Route{Label: name, Into: r.into})
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive size in bytes, or type=NAME, got %q", f)
+		}
+		*r.routes = append(*r.routes, replay.Route{Size: n, Into: r.into})
+	}
 	return nil
 }
 

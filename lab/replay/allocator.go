@@ -15,7 +15,6 @@ import (
 	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/heapmap"
 	"github.com/carvelab/carve/lab/trace"
-	"github.com/carvelab/carve/pool"
 	"github.com/carvelab/carve/sizeclass"
 )
 
@@ -183,19 +182,19 @@ type Mapper interface {
 	Map() heapmap.Map
 }
 
-// MapperOf returns the Mapper a is, or the one behind the pools WithPool
-// put in front of it: the heap whose map shows where the trace's other
-// requests went.
+// MapperOf returns the Mapper a is, or the one behind the routes
+// WithRoutes (or WithPool) put in front of it: the heap whose map shows
+// where the trace's other requests went.
 func MapperOf(a Allocator) (Mapper, bool) {
 	for {
 		if m, ok := a.(Mapper); ok {
 			return m, true
 		}
-		p, ok := a.(*pooled)
+		w, ok := a.(interface{ wrapped() Allocator })
 		if !ok {
 			return nil, false
 		}
-		a = p.a
+		a = w.wrapped()
 	}
 }
 
@@ -526,29 +525,6 @@ func (g *goHeap) Stats() carve.Stats {
 	}
 }
 
-// WithPool returns an allocator that sends the requests of exactly size
-// bytes (with an alignment of at most 8) to a dedicated pool.Pool of
-// chunks of that size, and every other request to a: the block-allocator article's question
-// "would a pool for these objects have helped?". A Realloc moves a block
-// between the two when its new size calls for it. Stats and Footprint are
-// the sums of both; Close closes both.
-func WithPool(size int, a Allocator) (Allocator, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("replay: pool size %d is not positive", size)
-	}
-	p, err := pool.New(size)
-	if err != nil {
-		return nil, err
-	}
-	return &pooled{p: p, behind: behind{a}, size: size}, nil
-}
-
-type pooled struct {
-	p *pool.Pool
-	behind
-	size int
-}
-
 // behind is the allocator a wrapper sends what it does not keep to. It
 // passes the Go heap's bookkeeping through (see ReplayerMemory).
 type behind struct{ a Allocator }
@@ -580,71 +556,4 @@ func (w behind) SetReplayerBytes(n int64) {
 	if m, ok := w.a.(ReplayerMemory); ok {
 		m.SetReplayerBytes(n)
 	}
-}
-
-func (w *pooled) Alloc(size, align int) ([]byte, error) {
-	if size == w.size && align <= 8 {
-		b, err := w.p.Alloc()
-		if err != nil {
-			return nil, err
-		}
-		return b[:size:size], nil
-	}
-	return w.a.Alloc(size, align)
-}
-
-func (w *pooled) Free(b []byte) error {
-	if w.p.Owns(b) {
-		return w.p.Free(b)
-	}
-	return w.a.Free(b)
-}
-
-func (w *pooled) Realloc(b []byte, size int) ([]byte, error) {
-	inPool := w.p.Owns(b)
-	if inPool && size == w.size {
-		return b[:size:size], nil
-	}
-	if !inPool && size != w.size {
-		return w.a.Realloc(b, size)
-	}
-	n, err := w.Alloc(size, 0)
-	return moved(n, err, b, w.Free)
-}
-
-// moved finishes a Realloc that moves b to n (allocated with err): it
-// copies b's bytes and frees b.
-func moved(n []byte, err error, b []byte, free func([]byte) error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	copy(n, b)
-	if err := free(b); err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// Contains reports whether b is a chunk of the pool or, if the other
-// allocator is a Container, inside its memory; blocks of an allocator that
-// is not one go unchecked (true).
-func (w *pooled) Contains(b []byte) bool {
-	return w.p.Owns(b) || w.contains(b)
-}
-
-func (w *pooled) Footprint() int64 { return w.p.Footprint() + w.a.Footprint() }
-
-func (w *pooled) Stats() carve.Stats {
-	ps := w.p.Stats().Stats
-	s := w.a.Stats()
-	s.Live += ps.Live
-	s.Used += ps.Used
-	s.Footprint += ps.Footprint + ps.Metadata // the pool's side metadata counted as the heap's is
-	s.Resident += ps.Resident + ps.Metadata
-	s.Metadata += ps.Metadata
-	return s
-}
-
-func (w *pooled) Close() error {
-	return errors.Join(w.p.Close(), w.a.Close())
 }

@@ -21,6 +21,11 @@ import (
 // freed, so that the allocator can keep its blocks in an array. Apply
 // stops at the first failure and returns an error; the replay stops too.
 //
+// A BatchAllocator that routes objects by their label (package rows's
+// C rows, through a Router) has UseLabels too: RunBatch calls it with the
+// trace's label table before the first event, as Run does for a
+// LabeledAllocator, and leaves each event's Label for Apply to read.
+//
 // Stats is called at the end of each batch. Its Footprint, Used and
 // Resident are the allocator's (Used 0 when it does not know it); its
 // Live is ignored: the replayer sets it to the trace's live memory, and
@@ -77,6 +82,9 @@ func RunBatch(src trace.Source, a BatchAllocator, opt Options) (Result, error) {
 	// freed by one thread and reused by another, which the trace never did.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if la, ok := a.(interface{ UseLabels(*trace.Labels) }); ok {
+		la.UseLabels(trace.LabelsOf(src))
+	}
 	r := &batchReplayer{a: a, batch: make([]trace.Event, 0, opt.SampleEvery)}
 	l, err := newLedger(opt, r, false)
 	if err != nil {

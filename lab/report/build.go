@@ -290,8 +290,8 @@ func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64) *Map {
 	st := hm.Stats()
 	caption := fmt.Sprintf("%s: the heap's address space %s, after event %d of %d, coloured by what each byte holds: %s live (as asked for), %s of rounding up to the blocks' sizes, %s in headers; %s free in %d holes, the largest %s.",
 		spec.Label(), moment, at, rw.Events, size.Format(st.Live), size.Format(st.Rounding), size.Format(st.Header), size.Format(st.Free), st.Holes, size.Format(st.Largest))
-	if len(spec.Pools) > 0 {
-		caption += " The pools in front of it are not drawn."
+	if len(spec.Routes) > 0 {
+		caption += " The pools, arenas and heaps in front of it are not drawn."
 	}
 	return &Map{Caption: caption, SVG: MapSVG(hm, mapWidth, mapHeight)}
 }

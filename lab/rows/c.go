@@ -10,7 +10,6 @@ import (
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
-	"github.com/carvelab/carve/pool"
 )
 
 // The real mallocs' rows. A C allocator inside a Go process is not what a
@@ -72,6 +71,8 @@ func replayInC(t traces.Trace, s Spec, o Options, prog *Progress, limit int64) R
 	}
 	rw = rw.fill(t, res, err)
 	if err == nil {
+		routed := ca.router.Routed()
+		rw.Routed = &routed
 		st := ca.r.Startup()
 		rw.setRSS(ca.peakRSS) // the kernel's mark: the process replays the trace and nothing else
 		rw.StartupFootprint, rw.StartupRSS = st.Heap.Footprint, st.AnonRSS
@@ -81,11 +82,11 @@ func replayInC(t traces.Trace, s Spec, o Options, prog *Progress, limit int64) R
 
 // cAllocator is a real malloc as a replay.BatchAllocator: a batch of
 // events becomes a batch of libc ops, performed by the C replayer. With
-// pools, requests of a pool's size are served by a carve pool in this
-// process instead and never reach the replayer: the block-allocator
-// article's "pool for the scratch buffers" in front of a real malloc. The
-// pools' footprint and resident pages (mincore) are added to the
-// replayer's.
+// routes, the requests they take are served by carve's allocators in
+// this process instead (a replay.Router, the same as every row's) and
+// never reach the replayer: the block-allocator article's "pool for the
+// scratch buffers" in front of a real malloc. The routes' figures are
+// added to the replayer's.
 type cAllocator struct {
 	r       *libc.Replayer
 	start   libc.Startup
@@ -93,86 +94,58 @@ type cAllocator struct {
 	last    libc.Report
 	fresh   bool  // last was reported after the latest Apply and not read since
 	peakRSS int64 // the largest high-water mark above the baseline, less the table
-	pools   []*pool.Pool
-	pooled  [][]byte // by slot: the pool chunk a slot holds, or nil
+	router  *replay.Router
+	routed  [][]byte // by slot: the block the router holds for it, or nil
 }
 
 // newCAllocator starts a replayer for s's malloc and checks that it is
 // the one serving it.
 func newCAllocator(s Spec, touch bool) (*cAllocator, error) {
+	router, err := replay.NewRouter(s.Routes)
+	if err != nil {
+		return nil, err
+	}
 	preload := ""
 	if m := realMallocs[s.Alloc]; m.libs != nil {
 		preload = findLib(m)
 	}
 	r, err := libc.StartReplayer(preload, touch)
 	if err != nil {
+		router.Close()
 		return nil, err
 	}
+	c := &cAllocator{r: r, start: r.Startup(), router: router}
 	if got := r.Identity(); got.Name != s.Alloc {
-		r.Close()
+		c.Close()
 		return nil, fmt.Errorf("asked for %s but %s %s serves the C replayer (is LD_PRELOAD=%s honoured?): no row", s.Alloc, got.Name, got.Version, preload)
 	}
-	c := &cAllocator{r: r, start: r.Startup()}
 	if c.start.HeapErr != nil {
-		r.Close()
+		c.Close()
 		return nil, c.start.HeapErr
-	}
-	for _, n := range s.Pools {
-		p, err := pool.New(n)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("--pool %d: %w", n, err)
-		}
-		c.pools = append(c.pools, p)
 	}
 	return c, nil
 }
 
-// poolFor returns the pool for requests of size bytes, or nil.
-func (c *cAllocator) poolFor(e trace.Event) *pool.Pool {
-	for _, p := range c.pools {
-		if e.Size == uint64(p.ChunkSize()) && e.Align <= 8 {
-			return p
-		}
-	}
-	return nil
-}
-
-// errPooledRealloc is a realloc of a block a pool holds.
-var errPooledRealloc = errors.New("realloc of a block in a pool in front of a C allocator is not replayed")
+// UseLabels gives the routes the trace's labels.
+func (c *cAllocator) UseLabels(labels *trace.Labels) { c.router.UseLabels(labels) }
 
 // Apply converts the events (whose IDs are slots) to ops and has the
-// replayer perform them, serving the pools' requests on the way.
+// replayer perform them, serving the routes' requests on the way (the
+// rule at the top of replay's route.go): a routed block is touched whole,
+// as the replayer touches C blocks; a block that leaves the routes is a
+// pool free and a malloc op on its slot, one that joins them a free op
+// of its slot and a routed block.
 func (c *cAllocator) Apply(evs []trace.Event) (int64, error) {
 	c.ops = c.ops[:0]
 	for _, e := range evs {
 		slot := uint32(e.ID)
-		if len(c.pools) > 0 {
-			for int(slot) >= len(c.pooled) {
-				c.pooled = append(c.pooled, nil)
+		if len(c.router.Routes()) > 0 {
+			done, err := c.route(&e, slot)
+			if err != nil {
+				return 0, err
 			}
-			if b := c.pooled[slot]; b != nil {
-				switch e.Op {
-				case trace.Free:
-					c.pooled[slot] = nil
-					if err := c.poolOf(b).Free(b); err != nil {
-						return 0, err
-					}
-					continue
-				case trace.Realloc:
-					return 0, errPooledRealloc
-				}
-			}
-			if e.Op == trace.Alloc || e.Op == trace.Calloc || e.Op == trace.Memalign {
-				if p := c.poolFor(e); p != nil {
-					b, err := p.Alloc()
-					if err != nil {
-						return 0, err
-					}
-					clear(b) // touched, as the replayer touches C blocks
-					c.pooled[slot] = b
-					continue
-				}
+			if done {
+				continue
 			}
 		}
 		op, ok := libc.OpOf(e, slot)
@@ -186,25 +159,63 @@ func (c *cAllocator) Apply(evs []trace.Event) (int64, error) {
 	return rep.Nanos, err
 }
 
+// route performs the routed part of e on slot: done reports that nothing
+// is left for the replayer; else e (perhaps made an allocation) is its.
+func (c *cAllocator) route(e *trace.Event, slot uint32) (done bool, err error) {
+	for int(slot) >= len(c.routed) {
+		c.routed = append(c.routed, nil)
+	}
+	held := c.routed[slot]
+	switch {
+	case e.Op == trace.Free && held != nil:
+		c.routed[slot] = nil
+		return true, c.router.Free(held)
+	case e.Op == trace.Realloc && held != nil:
+		n, ok, err := c.router.Realloc(held, int(e.Size))
+		if err != nil || ok {
+			clear(n)
+			c.routed[slot] = n
+			return true, err
+		}
+		// Out of the routes: a malloc of the new size on the slot.
+		c.routed[slot] = nil
+		e.Op, e.Align = trace.Alloc, 0
+		return false, c.router.Free(held)
+	case e.Op == trace.Realloc:
+		n, ok, err := c.router.Alloc(int(e.Size), 0, 0)
+		if err != nil || !ok {
+			return false, err
+		}
+		// Into a route: the replayer frees its block.
+		clear(n)
+		c.routed[slot] = n
+		c.ops = append(c.ops, libc.Op{Kind: libc.OpFree, Slot: slot})
+		return true, nil
+	case e.Op == trace.Alloc || e.Op == trace.Calloc || e.Op == trace.Memalign:
+		align := int(e.Align)
+		if e.Op == trace.Calloc {
+			align = 0
+		}
+		n, ok, err := c.router.Alloc(int(e.Size), align, e.Label)
+		if err != nil || !ok {
+			return false, err
+		}
+		clear(n) // touched, as the replayer touches C blocks
+		c.routed[slot] = n
+		return true, nil
+	}
+	return false, nil
+}
+
 // report keeps rep, the replayer's latest report.
 func (c *cAllocator) report(rep libc.Report) {
 	c.last, c.fresh = rep, true
 	c.peakRSS = max(c.peakRSS, rep.PeakRSS-c.start.RSS-rep.TableBytes)
 }
 
-// poolOf returns the pool that handed out b.
-func (c *cAllocator) poolOf(b []byte) *pool.Pool {
-	for _, p := range c.pools {
-		if p.Owns(b) {
-			return p
-		}
-	}
-	return nil
-}
-
 // Stats returns the replayer's figures after the latest batch (asking it
 // for a report if it sent none since the last call), above its baseline,
-// plus the pools'.
+// plus the routes'.
 func (c *cAllocator) Stats() (carve.Stats, error) {
 	if !c.fresh {
 		rep, err := c.r.Run(nil)
@@ -224,20 +235,14 @@ func (c *cAllocator) Stats() (carve.Stats, error) {
 		Used:      used,
 		Resident:  rep.Resident(c.start),
 	}
-	for _, p := range c.pools {
-		ps := p.Stats()
-		st.Footprint += ps.Footprint
-		st.Used += ps.Used
-		st.Resident += ps.Resident
-		st.Metadata += ps.Metadata
-	}
+	rs := c.router.Stats()
+	st.Footprint += rs.Footprint
+	st.Used += rs.Used
+	st.Resident += rs.Resident
+	st.Metadata += rs.Metadata
 	return st, nil
 }
 
 func (c *cAllocator) Close() error {
-	errs := []error{c.r.Close()}
-	for _, p := range c.pools {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
+	return errors.Join(c.r.Close(), c.router.Close())
 }

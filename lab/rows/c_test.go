@@ -214,7 +214,7 @@ func TestRealMallocRows(t *testing.T) {
 	t.Run("pool", func(t *testing.T) {
 		needRealMalloc(t, "glibc")
 		plain := Replay(tr, Spec{Alloc: "glibc"}, Options{Touch: true}, nil)
-		pooled := Replay(tr, Spec{Alloc: "glibc", Pools: []int{1024}}, Options{Touch: true}, nil)
+		pooled := Replay(tr, Spec{Alloc: "glibc", Routes: replay.SizePools(1024)}, Options{Touch: true}, nil)
 		if plain.Error != "" || pooled.Error != "" {
 			t.Fatalf("errors %q, %q", plain.Error, pooled.Error)
 		}
@@ -567,4 +567,78 @@ func writeMixed(w trace.EventWriter, seed uint64) error {
 		}
 	}
 	return nil
+}
+
+// reallocTrace writes a native trace of requests of 1024 bytes and
+// others, with reallocs into and out of 1024 bytes and between other
+// sizes, some objects labelled main.buf, and returns it resolved.
+func reallocTrace(t *testing.T) traces.Trace {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# carve trace v2\nl 1 main.buf size=48 ptrbytes=0\n")
+	rng := rand.New(rand.NewPCG(26, 1))
+	sizes := []int{1024, 1024, 1024, 48, 200, 4000}
+	live := map[int]bool{}
+	for id := 1; id <= 20000; id++ {
+		size := sizes[rng.IntN(len(sizes))]
+		label := ""
+		if size == 48 && id%2 == 0 {
+			label = " @1"
+		}
+		fmt.Fprintf(&b, "a %d %d%s\n", id, size, label)
+		live[id] = true
+		if victim := rng.IntN(id) + 1; live[victim] {
+			switch rng.IntN(3) {
+			case 0:
+				fmt.Fprintf(&b, "f %d\n", victim)
+				delete(live, victim)
+			default:
+				fmt.Fprintf(&b, "r %d %d\n", victim, sizes[rng.IntN(len(sizes))]+rng.IntN(2)*8)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "realloc.trace")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := traces.Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestOneRouting: the same routes in front of a real malloc, a carve heap
+// in this process and in a child, and the Go heap hold the same blocks:
+// on a trace whose reallocs move blocks into and out of the routes, the
+// routes' peaks are the same for every row, and each row replays the
+// whole trace.
+func TestOneRouting(t *testing.T) {
+	needRealMalloc(t, "glibc")
+	tr := reallocTrace(t)
+	for _, routes := range [][]replay.Route{
+		replay.SizePools(1024),
+		{{Size: 4000, Into: replay.IntoHeap}, {Label: "main.buf", Chunk: 40}},
+	} {
+		var first *Row
+		for _, s := range []Spec{{Alloc: "glibc"}, {Alloc: "best-fit"}, {Alloc: "first-fit"}, {Alloc: "go"}} {
+			s.Routes = routes
+			o := Options{Touch: true}
+			if s.Alloc == "first-fit" {
+				o.Isolate = true
+			}
+			rw := Replay(tr, s, o, nil)
+			if rw.Error != "" || rw.TraceErrors != 0 || rw.Routed == nil || rw.Routed.Allocs == 0 {
+				t.Fatalf("%s: error %q, %d trace errors, routed %+v", rw.Allocator, rw.Error, rw.TraceErrors, rw.Routed)
+			}
+			t.Logf("%s (%s): routed %+v, peak footprint %s, peak RSS %s", rw.Allocator, rw.Measured, *rw.Routed, size.Format(rw.PeakFootprint), size.Format(rw.PeakRSS))
+			if first == nil {
+				first = &rw
+				continue
+			}
+			if *rw.Routed != *first.Routed || rw.PeakLive != first.PeakLive {
+				t.Errorf("%s: routed %+v, peak live %d; %s: %+v, %d", rw.Allocator, *rw.Routed, rw.PeakLive, first.Allocator, *first.Routed, first.PeakLive)
+			}
+		}
+	}
 }

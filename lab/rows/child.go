@@ -249,9 +249,12 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(rw)
 	}
 	defer closer.Close()
-	res, peakRSS, collected, err := childReplay(t, src, job)
+	res, peakRSS, collected, routed, err := childReplay(t, src, job)
 	rw = rw.fill(t, res, err)
 	rw.Collected = collected
+	if err == nil {
+		rw.Routed = routed
+	}
 	// The kernel's mark of a Go child counts the Go runtime and the
 	// replayer besides the allocator: it is reported, and the headline is
 	// the samples', which leave them out.
@@ -264,11 +267,12 @@ func ServeChild(stdin io.Reader, stdout io.Writer) error {
 
 // childReplay replays src, the events of t, in this, the child, process,
 // and returns the result, the peak RSS above the baseline taken just
-// before the replay, and how the Go heap collected (replay.CollectedBy).
-func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int64, string, error) {
+// before the replay, how the Go heap collected (replay.CollectedBy) and
+// what the routes held (nil: none).
+func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int64, string, *replay.Routed, error) {
 	s, o := job.Spec, job.Options
 	if err := s.Available(); err != nil {
-		return replay.Result{}, 0, "", err
+		return replay.Result{}, 0, "", nil, err
 	}
 	opt := o.replayOptions(t, nil)
 
@@ -281,11 +285,11 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 	// baseline (taken by New) holds as little free space as it can.
 	rss, err := newRSSMeter(s.Alloc == "go")
 	if err != nil {
-		return replay.Result{}, 0, "", err
+		return replay.Result{}, 0, "", nil, err
 	}
 	a, err := s.NewAllocator(job.Cycles, job.Heap) // a real malloc's is an error: it replays in C
 	if err != nil {
-		return replay.Result{}, 0, "", err
+		return replay.Result{}, 0, "", nil, err
 	}
 	defer a.Close()
 	ra := &rssStats{Allocator: a, rss: rss}
@@ -293,9 +297,13 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 	if err == nil {
 		err = unrouted(a)
 	}
+	var routed *replay.Routed
+	if r, ok := replay.RoutedOf(a); ok {
+		routed = &r
+	}
 	// The kernel's mark counts the replayer's own bookkeeping on the Go
 	// heap too: what it held at the end is left out.
-	return res, max(rss.peak()-ra.own, 0), replay.CollectedBy(a), err
+	return res, max(rss.peak()-ra.own, 0), replay.CollectedBy(a), routed, err
 }
 
 // rssMeter reads the process's anonymous RSS (file-backed pages, such as

@@ -108,6 +108,10 @@ type Row struct {
 	// Frees says where a Go program's trace had its frees
 	// (traces.Frees.Name): "mark" or "sweep"; "" for another trace.
 	Frees string `json:"frees,omitempty"`
+	// Routed is, for a row with routes in front of its allocator, what
+	// they held (replay.Routed): the same for the same routes in front of
+	// any row of a trace. Its figures are in the row's too.
+	Routed *replay.Routed `json:"routed,omitempty"`
 	// VsProgram is, for the go row that collected where the program did,
 	// its peak RSS against the recorded program's own (Table.Program),
 	// when the trace holds that.

@@ -84,7 +84,7 @@ var notRows = map[string]string{
 
 // Parse reads a comma-separated list of allocator names, or "all" for
 // every one of Names. A name no row has is an error wrapping ErrUnknown
-// that lists the names once; pool and arena, which are carve allocators
+// that lists the names once, and the nearest to it; pool and arena, which are carve allocators
 // but not rows, are refused with the reason.
 func Parse(list string) ([]string, error) {
 	if list == "all" {
@@ -100,22 +100,24 @@ func Parse(list string) ([]string, error) {
 			return nil, fmt.Errorf("%w: %q is not a row: %s", ErrUnknown, n, why)
 		}
 		if !known[n] {
-			return nil, fmt.Errorf("%w %q: want all or a comma-separated list of %s", ErrUnknown, n, strings.Join(Names(), ", "))
+			return nil, fmt.Errorf("%w %q: want all or a comma-separated list of %s%s", ErrUnknown, n, strings.Join(Names(), ", "), didYouMean(n, Names()))
 		}
 	}
 	return names, nil
 }
 
-// Spec is one row of a table: an allocator, with dedicated pools in
-// front of it for the requests of the sizes in Pools.
+// Spec is one row of a table: an allocator, with carve's pools, arenas
+// or heaps in front of it for the requests its Routes take.
 type Spec struct {
 	Alloc string `json:"alloc"`
-	Pools []int  `json:"pools,omitempty"`
 	// GOGC is the go row's GOGC (0: DefaultGOGC), set in its child
 	// whatever the environment says.
 	GOGC int `json:"gogc,omitempty"`
-	// Routes send the objects of a label (a Go type) to pools, an arena
-	// or a heap in front of the allocator (replay.WithRoutes).
+	// Routes send requests of one size (--pool SIZE, --heap SIZE) or the
+	// objects of a label (a Go type: --pool, --arena and --heap
+	// type=NAME) to pools, an arena or a heap in front of the allocator,
+	// by one rule for every row, in this process, in a Go child or in
+	// front of a real malloc (replay.Router).
 	Routes []replay.Route `json:"routes,omitempty"`
 	// Paced makes the go row collect as the program's runtime would pace
 	// it (replay.NewPacedGoHeap) on a trace that records the program's
@@ -137,9 +139,11 @@ type Spec struct {
 // runtime's own default.
 const DefaultGOGC = 100
 
-// Label is the row's name: "first-fit", "first-fit+pool(64,1024)", and
-// for the go row at another GOGC than 100, "go(gogc=50)", paced,
-// "go(paced)".
+// Label is the row's name: "first-fit", "first-fit+pool(64,1024)" (its
+// routes by size into pools, together), "glibc+heap(4096)",
+// "go+pool(type=main.Entry)", "go+heap(type=[]byte,early)" (its routes,
+// each by the label's Go name: replay.Route.Name), and for the go row at
+// another GOGC than 100, "go(gogc=50)", paced, "go(paced)".
 func (s Spec) Label() string {
 	name := s.Alloc
 	var params []string
@@ -152,19 +156,25 @@ func (s Spec) Label() string {
 	if len(params) > 0 {
 		name += "(" + strings.Join(params, ",") + ")"
 	}
-	if len(s.Pools) > 0 {
-		var sizes []string
-		for _, p := range s.Pools {
-			sizes = append(sizes, strconv.Itoa(p))
+	var sizes []string
+	for _, r := range s.Routes {
+		if !r.ByLabel() && r.Into == replay.IntoPools {
+			sizes = append(sizes, r.Arg())
 		}
+	}
+	if len(sizes) > 0 {
 		name += "+pool(" + strings.Join(sizes, ",") + ")"
 	}
-	early := ""
-	if s.Early {
-		early = ",early"
-	}
 	for _, r := range s.Routes {
-		name += "+" + r.Into.String() + "(type=" + r.Label + early + ")"
+		switch {
+		case !r.ByLabel() && r.Into == replay.IntoPools:
+		case !r.ByLabel():
+			name += "+" + r.Into.String() + "(" + r.Arg() + ")"
+		case s.Early:
+			name += "+" + r.Into.String() + "(" + r.Arg() + ",early)"
+		default:
+			name += "+" + r.Into.String() + "(" + r.Arg() + ")"
+		}
 	}
 	return name
 }
@@ -198,14 +208,12 @@ func (s Spec) Available() error {
 		return fmt.Errorf("%w: %v", ErrUnavailable, libc.ReplayerAvailable())
 	case m.libs != nil && findLib(m) == "":
 		return fmt.Errorf("%w: %s is not installed (%s)", ErrUnavailable, m.libs[0], m.install)
-	case len(s.Routes) > 0:
-		return fmt.Errorf("%w: objects routed by type go to carve's allocators in a Go replay, and %s replays in a C process", ErrUnavailable, s.Alloc)
 	}
 	return nil
 }
 
 // NewAllocator returns the row's allocator for a replay in this process:
-// one of carve's heaps, or the Go heap, behind its pools. It is the one
+// one of carve's heaps, or the Go heap, behind its routes. It is the one
 // place a row's allocator is built. A real malloc is not built here: its
 // row runs in a child (see ServeChild).
 //
@@ -213,8 +221,8 @@ func (s Spec) Available() error {
 // replay, so that the row is the same from run to run; cycles says that
 // the trace records the program's collections and the frees were moved
 // to them (Job.Cycles). Then the go row collects where the program did
-// (replay.NewProgramGoHeap), unless it is a what-if (types routed off the
-// Go heap, pools in front of it) or Paced: those are paced by the
+// (replay.NewProgramGoHeap), unless it is a what-if (routes in front of
+// it: types or sizes moved off the Go heap) or Paced: those are paced by the
 // program's marked heap and its growth in each cycle
 // (replay.NewPacedGoHeap), and a
 // GOGC other than the default by that GOGC alone (replay.NewGoHeap), as
@@ -247,16 +255,13 @@ func (s Spec) NewAllocator(cycles bool, heap trace.CycleHeap) (replay.Allocator,
 	default:
 		a = replay.NewProgramGoHeap()
 	}
-	for _, p := range s.Pools {
-		pooled, err := replay.WithPool(p, a)
+	if len(s.Routes) > 0 {
+		routed, err := replay.WithRoutes(s.Routes, a)
 		if err != nil {
 			a.Close()
-			return nil, fmt.Errorf("--pool %d: %w", p, err)
+			return nil, err
 		}
-		a = pooled
-	}
-	if len(s.Routes) > 0 {
-		return replay.WithRoutes(s.Routes, a)
+		a = routed
 	}
 	return a, nil
 }
@@ -265,7 +270,9 @@ func (s Spec) NewAllocator(cycles bool, heap trace.CycleHeap) (replay.Allocator,
 func (s Spec) routed() []string {
 	var names []string
 	for _, r := range s.Routes {
-		names = append(names, r.Label)
+		if r.ByLabel() {
+			names = append(names, r.Label)
+		}
 	}
 	return names
 }
@@ -279,7 +286,7 @@ func (s Spec) routed() []string {
 // collections fall between the program's marks' ends, where the trace
 // proves no object dead.
 func (s Spec) paced() bool {
-	return s.Alloc == "go" && (s.Paced || len(s.Routes) > 0 || len(s.Pools) > 0)
+	return s.Alloc == "go" && (s.Paced || len(s.Routes) > 0)
 }
 
 // libDirs are where the dynamic loader finds libraries on common

@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestSpecLabel(t *testing.T) {
-	if got := (Spec{Alloc: "first-fit", Pools: []int{64, 1024}}).Label(); got != "first-fit+pool(64,1024)" {
+	if got := (Spec{Alloc: "first-fit", Routes: replay.SizePools(64, 1024)}).Label(); got != "first-fit+pool(64,1024)" {
 		t.Errorf("Label = %q", got)
 	}
 	if _, err := (Spec{Alloc: "glibc"}).NewAllocator(false, trace.CycleHeap{}); err == nil {
@@ -91,7 +91,7 @@ func TestGoRowCollections(t *testing.T) {
 		{Spec{Alloc: "go"}, true, "program"},
 		{Spec{Alloc: "go", Paced: true}, true, "paced"},
 		{Spec{Alloc: "go", Routes: route}, true, "paced"},
-		{Spec{Alloc: "go", Pools: []int{64}}, true, "paced"},
+		{Spec{Alloc: "go", Routes: replay.SizePools(64)}, true, "paced"},
 		{Spec{Alloc: "go", GOGC: 50}, true, "gogc"},
 		{Spec{Alloc: "go", GOGC: 98, Paced: true}, true, "paced"},
 		{Spec{Alloc: "go", GOGC: 98, Routes: route, Early: true}, true, "paced"},
@@ -118,7 +118,7 @@ func TestReplayBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Spec{Alloc: "best-fit", Pools: []int{64}}
+	s := Spec{Alloc: "best-fit", Routes: replay.SizePools(64)}
 	here := Replay(tr, s, Options{Touch: true}, nil)
 	there := Replay(tr, s, Options{Touch: true, Isolate: true}, nil)
 	if here.Error != "" || there.Error != "" {

@@ -197,6 +197,7 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 	case o.Isolate || s.InChild():
 		return replayInChild(t, s, o, prog, limit)
 	}
+	var routed *replay.Routed
 	res, err := func() (replay.Result, error) {
 		a, err := s.NewAllocator(false, trace.CycleHeap{}) // not the go row: it replays in a child
 		if err != nil {
@@ -214,19 +215,27 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 		if err == nil {
 			err = unrouted(a)
 		}
+		if r, ok := replay.RoutedOf(a); ok {
+			routed = &r
+		}
 		return res, err
 	}()
-	return rw.fill(t, res, err)
+	rw = rw.fill(t, res, err)
+	if err == nil {
+		rw.Routed = routed
+	}
+	return rw
 }
 
 // source opens the events of t that the row of s replays, in whichever
 // process it runs (this one reads them and sends them to a child): the
 // one place a row's events come from, where a row's own transform of
-// the stream belongs.
+// the stream belongs. The objects of a route with a chunk come at their
+// type's size (replay.AtTypeSize).
 func source(t traces.Trace, s Spec) (trace.Source, io.Closer, error) {
 	src, closer, err := t.OpenPlaced(s.routed(), s.Early, s.paced())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", replay.ErrSource, err)
 	}
-	return src, closer, nil
+	return replay.AtTypeSize(src, s.Routes), closer, nil
 }

@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"github.com/carvelab/carve/internal/text"
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
@@ -97,7 +98,7 @@ func Carving(w io.Writer, c Config) error {
 	if c.FromPool {
 		from = "pool"
 		for i := range specs {
-			specs[i].Pools = []int{1024}
+			specs[i].Routes = replay.SizePools(1024)
 		}
 	}
 	return phases(w, specs, c.options(true), c, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
