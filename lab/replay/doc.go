@@ -6,10 +6,12 @@
 // The lab's interface belongs to the lab: Allocator is the little replay
 // needs, New adapts carve's heaps to it by their fixed names (first-fit,
 // next-fit, best-fit, ao-first-fit, buddy, buddy-header, sizeclass) and
-// the Go heap ("go"), and WithPool puts a dedicated pool in front of one
-// for the objects of one size. BatchAllocator is what an allocator
-// driven a batch of events at a time provides: the C allocators of
-// package libc.
+// the Go heap ("go"), and WithRoutes puts carve's pools, arenas or heaps
+// in front of one for the requests of one size or the objects of one
+// label (WithPool: a pool for one size), by one rule that a Router keeps
+// for every row, the C allocators' too (route.go). BatchAllocator is
+// what an allocator driven a batch of events at a time provides: the C
+// allocators of package libc.
 //
 // Two engines share one ledger (ledger.go). Run replays events in order
 // on one locked OS thread, calling the allocator for each; RunBatch hands

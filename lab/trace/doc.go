@@ -282,7 +282,9 @@
 // live bytes and objects, lifetimes, and Robson's worst-case bounds on the
 // heap that its peak and size range could force. For a labelled trace it
 // also gives a table of its labels (for a Go trace, its types) by their
-// bytes live at the trace's peak ([LabelStat], [Summary.WriteLabels]).
+// bytes live at the trace's peak ([LabelStat], [Summary.WriteLabels]),
+// each by its Go name ([LabelStat.GoName]: a uint8 label of objects of
+// many bytes is a []byte), and [FindLabel] finds one by either name.
 //
 // # Dependencies
 //

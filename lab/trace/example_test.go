@@ -176,6 +176,6 @@ func ExampleSummary_WriteLabels() {
 	// l 2 uint8 ptrbytes=0 size=1
 	// a 3 1024 @2
 	//   bytes at peak  share  objects  own peak  allocs  mean life  ptr bytes  size  label
-	//        4.00 KiB  94.1%        4  4.00 KiB       4          7          0     1  uint8
+	//        4.00 KiB  94.1%        4  4.00 KiB       4          7          0     1  []byte
 	//           256 B   5.9%        4     256 B       4          -          0    64  main.session
 }

@@ -342,8 +342,9 @@ var LabelColumns = []string{"bytes at peak", "share", "objects", "own peak", "al
 // for each label the bytes and objects live at the trace's peak, their
 // share of the peak, the label's own peak, its allocations, the mean
 // lifetime of its objects in events, its pointer bytes and its size (for
-// a Go trace: the type's; "-" when the label has no such attribute), and
-// its name. It is nil for a trace without labels.
+// a Go trace: the type's, a slice's element's; "-" when the label has no
+// such attribute), and its name as a Go programmer writes the type
+// (LabelStat.GoName: "[]byte"). It is nil for a trace without labels.
 func (s Summary) LabelCells(n int) [][]string {
 	rows := s.Labels
 	if n > 0 && len(rows) > n {
@@ -363,7 +364,7 @@ func (s Summary) LabelCells(n int) [][]string {
 	}
 	var out [][]string
 	for _, l := range rows {
-		name := l.Name
+		name := l.GoName()
 		if l.Label == 0 {
 			name = "(no label)"
 		}
