@@ -71,8 +71,10 @@ func replayInC(t traces.Trace, s Spec, o Options, prog *Progress, limit int64) R
 	}
 	rw = rw.fill(t, res, err)
 	if err == nil {
-		routed := ca.router.Routed()
-		rw.Routed = &routed
+		if len(s.Routes) > 0 {
+			routed := ca.router.Routed()
+			rw.Routed = &routed
+		}
 		st := ca.r.Startup()
 		rw.setRSS(ca.peakRSS) // the kernel's mark: the process replays the trace and nothing else
 		rw.StartupFootprint, rw.StartupRSS = st.Heap.Footprint, st.AnonRSS

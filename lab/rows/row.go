@@ -110,7 +110,9 @@ type Row struct {
 	Frees string `json:"frees,omitempty"`
 	// Routed is, for a row with routes in front of its allocator, what
 	// they held (replay.Routed): the same for the same routes in front of
-	// any row of a trace. Its figures are in the row's too.
+	// any row that replays the same events (a go row with routes, on a
+	// trace that records the program's collections, has its frees placed
+	// for a paced heap: see Spec.paced). Its figures are in the row's too.
 	Routed *replay.Routed `json:"routed,omitempty"`
 	// VsProgram is, for the go row that collected where the program did,
 	// its peak RSS against the recorded program's own (Table.Program),
