@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
 
-	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/advise"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
@@ -27,22 +28,30 @@ savings and the Go code that makes the pools.
 For a Go program's trace (carve record -- go test ..., its objects labelled
 with their types) and no --base, it advises on types instead: it replays the
 trace through the Go heap, then with each of the --types largest
-pointer-free types routed to carve pools (one per size), to an arena and,
-for a type whose objects come in more than one size, to a carve heap,
---repeats times each at GOGCs around --gogc, and ranks them by the peak RSS
-they save against the Go heap at the same GOGC. A type whose bytes could
-not save ` + size.Format(advise.MinTypeSaving) + ` (what they cost on the Go heap) is not replayed. On a trace that records the
-program's collections the Go heap is paced by the program's own marks (its
-marked heap less the moved objects, times how far its heap grew in that
-cycle), and once collected where the program collected, to print
-the model's error; each move is replayed with its objects freed at the
-start of the mark that did not find them (the latest they can have died)
-and the program's marks as long as they were, and with them freed as
-early as the trace allows and the marks shorter by what moved, the
-saving's two bounds. A type is suggested when it saved at four in five of
-the GOGCs (all of up to three), ` + size.Format(advise.MinTypeSaving) + ` or more in the median, and not
-more than its bytes can cost on the Go heap (placement noise); types that
-hold pointers are listed as staying where they are.`,
+pointer-free types that hold at least --min-type at the trace's peak
+(default ` + advise.DefaultFloor.String() + `: that share of the peak marked heap, and that
+many bytes) moved to carve memory: a type of one size into one pool of its
+own size (pool.NewOf[T]) and into one carve heap, a slice ([]byte, []T) or a
+type of many sizes into one carve heap and into a pool per size, --repeats
+times each at GOGCs around --gogc, and measures the peak RSS each saves
+against the Go heap at the same GOGC. The runtime's and the testing
+package's own types, the objects of no type, and the types that hold
+pointers are never tried; each is summed in a line. On a trace that
+records the program's collections the Go heap is paced by the program's
+own marks (its marked heap less the moved objects, times how far its heap
+grew in that cycle), and once collected where the program collected, to
+print the model's error; each move is replayed with its objects freed at
+the start of the mark that did not find them (the latest they can have
+died) and the program's marks as long as they were, and with them freed
+as early as the trace allows and the marks shorter by what moved: the
+saving's two bounds.
+
+For each type it prints ` + advise.TargetRule + `.
+
+A move is suggested with ` + advise.Rule(5) + ` (at --repeats 5).
+
+The code printed is the code of the moves measured: the replays route what
+it allocates, where it allocates it.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var cfg advise.Config
 		fs.StringVar(&cfg.Base, "base", "", "the `ALLOCATOR` the pools go in front of: "+strings.Join(replay.Names(), ", ")+" (default: the Go heap for a Go program's trace, its types moved; "+advise.DefaultBase+" otherwise, sizes pooled)")
@@ -50,11 +59,17 @@ hold pointers are listed as staying where they are.`,
 		fs.IntVar(&tc.GOGC, "gogc", rows.DefaultGOGC, "for a Go program's trace: the Go heap's `GOGC`")
 		fs.IntVar(&tc.Repeats, "repeats", 5, "for a Go program's trace: replays of each candidate and of the Go heap, at GOGCs 2 apart around --gogc, the savings counted at the same GOGC (where the collections fall moves a peak); at most "+strconv.Itoa(advise.MaxRepeats))
 		fs.IntVar(&tc.Candidates, "types", 5, "for a Go program's trace: try the `N` pointer-free types largest at the peak")
+		floor := advise.DefaultFloor
+		fs.Func("min-type", "for a Go program's trace: the least a type holds at the trace's peak to be tried: a `SHARE` of the peak marked heap (1%), bytes (1MiB), both (1%,1MiB: the larger), or 0 for none (default "+advise.DefaultFloor.String()+")", func(v string) error {
+			f, err := advise.ParseFloor(v)
+			floor = f
+			return err
+		})
 		fs.Var(&cfg.Min, "min", "the least `SAVING` of peak footprint a pool must bring: bytes (65536, 64KiB, 1MiB) or a percentage of the baseline's peak (2%); default 1%, at least 64 KiB")
 		fs.IntVar(&cfg.MaxPools, "max", 4, "suggest at most `N` pools")
 		fs.IntVar(&cfg.Candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
 		fs.IntVar(&cfg.Jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
-		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+advise.Schema+")")
+		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+advise.Schema+"; "+advise.TypesSchema+" for a Go program's trace)")
 		var maxRequest byteSize
 		budgetFlags(fs, &maxRequest, nil)
 		var tf traceFlags
@@ -73,7 +88,7 @@ hold pointers are listed as staying where they are.`,
 			case cfg.Jobs < 1:
 				return badUsage("--jobs %d: want 1 or more", cfg.Jobs)
 			case tc.Repeats > advise.MaxRepeats:
-				return badUsage("--repeats %d: want 1 to %d (each repeat is another 1 + 2 x --types replays)", tc.Repeats, advise.MaxRepeats)
+				return badUsage("--repeats %d: want 1 to %d (each repeat is another replay of the Go heap and of each move of each type, late and early)", tc.Repeats, advise.MaxRepeats)
 			case rows.IsReal(cfg.Base):
 				return badUsage("--base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", cfg.Base, strings.Join(replay.Names(), ", "))
 			}
@@ -87,8 +102,14 @@ hold pointers are listed as staying where they are.`,
 					return badUsage("--repeats, --types and --gogc want 1 or more")
 				}
 
-				tc.Trace, tc.Jobs, tc.MaxRequest = cfg.Trace, cfg.Jobs, cfg.MaxRequest
+				tc.Trace, tc.Jobs, tc.MaxRequest, tc.Floor = cfg.Trace, cfg.Jobs, cfg.MaxRequest, &floor
+				prog := startProgress(c.stderr, 0)
+				tc.Progress = prog.counts()
+				tc.Planned = func(n int) {
+					fmt.Fprintf(c.stderr, "carve advise: %s: %s of the whole trace, %d at once\n", cfg.Trace.Label, text.Count(int64(n), "replay"), tc.Jobs)
+				}
 				adv, err := advise.AdviseTypes(tc)
+				prog.stop()
 				if err != nil {
 					return classify(err)
 				}

@@ -82,22 +82,25 @@ func TestRouteByType(t *testing.T) {
 }
 
 // TestAdviseGoTrace: carve advise on a Go trace advises on its types,
-// on the Go heap, and refuses the types that hold pointers.
+// on the Go heap, each in the moves that fit it, and refuses the types
+// that hold pointers; by default no type under the floor is tried.
 func TestAdviseGoTrace(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"advise", "--repeats", "1", "--types", "2", "--format", "json", goTrace}, &stdout, &stderr)
+	code := run([]string{"advise", "--repeats", "1", "--types", "2", "--min-type", "0", "--format", "json", goTrace}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "replays of the whole trace") {
+		t.Errorf("advise did not say how many replays it makes: %s", stderr.String())
+	}
 	var adv struct {
-		Schema string `json:"schema"`
-		Base   string `json:"base"`
-		Tried  []struct {
-			Type            string
-			SavingLowBytes  int64 `json:"saving_low_bytes"`
-			SavingHighBytes int64 `json:"saving_high_bytes"`
-			Bounds          []advise.Bound
-			Skipped         bool
+		Schema     string `json:"schema"`
+		Base       string `json:"base"`
+		FloorBytes int64  `json:"floor_bytes"`
+		Tried      []struct {
+			Type    string
+			Bytes   int64 `json:"bytes_at_peak"`
+			Targets []advise.Target
 		}
 		Refused []struct{ Type string }
 		Program *advise.Measured `json:"program_collected"`
@@ -106,29 +109,27 @@ func TestAdviseGoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The trace records the program's collections: the baseline is
-	// paced by the model, and every move replayed has its bounds, for
-	// the pool, the arena and, for uint8 (of many sizes), a heap; a
-	// type too small to save 64 KiB is not replayed.
-	if adv.Schema != advise.TypesSchema || adv.Base != "go(paced)" || len(adv.Tried) != 2 {
-		t.Fatalf("advice %+v: want %s on go(paced), 2 types tried", adv, advise.TypesSchema)
+	// paced by the model, and every move replayed has its bounds: a
+	// slice's into a heap and pools, a struct's into pool.NewOf and a
+	// heap.
+	if adv.Schema != advise.TypesSchema || adv.Base != "go(paced)" || len(adv.Tried) != 2 || adv.FloorBytes != 0 {
+		t.Fatalf("advice %+v: want %s on go(paced), 2 types tried, no floor", adv, advise.TypesSchema)
 	}
 	for _, tr := range adv.Tried {
-		var into []string
-		for _, b := range tr.Bounds {
-			into = append(into, b.Into)
-		}
-		slices.Sort(into)
-		want := []string{"arena", "pool"}
-		if tr.Type == "uint8" {
-			want = []string{"arena", "heap", "pool"}
-		}
-		switch {
-		case tr.Skipped:
-			if len(tr.Bounds) != 0 {
-				t.Errorf("%s: not replayed, but with bounds %+v", tr.Type, tr.Bounds)
+		var kinds []string
+		for _, tg := range tr.Targets {
+			kinds = append(kinds, tg.Move.Kind())
+			if tg.Error == "" && (tg.Low > tg.High || len(tg.Lows) != 1) {
+				t.Errorf("%s into %s: bounds %d to %d, lows %v", tr.Type, tg.Move.Kind(), tg.Low, tg.High, tg.Lows)
 			}
-		case !slices.Equal(into, want) || tr.SavingLowBytes > tr.SavingHighBytes:
-			t.Errorf("%s: bounds %+v, low %d, high %d: want a range into each of %v", tr.Type, tr.Bounds, tr.SavingLowBytes, tr.SavingHighBytes, want)
+		}
+		slices.Sort(kinds)
+		want := []string{"heap", "pool.NewOf"}
+		if strings.HasPrefix(tr.Type, "[]") {
+			want = []string{"heap", "pools"}
+		}
+		if !slices.Equal(kinds, want) {
+			t.Errorf("%s measured into %v, want %v", tr.Type, kinds, want)
 		}
 	}
 	if adv.Program == nil {
@@ -140,6 +141,20 @@ func TestAdviseGoTrace(t *testing.T) {
 	}
 	if !refused {
 		t.Errorf("main.conn (it holds a pointer) not refused: %+v", adv.Refused)
+	}
+	// With the default floor, no type under it is tried.
+	stdout.Reset()
+	if code := run([]string{"advise", "--repeats", "1", "--format", "json", goTrace}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	adv.Tried = nil
+	if err := json.Unmarshal(stdout.Bytes(), &adv); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range adv.Tried {
+		if tr.Bytes < adv.FloorBytes || adv.FloorBytes < 1<<20 {
+			t.Errorf("%s tried with %d bytes at the peak, the floor %d", tr.Type, tr.Bytes, adv.FloorBytes)
+		}
 	}
 	// --base keeps the size advice.
 	stdout.Reset()

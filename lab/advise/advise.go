@@ -599,7 +599,7 @@ func (m *meter) Alloc(size, align int) ([]byte, error) {
 		return nil, err
 	}
 	m.live += int64(len(b))
-	if size == m.size && align <= 8 { // what replay.WithPool sends to its pool
+	if (replay.Route{Size: m.size}).Takes(size, align, "") { // what replay.WithPool sends to its pool
 		m.requests++
 	}
 	return b, nil

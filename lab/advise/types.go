@@ -18,7 +18,6 @@ import (
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
-	"github.com/carvelab/carve/pool"
 )
 
 // Advice for a Go program: which of its types to move off the Go heap.
@@ -62,18 +61,81 @@ import (
 // the Go heap (NoiseBound) is placement noise, never suggested.
 
 // GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
-// the least median saving of peak RSS a type is suggested for.
+// the least median saving of peak RSS a type is suggested for (its lower
+// bound's, on a trace that records the program's collections).
 const (
 	GOGCStep      = 2
 	MinTypeSaving = 64 << 10
 )
 
-// MaxRepeats bounds TypeConfig.Repeats: each repeat is another
-// 1 + 2 × Candidates replays, at a GOGC further from the row's.
+// The floor of a candidate: a type is tried only when its bytes at the
+// trace's peak are at least DefaultFloor.Bytes and DefaultFloor.Percent
+// of the peak marked heap (of peak live, on a trace without
+// collections): a type below it cannot save more than placement noise.
+var DefaultFloor = Floor{Bytes: 1 << 20, Percent: 1}
+
+// Floor is the least a type must hold at the trace's peak to be tried.
+type Floor struct {
+	Bytes   int64
+	Percent float64
+}
+
+// String is the floor as --min-type spells it: "1%,1MiB", or "0".
+func (f Floor) String() string {
+	var parts []string
+	if f.Percent > 0 {
+		parts = append(parts, strconv.FormatFloat(f.Percent, 'g', -1, 64)+"%")
+	}
+	switch {
+	case f.Bytes > 0 && f.Bytes%(1<<20) == 0:
+		parts = append(parts, strconv.FormatInt(f.Bytes>>20, 10)+"MiB")
+	case f.Bytes > 0 && f.Bytes%(1<<10) == 0:
+		parts = append(parts, strconv.FormatInt(f.Bytes>>10, 10)+"KiB")
+	case f.Bytes > 0:
+		parts = append(parts, strconv.FormatInt(f.Bytes, 10))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseFloor reads a floor as --min-type spells it: a percentage of the
+// peak marked heap, a size (1MiB, 65536), both joined by a comma, or 0
+// for none.
+func ParseFloor(s string) (Floor, error) {
+	var f Floor
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if pc, ok := strings.CutSuffix(part, "%"); ok {
+			v, err := strconv.ParseFloat(pc, 64)
+			if err != nil || v < 0 || v > 100 {
+				return Floor{}, fmt.Errorf("%q: want a percentage from 0%% to 100%%", part)
+			}
+			f.Percent = v
+			continue
+		}
+		n, err := size.Parse(part)
+		if err != nil || n < 0 {
+			return Floor{}, fmt.Errorf("%q: want a size (1MiB, 65536) or a percentage (1%%)", part)
+		}
+		f.Bytes = n
+	}
+	return f, nil
+}
+
+// least returns the floor's bytes for a trace whose peak marked heap
+// (or peak live) is peak.
+func (f Floor) least(peak uint64) uint64 {
+	return max(uint64(f.Bytes), uint64(f.Percent/100*float64(peak)))
+}
+
+// MaxRepeats bounds TypeConfig.Repeats: each repeat is another replay of
+// the Go heap and two of each candidate's targets.
 const MaxRepeats = 50
 
 // TypesSchema names the version of the JSON of a TypeAdvice.
-const TypesSchema = "carve.advise-types/v3"
+const TypesSchema = "carve.advise-types/v4"
 
 // TypeConfig is what to advise on for a labelled trace (a Go execution
 // trace), and how.
@@ -81,14 +143,23 @@ type TypeConfig struct {
 	Trace traces.Trace
 	// GOGC is the go row's (0: rows.DefaultGOGC).
 	GOGC int
-	// Candidates is how many pointer-free types, by their bytes at the
-	// trace's peak, are tried (5 when 0); Repeats how many times each
-	// replay is made, at GOGCs GOGCStep apart around GOGC (5 when 0, at
-	// most MaxRepeats);
-	// Jobs the replays at once (1 when 0).
+	// Candidates is how many pointer-free types at or above the Floor,
+	// by their bytes at the trace's peak, are tried (5 when 0); Repeats
+	// how many times each replay is made, at GOGCs GOGCStep apart around
+	// GOGC (5 when 0, at most MaxRepeats); Jobs the replays at once (1
+	// when 0).
 	Candidates, Repeats, Jobs int
+	// Floor is the least a type holds at the trace's peak to be tried
+	// (DefaultFloor when nil).
+	Floor *Floor
 	// MaxRequest and MaxRSS are the rows' budgets (rows.Options).
 	MaxRequest, MaxRSS int64
+	// Progress counts the replays as they run (nil: none); its Total is
+	// set before the first.
+	Progress *rows.Progress
+	// Planned, when not nil, is called with the number of replays before
+	// the first.
+	Planned func(replays int)
 }
 
 // TypeAdvice is what the advisor measured for a Go trace.
@@ -101,6 +172,13 @@ type TypeAdvice struct {
 	// GOGCs are the repeats' GOGCs, the row's first.
 	GOGCs   []int `json:"gogcs"`
 	Replays int   `json:"replays"`
+	// Floor is the least a type held at the trace's peak to be tried,
+	// FloorBytes what it came to on this trace, PeakMarked the peak
+	// marked heap it is a share of (peak live on a trace without
+	// collections).
+	Floor      string `json:"floor"`
+	FloorBytes int64  `json:"floor_bytes"`
+	PeakMarked int64  `json:"peak_marked"`
 	// Baseline is the Go heap alone: paced by the model (Paced) on a
 	// trace that records the program's collections, the what-ifs' own
 	// pacing, so that a saving is taken against the same model.
@@ -115,18 +193,40 @@ type TypeAdvice struct {
 	Paced      bool      `json:"paced"`
 	Program    *Measured `json:"program_collected,omitempty"`
 	ModelError int64     `json:"model_error_bytes"`
-	// Tried are the candidates, the best saving first.
+	// Tried are the candidates, the best lower bound first.
 	Tried []TypeTrial `json:"tried"`
-	// Suggested are the candidates that saved at Quorum of the GOGCs or
-	// more, by at least MinTypeSaving in the median, in the order of
-	// Tried.
+	// Suggested are the candidates whose move passed the rule
+	// (TypeTrial.Suggested), in the order of Tried.
 	Suggested []TypeTrial `json:"suggested"`
+	// Unproven are the candidates not suggested whose move's upper bound
+	// (freed early) passes the rule where its lower bound does not: the
+	// trace cannot tell when in a collection cycle the program dropped
+	// them, and a program that frees them as soon as it drops them may
+	// save up to the upper bound; GoUnproven is their code.
+	Unproven   []TypeTrial `json:"unproven"`
+	GoUnproven string      `json:"go_unproven,omitempty"`
 	// Refused are the types that hold pointers, by bytes at the peak,
-	// and why they cannot move.
+	// and why they cannot move (the first ten).
 	Refused []Refused `json:"refused"`
+	// Left are the objects never tried, summed by why: the runtime's and
+	// the testing package's own types, the objects of no type, the
+	// pointer-free types under the Floor, and those past Candidates.
+	Left []Left `json:"left"`
+	// Untyped says the objects of no type held more than a tenth of the
+	// trace's peak: the figures cover the typed objects only.
+	Untyped bool `json:"untyped_over_a_tenth,omitempty"`
 	// Assumes says what the figures assume.
 	Assumes []string `json:"assumes"`
-	Go      string   `json:"go"` // the code that makes the suggested pools, arenas and heaps
+	Go      string   `json:"go"` // the code that makes the suggested moves
+}
+
+// Left is a set of objects the advisor did not try: their types, their
+// objects and bytes at the trace's peak, and why.
+type Left struct {
+	Why     string `json:"why"`
+	Types   int    `json:"types"`
+	Objects int64  `json:"objects_at_peak"`
+	Bytes   uint64 `json:"bytes_at_peak"`
 }
 
 // Measured is a replay's headline over its repeats.
@@ -141,86 +241,77 @@ type Measured struct {
 	Error     string   `json:"error,omitempty"`
 }
 
-// TypeTrial is one type moved off the Go heap, measured.
+// TypeTrial is one type moved off the Go heap, measured into each target
+// that fits it (Targets), the one printed first.
 type TypeTrial struct {
+	// Type is the type's Go name ([]byte for a uint8 label whose objects
+	// hold many), Label the trace's.
 	Type     string  `json:"type"`
+	Label    string  `json:"label"`
 	Size     int64   `json:"size"` // the type's size; 1 for a []byte's uint8
 	Objects  int64   `json:"objects_at_peak"`
 	Bytes    uint64  `json:"bytes_at_peak"`
 	Allocs   int64   `json:"allocs"`
 	MeanLife float64 `json:"mean_life_events"`
-	// Into is "pool", "arena" or "heap": where the measured replay put
-	// them (a heap only for objects of more than one size).
-	Into string `json:"into"`
-	Measured
-	// Saving is the median of the pairwise savings, the baseline's peak
-	// RSS less this one's at the same GOGC, SavingLow, SavingHigh the
-	// least and the most of them, and Saved how many of them are above
-	// zero; Rule is what "a live byte costs
-	// 1 + GOGC/100 on the Go heap and one in a pool" predicts:
-	// Bytes × GOGC/100.
-	Saving                int64    `json:"saving"`
-	SavingLow, SavingHigh int64    `json:"-"`
-	SavingRange           [2]int64 `json:"saving_range"`
-	SavingPercent         float64  `json:"saving_percent"`
-	Saved                 int      `json:"saved_at"`
-	Rule                  int64    `json:"rule_predicts"`
-	// With Paced, the saving is a range (Bounds, one per target; the
-	// target's Into first): SavingLowBytes when the moved objects are
-	// freed at the start of the mark that did not find them, the latest
-	// they can have died (the late bound: Saving),
-	// SavingHighBytes when freed as early as the trace allows (the
-	// later of their birth and the start of the mark before, or of the
-	// last mark for an object the trace never frees: a program that
-	// frees them when it drops them).
-	SavingLowBytes  int64   `json:"saving_low_bytes"`
-	SavingHighBytes int64   `json:"saving_high_bytes"`
-	Bounds          []Bound `json:"bounds,omitempty"`
+	// Sizes are the sizes the trace gives its objects (their size
+	// classes), the most bytes first.
+	Sizes []SizeCount `json:"sizes"`
+	// Rule is what "a live byte costs 1 + GOGC/100 on the Go heap and
+	// one in a pool" predicts: Bytes × GOGC/100.
+	Rule int64 `json:"rule_predicts"`
 	// NoiseBound is the most a move can save: the moved bytes at the
 	// peak × (1 + GOGC/100) plus their share of the baseline's peak RSS
-	// above its peak live, and never more than the baseline's peak RSS. A median saving above it is PlacementNoise
-	// (where the re-paced collections fell), never suggested.
-	NoiseBound     int64 `json:"noise_bound_bytes"`
-	PlacementNoise bool  `json:"placement_noise,omitempty"`
-	// Skipped says the type was not replayed: its NoiseBound, the most
-	// its move can save, is below MinTypeSaving, so no replay could
-	// suggest it.
-	Skipped bool `json:"skipped,omitempty"`
-	// Rounding is, for a type whose objects come in more than one size
-	// (and so is tried in a heap), how far the trace's sizes, Go's size
-	// classes, are above the requests they stand for.
+	// above its peak live, and never more than the baseline's peak RSS.
+	// A lower bound above it is placement noise (where the re-paced
+	// collections fell), never suggested.
+	NoiseBound int64 `json:"noise_bound_bytes"`
+	// Targets are the moves measured, the one chosen first (Choose).
+	Targets []Target `json:"targets"`
+	// Rounding is, for a type whose objects come in more than one size,
+	// how far the trace's sizes, Go's size classes, are above the
+	// requests they stand for: what a heap, which rounds a request to a
+	// few bytes, would hold less.
 	Rounding *ClassRounding `json:"class_rounding,omitempty"`
-	// sizes says its objects come in more than one size.
-	sizes bool
-	// Sizes are, for a []byte's uint8 that is suggested, the sizes its
-	// objects come in, the most bytes allocated first: the pools the code
-	// makes.
-	Sizes []SizeCount `json:"sizes,omitempty"`
+	// Suggested says the chosen move passed the rule: its lower bound
+	// above zero at Quorum of the GOGCs or more, at least MinTypeSaving
+	// in the median and no more than NoiseBound.
+	Suggested bool   `json:"suggested"`
+	Error     string `json:"error,omitempty"`
 }
 
-// Bound is a move's saving into one target, as a range: the median
-// saving with the objects freed late (the latest they can have died)
-// and early (as early as it allows; on a trace without collections,
-// both are the saving with the objects freed where the trace frees
-// them). PeakRSS is the late replay's median.
-type Bound struct {
-	Into            string `json:"into"`
-	SavingLowBytes  int64  `json:"saving_low_bytes"`
-	SavingHighBytes int64  `json:"saving_high_bytes"`
-	PeakRSS         int64  `json:"peak_rss"`
-	// Error says why a replay into the target failed (an arena that
-	// never resets outgrowing the row's budget, say): its savings are 0.
+// Target is one move of a type measured: the move (its route and its
+// code), and its saving of peak RSS against the Go heap at the same GOGC.
+type Target struct {
+	Move Move `json:"move"`
+	// Late is the move replayed with the moved objects freed at the start
+	// of the mark that did not find them (the latest they can have died)
+	// and the marks as long as the program's; Early with them freed as
+	// early as the trace allows and the marks shorter by what moved (on a
+	// trace without collections, Early is Late).
+	Late  Measured `json:"late"`
+	Early Measured `json:"early"`
+	// Low and High bound the saving, the medians of the pairwise savings
+	// of the two replays (the least first); Lows and Highs are, at each
+	// GOGC, the lesser and the greater of the two, and Saved how many of
+	// Lows are above zero.
+	Low   int64   `json:"saving_low_bytes"`
+	High  int64   `json:"saving_high_bytes"`
+	Lows  []int64 `json:"saving_lows"`
+	Highs []int64 `json:"saving_highs"`
+	Saved int     `json:"saved_at"`
+	// LowPercent is Low over the baseline's peak RSS, in percent.
+	LowPercent float64 `json:"saving_low_percent"`
+	// Error says why a replay of the move failed (an arena that never
+	// resets outgrowing the row's budget, say): its savings are 0.
 	Error string `json:"error,omitempty"`
 }
 
-// targets returns where a candidate is tried: pools (one per size its
-// objects come in) and an arena, and, for objects of more than one
-// size, a carve heap, which serves every size from one allocator.
-func (t TypeTrial) targets() []replay.Target {
-	if t.sizes {
-		return []replay.Target{replay.IntoPools, replay.IntoArena, replay.IntoHeap}
+// Chosen returns the trial's printed move: its first target.
+func (t TypeTrial) Chosen() *Target {
+	if len(t.Targets) == 0 || t.Error != "" {
+		return nil
 	}
-	return []replay.Target{replay.IntoPools, replay.IntoArena}
+	return &t.Targets[0]
 }
 
 // ClassRounding is how far a Go trace's sizes of one type's objects,
@@ -245,13 +336,10 @@ type ClassRounding struct {
 	AtPeak      int64   `json:"overstated_bytes_at_peak"`
 }
 
-// classRounding reads tr and measures the class rounding of the objects
-// labelled name, whose bytes at the trace's peak are atPeak.
-func classRounding(tr traces.Trace, name string, atPeak uint64) (ClassRounding, error) {
-	sizes, err := labelSizes(tr, name, 0, math.MaxUint64)
-	if err != nil {
-		return ClassRounding{}, err
-	}
+// classRounding measures the class rounding of a type's objects, of
+// the sizes the trace gives them, whose bytes at the trace's peak are
+// atPeak.
+func classRounding(sizes []SizeCount, atPeak uint64) ClassRounding {
 	var r ClassRounding
 	for _, sc := range sizes {
 		lo, hi := trace.GoRequests(uint64(sc.Size))
@@ -265,7 +353,7 @@ func classRounding(tr traces.Trace, name string, atPeak uint64) (ClassRounding, 
 		r.MostPercent = 100 * float64(r.Traced-r.Least) / float64(r.Traced)
 	}
 	r.AtPeak = int64(float64(atPeak) * r.EvenPercent / 100)
-	return r, nil
+	return r
 }
 
 // Refused is a type that cannot move to carve memory.
@@ -294,6 +382,10 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	if c.GOGC <= 0 {
 		c.GOGC = rows.DefaultGOGC
 	}
+	floor := DefaultFloor
+	if c.Floor != nil {
+		floor = *c.Floor
+	}
 	if c.Repeats > MaxRepeats {
 		return nil, fmt.Errorf("advise: %d repeats, more than %d (MaxRepeats)", c.Repeats, MaxRepeats)
 	}
@@ -316,30 +408,28 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	paced := c.Trace.FreesMoved()
 	base := rows.Spec{Alloc: "go", GOGC: c.GOGC, Paced: paced}
 	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats, Paced: paced,
-		Tried: []TypeTrial{}, Suggested: []TypeTrial{}, Refused: []Refused{}}
-	var cands []TypeTrial
-	for _, l := range sum.Labels {
-		if l.Name == "" || l.Bytes == 0 {
-			continue
+		Floor: floor.String(), Tried: []TypeTrial{}, Suggested: []TypeTrial{}, Unproven: []TypeTrial{}, Refused: []Refused{}, Left: []Left{}}
+	peak := sum.PeakMarked
+	if peak == 0 {
+		peak = sum.PeakLive
+	}
+	adv.PeakMarked = int64(peak)
+	adv.FloorBytes = int64(floor.least(peak))
+	cands := candidates(sum.Labels, adv, floor.least(peak), c.Candidates)
+	if len(cands) > 0 {
+		names := make([]string, len(cands))
+		for i, cd := range cands {
+			names[i] = cd.Label
 		}
-		if l.PtrBytes != 0 {
-			why := "its type is unknown to the trace"
-			if l.PtrBytes > 0 {
-				why = fmt.Sprintf("%d of its %d bytes may hold Go pointers: the collector does not look inside carve memory, so what they point to could be freed under it", l.PtrBytes, l.Size)
-			}
-			adv.Refused = append(adv.Refused, Refused{Type: l.Name, Bytes: l.Bytes, PtrBytes: l.PtrBytes, Size: l.Size, Why: why})
-			continue
+		sizes, err := labelSizes(c.Trace, names)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
 		}
-		if len(cands) < c.Candidates && Movable(l.Name) {
-			cands = append(cands, TypeTrial{Type: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife,
-				sizes: l.MinSize != l.MaxSize})
+		for i := range cands {
+			cands[i].Sizes = sizes[cands[i].Label]
 		}
 	}
-	adv.Refused = adv.Refused[:min(len(adv.Refused), 10)]
 
-	// The baseline first, at each GOGC; then each candidate whose bytes
-	// could save MinTypeSaving (NoiseBound), into each target that fits
-	// it (targets).
 	for r := range c.Repeats {
 		step := (r + 1) / 2 * GOGCStep
 		if r%2 == 1 {
@@ -347,42 +437,60 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		adv.GOGCs = append(adv.GOGCs, max(c.GOGC+step, 1))
 	}
-	at := func(gogc int, route *replay.Route, early bool) rows.Spec {
-		s := rows.Spec{Alloc: "go", GOGC: gogc, Paced: paced && route == nil}
-		if route != nil {
-			s.Routes, s.Early = []replay.Route{*route}, early
+	at := func(gogc int, m *Move, early bool) rows.Spec {
+		s := rows.Spec{Alloc: "go", GOGC: gogc, Paced: paced && m == nil}
+		if m != nil {
+			s.Routes, s.Early = []replay.Route{m.Route()}, early && paced
 		}
 		return s
 	}
-	opt := rows.Options{Touch: true, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
-	byLabel := map[string]rows.Row{}
-	run := func(specs []rows.Spec) error {
-		table := rows.Run([]traces.Trace{c.Trace}, specs, opt, c.Jobs, nil)[0]
-		adv.Replays += len(table.Rows)
-		for _, r := range table.Rows {
-			if r.ErrorKind == rows.KindInput {
-				return fmt.Errorf("%w: %s: %s", replay.ErrSource, c.Trace.Label, r.Error)
-			}
-			byLabel[r.Allocator] = r
-		}
-		return nil
-	}
+	// Every replay, planned before the first: the Go heap alone at each
+	// GOGC (and, paced, once collected where the program collected),
+	// then each move of each candidate at each GOGC, freed late and, on
+	// a trace of collections, early.
 	var specs []rows.Spec
-	program := rows.Spec{Alloc: "go"} // collected where the program did
+	program := rows.Spec{Alloc: "go"}
 	if paced {
 		specs = append(specs, program)
 	}
 	for _, g := range adv.GOGCs {
 		specs = append(specs, at(g, nil, false))
 	}
-	if err := run(specs); err != nil {
-		return nil, err
+	for i := range cands {
+		cd := &cands[i]
+		for _, m := range moves(*cd) {
+			cd.Targets = append(cd.Targets, Target{Move: m})
+			for _, g := range adv.GOGCs {
+				specs = append(specs, at(g, &m, false))
+				if paced {
+					specs = append(specs, at(g, &m, true))
+				}
+			}
+		}
+	}
+	if c.Planned != nil {
+		c.Planned(len(specs))
+	}
+	if c.Progress != nil {
+		c.Progress.Total = len(specs)
+	}
+	// The replays skip the correctness checks: the advisor measures, the
+	// lab checks.
+	opt := rows.Options{Touch: true, NoCheck: true, MaxRequest: c.MaxRequest, MaxRSS: c.MaxRSS}
+	table := rows.Run([]traces.Trace{c.Trace}, specs, opt, c.Jobs, c.Progress)[0]
+	adv.Replays = len(table.Rows)
+	byLabel := map[string]rows.Row{}
+	for _, r := range table.Rows {
+		if r.ErrorKind == rows.KindInput {
+			return nil, fmt.Errorf("%w: %s: %s", replay.ErrSource, c.Trace.Label, r.Error)
+		}
+		byLabel[r.Allocator] = r
 	}
 	// measure gathers a replay's rows over the GOGCs.
-	measure := func(route *replay.Route, early bool) Measured {
+	measure := func(m *Move, early bool) Measured {
 		var rs []rows.Row
 		for _, g := range adv.GOGCs {
-			rs = append(rs, byLabel[at(g, route, early).Label()])
+			rs = append(rs, byLabel[at(g, m, early).Label()])
 		}
 		return median(rs)
 	}
@@ -394,165 +502,277 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			adv.ModelError = adv.Baseline.Peaks[0] - p.PeakRSS
 		}
 	}
-	specs = nil
-	for i := range cands {
-		cd := &cands[i]
+	for _, cd := range cands {
 		cd.Rule = int64(cd.Bytes) * int64(c.GOGC) / 100
 		if adv.Baseline.Error != "" {
-			continue
-		}
-		// The most the move can save: what its bytes cost on the Go heap,
-		// and their share of the rest of its RSS.
-		// The trace's peak may hold more of the type than the replay's
-		// peak live (the trace's frees at the marks' ends, the replay's
-		// spread where the objects died): its share is at most all, and
-		// no move saves more than the Go heap's whole peak RSS.
-		cd.NoiseBound = int64(cd.Bytes) * int64(100+c.GOGC) / 100
-		if live := adv.Baseline.PeakLive; live > 0 && adv.Baseline.PeakRSS > live {
-			cd.NoiseBound += int64(min(float64(cd.Bytes)/float64(live), 1) * float64(adv.Baseline.PeakRSS-live))
-		}
-		cd.NoiseBound = min(cd.NoiseBound, adv.Baseline.PeakRSS)
-		if cd.NoiseBound < MinTypeSaving {
-			cd.Skipped = true
-			continue
-		}
-		for _, g := range adv.GOGCs {
-			for _, into := range cd.targets() {
-				specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, false))
-				if paced {
-					specs = append(specs, at(g, &replay.Route{Label: cd.Type, Into: into}, true))
-				}
-			}
-		}
-	}
-	if len(specs) > 0 {
-		if err := run(specs); err != nil {
-			return nil, err
-		}
-	}
-	for _, cd := range cands {
-		if cd.Skipped || adv.Baseline.Error != "" {
-			if adv.Baseline.Error != "" {
-				cd.Error = "the Go heap failed: " + adv.Baseline.Error
-			}
+			cd.Error = "the Go heap failed: " + adv.Baseline.Error
 			adv.Tried = append(adv.Tried, cd)
 			continue
 		}
-		pool, arena := replay.Route{Label: cd.Type}, replay.Route{Label: cd.Type, Into: replay.IntoArena}
-		inPool, inArena := measure(&pool, false), measure(&arena, false)
-		// A pool unless the arena is better at every GOGC: for objects
-		// that do not die in bursts an arena is a pool that never reuses.
-		// For objects of many sizes, a heap unless it saves less: one
-		// heap is simpler code than a pool per size.
-		cd.Measured, cd.Into = inPool, "pool"
-		if inArena.Error == "" && (inPool.Error != "" || below(inArena.Peaks, inPool.Peaks)) {
-			cd.Measured, cd.Into = inArena, "arena"
+		cd.NoiseBound = noiseBound(cd.Bytes, c.GOGC, adv.Baseline)
+		for i := range cd.Targets {
+			tg := &cd.Targets[i]
+			tg.Late = measure(&tg.Move, false)
+			tg.Early = tg.Late
+			if paced {
+				tg.Early = measure(&tg.Move, true)
+			}
+			tg.bound(adv.Baseline)
 		}
-		if cd.sizes {
-			heap := replay.Route{Label: cd.Type, Into: replay.IntoHeap}
-			if inHeap := measure(&heap, false); inHeap.Error == "" && (cd.Error != "" || inHeap.PeakRSS <= cd.PeakRSS) {
-				cd.Measured, cd.Into = inHeap, "heap"
-			}
-		}
-		if cd.Error == "" {
-			var savings []int64
-			cd.Saving, cd.SavingLow, cd.SavingHigh, savings = pairwise(adv.Baseline, cd.Measured)
-			for _, d := range savings {
-				if d > 0 {
-					cd.Saved++
-				}
-			}
-			cd.SavingRange = [2]int64{cd.SavingLow, cd.SavingHigh}
-			if adv.Baseline.PeakRSS > 0 {
-				cd.SavingPercent = 100 * float64(cd.Saving) / float64(adv.Baseline.PeakRSS)
-			}
-			cd.PlacementNoise = cd.Saving > cd.NoiseBound
-			cd.SavingLowBytes, cd.SavingHighBytes = cd.Saving, cd.Saving
-		}
-		cd.Bounds = nil
-		for _, into := range cd.targets() {
-			r := replay.Route{Label: cd.Type, Into: into}
-			late := measure(&r, false)
-			b := Bound{Into: into.String(), PeakRSS: late.PeakRSS, Error: late.Error}
-			if b.Error == "" {
-				lo, _, _, _ := pairwise(adv.Baseline, late)
-				b.SavingLowBytes, b.SavingHighBytes = lo, lo
-			}
-			if paced && b.Error == "" {
-				early := measure(&r, true)
-				b.Error = early.Error
-				hi, _, _, _ := pairwise(adv.Baseline, early)
-				b.SavingLowBytes, b.SavingHighBytes = min(b.SavingLowBytes, hi), max(b.SavingLowBytes, hi)
-			}
-			if b.Error != "" {
-				b.SavingLowBytes, b.SavingHighBytes = 0, 0
-			}
-			if b.Into == cd.Into && cd.Error == "" && b.Error == "" {
-				cd.Bounds = append([]Bound{b}, cd.Bounds...)
-				if paced {
-					cd.SavingLowBytes, cd.SavingHighBytes = b.SavingLowBytes, b.SavingHighBytes
-				}
-			} else {
-				cd.Bounds = append(cd.Bounds, b)
-			}
-		}
-		if cd.sizes {
-			rounding, err := classRounding(c.Trace, cd.Type, cd.Bytes)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
-			}
+		cd.choose()
+		cd.Suggested = cd.passes(len(adv.GOGCs))
+		if len(cd.Sizes) > 1 {
+			rounding := classRounding(cd.Sizes, cd.Bytes)
 			cd.Rounding = &rounding
 		}
 		adv.Tried = append(adv.Tried, cd)
 	}
-	// The best saving first; those not replayed last.
+	// The best lower bound first.
 	slices.SortStableFunc(adv.Tried, func(a, b TypeTrial) int {
-		return cmp.Or(cmpBool(a.Skipped, b.Skipped), cmp.Compare(b.Saving, a.Saving))
+		return cmp.Compare(b.low(), a.low())
 	})
+	var moved, unproven []Move
 	for _, t := range adv.Tried {
-		if t.suggested(len(adv.GOGCs)) {
+		switch {
+		case t.Suggested:
 			adv.Suggested = append(adv.Suggested, t)
+			moved = append(moved, t.Chosen().Move)
+		case paced && t.mayPass(len(adv.GOGCs)):
+			adv.Unproven = append(adv.Unproven, t)
+			unproven = append(unproven, t.Chosen().Move)
 		}
 	}
-	adv.Assumes = []string{
-		"objects die where the trace frees them: at the sweep after the collection that found them unreachable (the trace records no collections), not when the program dropped them; in a pool they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
-		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach live × (1 + GOGC/100): a concurrent collector's overshoot is left out; where the collections fall moves a peak, so every replay is made at GOGC %s, each figure is the median, and a saving is counted at the same GOGC", joinInts(adv.GOGCs)),
-		"a type's objects keep the sizes the trace gives them (their size classes): pools of those sizes hold what the program's would, and a pool of the type's own size would save the rounding too; a heap rounds a request to a few bytes, so where a type's objects come in many sizes its saving in a heap is under-stated by how far the classes are above the requests (said below the table)",
-		"the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it",
-	}
-	if paced {
-		adv.Assumes[0] = "objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects at the start of that mark, the latest they can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)"
-		adv.Assumes[1] = fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'); a heap with fewer objects may mark faster and so allocate less black: the late bound keeps the program's marks as long as they were (a mark whose cost is all in the pointer bytes it scans), the early one shortens them by the moved objects' share of the objects they visited (a mark whose cost is all per object); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC, and a saving above what the moved bytes cost on the Go heap is placement noise", joinInts(adv.GOGCs))
-	}
-	for i, t := range adv.Suggested {
-		if t.Type == "uint8" && t.Into == "pool" {
-			// The sizes a pool could serve (see poolCandidates).
-			if adv.Suggested[i].Sizes, err = labelSizes(c.Trace, t.Type, uint64(pool.LinkSize), maxPoolChunk); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
-			}
-		}
-	}
-	adv.Go = goTypeSnippet(adv.Suggested)
+	adv.Assumes = assumes(paced, adv.GOGCs)
+	adv.Go, adv.GoUnproven = Code(moved), Code(unproven)
 	return adv, nil
 }
+
+// candidates sorts the trace's labels into the types to try (the first n
+// pointer-free ones holding at least least bytes at the peak, by those
+// bytes) and the rest: adv's Refused (types with pointers) and Left.
+func candidates(labels []trace.LabelStat, adv *TypeAdvice, least uint64, n int) []TypeTrial {
+	var cands []TypeTrial
+	left := map[string]*Left{}
+	var order []string
+	leave := func(why string, l trace.LabelStat) {
+		if left[why] == nil {
+			left[why] = &Left{Why: why}
+			order = append(order, why)
+		}
+		lt := left[why]
+		lt.Types++
+		lt.Objects += l.Objects
+		lt.Bytes += l.Bytes
+	}
+	for _, l := range labels {
+		switch {
+		case l.Bytes == 0:
+		case l.Name == "":
+			leave(LeftUntyped, l)
+			if l.Share > UntypedShare {
+				adv.Untyped = true
+			}
+		case !Movable(l.Name):
+			leave(LeftRuntime, l)
+		case l.PtrBytes != 0:
+			why := "its type is unknown to the trace"
+			if l.PtrBytes > 0 {
+				why = fmt.Sprintf("%d of its %d bytes may hold Go pointers: the collector does not look inside carve memory, so what they point to could be freed under it", l.PtrBytes, l.Size)
+			}
+			if len(adv.Refused) < 10 {
+				adv.Refused = append(adv.Refused, Refused{Type: l.GoName(), Bytes: l.Bytes, PtrBytes: l.PtrBytes, Size: l.Size, Why: why})
+			}
+		case l.Bytes < least:
+			leave(LeftFloor, l)
+		case len(cands) == n:
+			leave(LeftCandidates, l)
+		default:
+			cands = append(cands, TypeTrial{Type: l.GoName(), Label: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife})
+		}
+	}
+	for _, why := range order {
+		adv.Left = append(adv.Left, *left[why])
+	}
+	return cands
+}
+
+// Why objects were left untried (Left.Why), and the share of the trace's
+// peak (of its live bytes) above which the objects of no type make the
+// figures the typed objects' only.
+const (
+	LeftUntyped    = "objects of no type: alive when the trace started, the runtime's snapshot gave no type"
+	LeftRuntime    = "the runtime's and the testing package's own types, which no code of the program allocates by name"
+	LeftFloor      = "pointer-free types under the floor"
+	LeftCandidates = "pointer-free types past --types"
+	UntypedShare   = 0.10
+)
+
+// noiseBound is the most moving bytes (at the trace's peak) can save
+// against base at gogc: what they cost on the Go heap, and their share of
+// the rest of its RSS. The trace's peak may hold more of a type than the
+// replay's peak live (the trace's frees at the marks' ends, the replay's
+// spread where the objects died): the share is at most all, and no move
+// saves more than the Go heap's whole peak RSS.
+func noiseBound(bytes uint64, gogc int, base Measured) int64 {
+	n := int64(bytes) * int64(100+gogc) / 100
+	if live := base.PeakLive; live > 0 && base.PeakRSS > live {
+		n += int64(min(float64(bytes)/float64(live), 1) * float64(base.PeakRSS-live))
+	}
+	return min(n, base.PeakRSS)
+}
+
+// bound sets the target's savings from its replays against base.
+func (tg *Target) bound(base Measured) {
+	if err := cmp.Or(tg.Late.Error, tg.Early.Error); err != "" {
+		tg.Error = err
+		return
+	}
+	late, _, _, lates := pairwise(base, tg.Late)
+	early, _, _, _ := pairwise(base, tg.Early)
+	tg.Low, tg.High = min(late, early), max(late, early)
+	// At each GOGC the lesser of the two, the lower bound there, and the
+	// greater.
+	tg.Lows, tg.Highs, tg.Saved = nil, nil, 0
+	for i := range lates {
+		lo := base.Peaks[i] - max(tg.Late.Peaks[i], tg.Early.Peaks[i])
+		tg.Lows = append(tg.Lows, lo)
+		tg.Highs = append(tg.Highs, base.Peaks[i]-min(tg.Late.Peaks[i], tg.Early.Peaks[i]))
+		if lo > 0 {
+			tg.Saved++
+		}
+	}
+	if base.PeakRSS > 0 {
+		tg.LowPercent = 100 * float64(tg.Low) / float64(base.PeakRSS)
+	}
+}
+
+// overlaps reports whether two targets' savings overlap: the least to
+// the most each saved at any GOGC, freed late or early.
+func (tg Target) overlaps(o Target) bool {
+	if len(tg.Lows) == 0 || len(o.Lows) == 0 {
+		return false
+	}
+	return slices.Min(tg.Lows) <= slices.Max(o.Highs) && slices.Min(o.Lows) <= slices.Max(tg.Highs)
+}
+
+// choose puts the target printed first: the one of the highest lower
+// bound, unless a simpler one's savings overlap it (simpler).
+func (t *TypeTrial) choose() {
+	best := -1
+	for i, tg := range t.Targets {
+		if tg.Error == "" && (best < 0 || tg.Low > t.Targets[best].Low) {
+			best = i
+		}
+	}
+	if best < 0 {
+		t.Error = "every move failed: " + t.Targets[0].Error
+		return
+	}
+	for i, tg := range t.Targets {
+		b := t.Targets[best]
+		if i != best && tg.Error == "" && tg.overlaps(b) && t.simpler(tg.Move, b.Move) {
+			best = i
+		}
+	}
+	t.Targets[0], t.Targets[best] = t.Targets[best], t.Targets[0]
+}
+
+// MaxPoolClasses is how many size classes a slice type may come in for
+// pools (one per class) to be simpler code than one heap.
+const MaxPoolClasses = 4
+
+// simpler reports whether move a is simpler code than b for t: a heap for
+// a type of more than MaxPoolClasses sizes, pools otherwise.
+func (t TypeTrial) simpler(a, b Move) bool {
+	if len(t.Sizes) > MaxPoolClasses {
+		return a.Into == replay.IntoHeap && b.Into != replay.IntoHeap
+	}
+	return a.Into == replay.IntoPools && b.Into != replay.IntoPools
+}
+
+// passes reports whether the chosen move of a trial measured at n GOGCs
+// is suggested: its lower bound above zero at Quorum of them, at least
+// MinTypeSaving in the median, and no more than NoiseBound.
+func (t TypeTrial) passes(n int) bool {
+	tg := t.Chosen()
+	return tg != nil && tg.Error == "" && tg.Saved >= Quorum(n) && tg.Low >= MinTypeSaving && tg.Low <= t.NoiseBound
+}
+
+// mayPass reports whether the chosen move of a trial measured at n
+// GOGCs would pass the rule on its upper bound (its objects freed as
+// early as the trace allows): above zero at Quorum of them, at least
+// MinTypeSaving in the median, and no more than NoiseBound.
+func (t TypeTrial) mayPass(n int) bool {
+	tg := t.Chosen()
+	if tg == nil || tg.Error != "" {
+		return false
+	}
+	saved := 0
+	for _, h := range tg.Highs {
+		if h > 0 {
+			saved++
+		}
+	}
+	return saved >= Quorum(n) && tg.High >= MinTypeSaving && tg.High <= t.NoiseBound
+}
+
+// noise reports whether the chosen move's lower bound is above what the
+// moved bytes can save: where the re-paced collections fell.
+func (t TypeTrial) noise() bool {
+	tg := t.Chosen()
+	return tg != nil && tg.Low > t.NoiseBound
+}
+
+// low is the chosen move's lower bound, for the order of Tried.
+func (t TypeTrial) low() int64 {
+	if tg := t.Chosen(); tg != nil {
+		return tg.Low
+	}
+	return math.MinInt64
+}
+
+// assumes says what the figures assume.
+func assumes(paced bool, gogcs []int) []string {
+	if !paced {
+		return []string{
+			"objects die where the trace frees them: at the sweep after the collection that found them unreachable (the trace records no collections), not when the program dropped them; in carve memory they are held as long as the Go heap held them, and a program that frees them itself frees them sooner",
+			fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach live × (1 + GOGC/100): a concurrent collector's overshoot is left out; where the collections fall moves a peak, so every replay is made at GOGC %s, each figure is the median, and a saving is counted at the same GOGC", joinInts(gogcs)),
+			classesAssumed,
+			ruleAssumed,
+		}
+	}
+	return []string{
+		"objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects at the start of that mark, the latest they can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)",
+		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'); a heap with fewer objects may mark faster and so allocate less black: the late bound keeps the program's marks as long as they were (a mark whose cost is all in the pointer bytes it scans), the early one shortens them by the moved objects' share of the objects they visited (a mark whose cost is all per object); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC", joinInts(gogcs)),
+		classesAssumed,
+		ruleAssumed,
+		"every byte of every object is written when it is allocated (the replays touch their memory, as a program that fills its buffers does): a program that leaves most of a buffer unwritten holds fewer pages on the Go heap, and may save less",
+	}
+}
+
+// What every advice assumes about sizes and the GOGC rule.
+const (
+	classesAssumed = "a type's objects keep the sizes the trace gives them, their size classes, in every target: pools of those sizes hold what the program's would; pool.NewOf[T] holds each at the type's own size; a heap given the program's n bytes would hold less than the class (said below the table, where a type comes in many sizes)"
+	ruleAssumed    = "the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it"
+)
 
 // maxSizes bounds the distinct sizes labelSizes counts: a size first
 // seen after that many is left out (a []byte's objects come in Go's size
 // classes, about seventy, and page multiples above them).
 const maxSizes = 1024
 
-// labelSizes reads tr and returns the sizes from least to most that the
-// objects labelled name come in, the most bytes allocated first (then
-// the smaller size).
-func labelSizes(tr traces.Trace, name string, least, most uint64) ([]SizeCount, error) {
+// labelSizes reads tr and returns, for each label named, the sizes
+// its objects come in, the most bytes allocated first (then the smaller
+// size).
+func labelSizes(tr traces.Trace, names []string) (map[string][]SizeCount, error) {
 	src, closer, err := tr.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer closer.Close()
 	labels := trace.LabelsOf(src)
-	is := map[uint32]bool{} // label number -> named name, as found
-	counts := map[uint64]int64{}
+	of := map[uint32]string{} // label number -> its name if named, as found
+	counts := map[string]map[uint64]int64{}
 	batch := make([]trace.Event, 1024)
 	for {
 		n, err := src.Read(batch)
@@ -560,13 +780,23 @@ func labelSizes(tr traces.Trace, name string, least, most uint64) ([]SizeCount, 
 			if e.Label == 0 || (e.Op != trace.Alloc && e.Op != trace.Calloc && e.Op != trace.Memalign) {
 				continue
 			}
-			match, seen := is[e.Label]
+			name, seen := of[e.Label]
 			if !seen {
-				match = labels.Name(e.Label) == name
-				is[e.Label] = match
+				if name = labels.Name(e.Label); !slices.Contains(names, name) {
+					name = ""
+				}
+				of[e.Label] = name
 			}
-			if _, ok := counts[e.Size]; match && e.Size >= least && e.Size <= most && (ok || len(counts) < maxSizes) {
-				counts[e.Size]++
+			if name == "" {
+				continue
+			}
+			c := counts[name]
+			if c == nil {
+				c = map[uint64]int64{}
+				counts[name] = c
+			}
+			if _, ok := c[e.Size]; ok || len(c) < maxSizes {
+				c[e.Size]++
 			}
 		}
 		if err == io.EOF {
@@ -576,13 +806,17 @@ func labelSizes(tr traces.Trace, name string, least, most uint64) ([]SizeCount, 
 			return nil, err
 		}
 	}
-	var out []SizeCount
-	for size, n := range counts {
-		out = append(out, SizeCount{Size: int(size), Requests: n, Bytes: int64(size) * n})
+	out := map[string][]SizeCount{}
+	for name, c := range counts {
+		var sizes []SizeCount
+		for size, n := range c {
+			sizes = append(sizes, SizeCount{Size: int(size), Requests: n, Bytes: int64(size) * n})
+		}
+		slices.SortFunc(sizes, func(a, b SizeCount) int {
+			return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Size, b.Size))
+		})
+		out[name] = sizes
 	}
-	slices.SortFunc(out, func(a, b SizeCount) int {
-		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Size, b.Size))
-	})
 	return out, nil
 }
 
@@ -590,12 +824,6 @@ func labelSizes(tr traces.Trace, name string, least, most uint64) ([]SizeCount, 
 // four in five, rounded up (all of up to three, four of five, eight of
 // ten).
 func Quorum(n int) int { return (4*n + 4) / 5 }
-
-// suggested reports whether a trial measured over pairs pairs is
-// suggested: it saved at Quorum of them and MinTypeSaving in the median.
-func (t TypeTrial) suggested(pairs int) bool {
-	return t.Error == "" && !t.Skipped && t.Saved >= Quorum(pairs) && t.Saving >= MinTypeSaving && !t.PlacementNoise
-}
 
 // pairwise returns the savings of m against base at the same GOGC: their
 // median, least and most, and each, sorted.
@@ -638,27 +866,6 @@ func median(rs []rows.Row) Measured {
 	return m
 }
 
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
-// below reports whether every peak of a is below b's at the same GOGC.
-func below(a, b []int64) bool {
-	for i := range a {
-		if a[i] >= b[i] {
-			return false
-		}
-	}
-	return len(a) > 0
-}
-
 // joinInts is "96, 98, 100, 102 and 104": the GOGCs in order.
 func joinInts(v []int) string {
 	v = slices.Sorted(slices.Values(v))
@@ -672,92 +879,14 @@ func joinInts(v []int) string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
-// goTypeSnippet writes the code that moves the suggested types off the Go
-// heap, in the trace's names (a type is named with its package, as the
-// program's own code would name it without).
-func goTypeSnippet(ts []TypeTrial) string {
-	if len(ts) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("// import \"github.com/carvelab/carve/pool\" (and \"github.com/carvelab/carve/arena\", \"github.com/carvelab/carve/heap\")\n")
-	// made writes a declaration, its error's check, and how to use it.
-	made := func(decl, use string) {
-		fmt.Fprintf(&b, "%s\nif err != nil {\n\treturn err\n}\n", decl)
-		if use != "" {
-			b.WriteString(use + "\n")
-		}
-	}
-	for i, t := range ts {
-		pkg, name := splitType(t.Type)
-		v := varName(name, i)
-		in := ""
-		if pkg != "" {
-			in = " // in package " + pkg
-		}
-		switch {
-		case t.Into == "heap" && t.Type == "uint8":
-			made("bufs, err := heap.New() // []byte of every size in one carve heap (heap.Limit sets its most)",
-				"defer bufs.Close()\n// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Free(b) where the program drops b, and before it replaces it")
-		case t.Into == "heap":
-			made(fmt.Sprintf("%s, err := heap.New() // %s objects of every size in one carve heap (heap.Limit sets its most)%s", v, name, in),
-				fmt.Sprintf("defer %s.Close()\n// b, err := %s.Alloc(size, align) for each of them; %s.Free(b) where the program drops it", v, v, v))
-		case t.Type == "uint8" && t.Into == "pool":
-			bufferPools(&b, t.Sizes, made)
-		case t.Type == "uint8":
-			made("bufs, err := arena.New() // []byte buffers allocated and dropped together",
-				"// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Reset() when the last of a burst is done")
-		case t.Into == "arena":
-			ar := strings.TrimSuffix(v, "s") + "Arena"
-			made(fmt.Sprintf("%s, err := arena.New()%s", ar, in), "")
-			made(fmt.Sprintf("%s, err := arena.NewOf[%s](%s)", v, name, ar),
-				fmt.Sprintf("// x, err := %s.New() instead of new(%s); %s.Reset() when the last of a burst is done", v, name, ar))
-		default:
-			made(fmt.Sprintf("%s, err := pool.NewOf[%s]()%s", v, name, in),
-				fmt.Sprintf("// x, err := %s.New() instead of new(%s); %s.Free(x) where the program drops it", v, name, v))
-		}
-	}
-	return b.String()
-}
-
-// maxPools is how many buffer pools the code makes for a []byte at the
-// most: the sizes with the most bytes.
-const maxPools = 4
-
-// bufferPools writes the pools for a []byte's sizes (the most bytes
-// first): one per size, up to maxPools, and says what the rest are.
-func bufferPools(b *strings.Builder, sizes []SizeCount, made func(decl, use string)) {
-	var total int64
-	for _, s := range sizes {
-		total += s.Bytes
-	}
-	if len(sizes) == 0 || total == 0 {
-		made("bufs, err := pool.New(size) // []byte buffers: a pool per size the program asks for", "")
-		return
-	}
-	var covered int64
-	for i, s := range sizes[:min(len(sizes), maxPools)] {
-		v := fmt.Sprintf("buf%d", s.Size)
-		covered += s.Bytes
-		use := ""
-		if i == 0 {
-			use = fmt.Sprintf("// b, err := %s.Alloc() instead of make([]byte, %d); %s.Free(b) where the program drops it", v, s.Size, v)
-		}
-		made(fmt.Sprintf("%s, err := pool.New(%d) // []byte of %d B: %d allocations, %.0f%% of the type's bytes", v, s.Size, s.Size, s.Requests, 100*float64(s.Bytes)/float64(total)), use)
-	}
-	if n := len(sizes) - maxPools; n > 0 {
-		fmt.Fprintf(b, "// %s (%.0f%% of the bytes) stay with make\n", text.Count(int64(n), "other size"), 100*float64(total-covered)/float64(total))
-	}
-}
-
 // Movable reports whether a program can move the objects of a type as
 // a trace names it to carve memory: not the runtime's own (package
-// runtime, internal packages) nor the compiler's (a map's groups and
-// tables, a closure's context), which no code of the program allocates
-// by name.
+// runtime, internal packages), the testing package's (a go test run's
+// harness) nor the compiler's (a map's groups and tables, a closure's
+// context), which no code of the program allocates by name.
 func Movable(name string) bool {
 	t := strings.TrimLeft(name, "*[]0123456789")
-	for _, p := range []string{"runtime.", "internal/", "map.", "noalg.", "struct { F uintptr"} {
+	for _, p := range []string{"runtime.", "internal/", "testing.", "map.", "noalg.", "struct { F uintptr"} {
 		if strings.HasPrefix(t, p) {
 			return false
 		}
@@ -792,15 +921,22 @@ func splitType(t string) (pkg, name string) {
 	return "", t
 }
 
-// quorum says how many GOGCs a suggestion must save at: "every GOGC" or
-// "4 or more of the 5 GOGCs".
-func (a *TypeAdvice) quorum() string {
-	n := len(a.GOGCs)
-	if q := Quorum(n); q < n {
-		return fmt.Sprintf("%d or more of the %d GOGCs", q, n)
+// Rule is the rule a move must pass to be suggested, as the help and the
+// advice state it, from the constants the advisor applies.
+func Rule(repeats int) string {
+	gogcs := "every GOGC"
+	if q := Quorum(repeats); q < repeats {
+		gogcs = fmt.Sprintf("%d or more of the %d GOGCs", q, repeats)
 	}
-	return "every GOGC"
+	return fmt.Sprintf("its lower bound (the lesser of the savings with the objects freed late and early) above zero at %s, at least %s in the median, "+
+		"and no more than what the moved bytes cost on the Go heap, × (1 + GOGC/100), plus their share of its RSS above peak live (more is placement noise)",
+		gogcs, size.Format(MinTypeSaving))
 }
+
+// TargetRule is how the advisor picks the move it prints for a type, as
+// the help and the advice state it.
+var TargetRule = fmt.Sprintf("the move with the highest lower bound, unless another's savings (the least to the most at any GOGC) overlap its own and its code is simpler: "+
+	"one heap for a slice of more than %d sizes, pools otherwise", MaxPoolClasses)
 
 // WriteText writes the type advice for a reader.
 func (a *TypeAdvice) WriteText(w io.Writer) error {
@@ -817,42 +953,57 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		ew.printf("  paced by the model; collected where the program collected: peak RSS %s, so the model's error is %s (%+.1f%%)\n",
 			size.Format(p.PeakRSS), signed(a.ModelError), 100*float64(a.ModelError)/float64(max(p.PeakRSS, 1)))
 	}
+	ew.printf("types tried: pointer-free, at least %s at the trace's peak (%s: --min-type %s of the peak marked heap, %s)\n",
+		size.Format(a.FloorBytes), size.Format(a.FloorBytes), a.Floor, size.Format(a.PeakMarked))
 	ew.printf("\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "type\tat the trace's peak\tobjects\tinto\tpeak RSS\tsaving\t(at each GOGC)\tsaved at\tbounds: freed late to early\tat most\t\n")
-	for _, t := range a.Tried {
-		if t.Skipped {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\tnot replayed\t\t\t\t\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, size.Format(t.NoiseBound))
-			continue
-		}
-		if t.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
-			continue
-		}
-		bounds := "-"
-		if a.Paced && len(t.Bounds) > 0 {
-			bounds = signed(t.SavingLowBytes) + " to " + signed(t.SavingHighBytes)
-		}
-		noise := ""
-		if t.PlacementNoise {
-			noise = " noise"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s (%.1f%%)%s\t%s to %s\t%d of %d\t%s\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Into, size.Format(t.PeakRSS),
-			signed(t.Saving), t.SavingPercent, noise, signed(t.SavingLow), signed(t.SavingHigh), t.Saved, len(a.GOGCs), bounds, size.Format(t.NoiseBound))
-	}
-	tw.Flush()
-	ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
-	ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
+	bounds := "saving"
 	if a.Paced {
-		ew.printf("  bounds: the saving with the moved objects freed at the start of the mark that did not find them, the latest they can have died (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it)\n")
+		bounds = "saving: freed late to early"
 	}
-	if a.skipped() {
-		ew.printf("  not replayed: a type whose move can save at most less than %s, the least a suggestion needs\n", size.Format(MinTypeSaving))
+	if len(a.Tried) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "type\tat the trace's peak\tobjects\tinto\tpeak RSS\t%s\t\tabove 0 at\tat most\t\n", bounds)
+		for _, t := range a.Tried {
+			tg := t.Chosen()
+			if tg == nil {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
+				continue
+			}
+			saving := signed(tg.Low)
+			if a.Paced {
+				saving += " to " + signed(tg.High)
+			}
+			note := ""
+			switch {
+			case t.Suggested:
+				note = " suggested"
+			case t.noise():
+				note = " noise"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t(%.1f%%)%s\t%d of %d\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, tg.Move.Kind(), size.Format(tg.Late.PeakRSS),
+				saving, tg.LowPercent, note, tg.Saved, len(a.GOGCs), size.Format(t.NoiseBound))
+		}
+		tw.Flush()
+		ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
+		if a.Paced {
+			ew.printf("  saving: against the Go heap at the same GOGC, the median, with the moved objects freed at the start of the mark that did not find them, the latest they can have died (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it); above 0 at: the GOGCs where the lesser of the two saved\n")
+		}
+		ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
+		ew.printf("  into: %s\n", TargetRule)
+		ew.printf("\nevery move measured (%s):\n", bounds)
+		for _, t := range a.Tried {
+			for _, l := range a.targetLines(t) {
+				ew.printf("  %s\n", l)
+			}
+		}
 	}
-	if lines := a.otherTargets(); len(lines) > 0 {
-		ew.printf("\nevery target measured (saving of peak RSS%s):\n", map[bool]string{true: ", freed late to early", false: ""}[a.Paced])
-		for _, l := range lines {
-			ew.printf("  %s\n", l)
+	if len(a.Left) > 0 {
+		ew.printf("\nnot tried:\n")
+		for _, l := range a.Left {
+			ew.printf("  %s: %s, %s of %s at the peak\n", l.Why, text.Count(int64(l.Types), "type"), size.Format(int64(l.Bytes)), text.Count(l.Objects, "object"))
+		}
+		if a.Untyped {
+			ew.printf("  the objects of no type hold more than %.0f%% of the trace's peak: the figures cover the typed objects only\n", 100*UntypedShare)
 		}
 	}
 	if len(a.Refused) > 0 {
@@ -865,15 +1016,29 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	for _, s := range a.Assumes {
 		ew.printf("  - %s\n", s)
 	}
+	ew.printf("\na move is suggested with %s\n", Rule(len(a.GOGCs)))
+	if len(a.Unproven) > 0 {
+		ew.printf("\nnot suggested, unproven: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:\n")
+		for _, t := range a.Unproven {
+			tg := t.Chosen()
+			ew.printf("  %s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)\n", t.Type, tg.Move.Kind(), signed(tg.Low), signed(tg.High),
+				tg.LowPercent, 100*float64(tg.High)/float64(max(a.Baseline.PeakRSS, 1)))
+		}
+		ew.printf("\n")
+		for line := range strings.Lines(a.GoUnproven) {
+			ew.printf("\t%s", line)
+		}
+	}
 	if len(a.Suggested) == 0 {
-		ew.printf("\nno type suggested: none saved peak RSS at %s, by %s or more in the median\n", a.quorum(), size.Format(MinTypeSaving))
+		ew.printf("\nno type suggested\n")
 		return ew.err
 	}
-	ew.printf("\nsuggested (a saving at %s, %s or more in the median):\n", a.quorum(), size.Format(MinTypeSaving))
+	ew.printf("\nsuggested:\n")
 	for _, t := range a.Suggested {
-		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, article(t.Into), size.Format(t.Saving), t.SavingPercent)
-		if a.Paced && len(t.Bounds) > 0 {
-			ew.printf(", %s to %s as the program frees them late or early", size.Format(t.SavingLowBytes), size.Format(t.SavingHighBytes))
+		tg := t.Chosen()
+		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
+		if a.Paced {
+			ew.printf(", up to %s as the program frees them early", size.Format(tg.High))
 		}
 		ew.printf("; the GOGC rule predicted %s\n", size.Format(t.Rule))
 	}
@@ -884,52 +1049,35 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-// skipped reports whether a candidate was not replayed.
-func (a *TypeAdvice) skipped() bool {
-	for _, t := range a.Tried {
-		if t.Skipped {
-			return true
+// targetLines says, for a type, its saving in each move measured:
+// "[]byte: heap 48.60 MiB to 87.67 MiB, pools (68 sizes) ...".
+func (a *TypeAdvice) targetLines(t TypeTrial) []string {
+	var parts []string
+	for _, tg := range t.Targets {
+		p := tg.Move.Kind()
+		if len(tg.Move.Sizes) > 0 {
+			p += fmt.Sprintf(" (%s)", text.Count(int64(len(tg.Move.Sizes)), "size"))
 		}
+		switch {
+		case tg.Error != "":
+			p += " failed: " + tg.Error
+		case a.Paced:
+			p += " " + signed(tg.Low) + " to " + signed(tg.High)
+		default:
+			p += " " + signed(tg.Low)
+		}
+		parts = append(parts, p)
 	}
-	return false
-}
-
-// otherTargets says, for each type tried in more than one target, its
-// saving into each: "uint8: into a pool 48.60 MiB to 87.67 MiB, into an
-// arena ..., into a heap ...".
-func (a *TypeAdvice) otherTargets() []string {
-	var lines []string
-	for _, t := range a.Tried {
-		if len(t.Bounds) < 2 {
-			continue
-		}
-		var parts []string
-		for _, b := range t.Bounds {
-			p := "into " + article(b.Into) + " " + signed(b.SavingLowBytes)
-			switch {
-			case b.Error != "":
-				p = "into " + article(b.Into) + " failed: " + b.Error
-			case a.Paced:
-				p += " to " + signed(b.SavingHighBytes)
-			}
-			parts = append(parts, p)
-		}
-		lines = append(lines, t.Type+": "+strings.Join(parts, ", "))
-		if r := t.Rounding; r != nil {
-			lines = append(lines, fmt.Sprintf("  in a heap, its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
-				"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+
-				"about %s of its %s at the peak, by which a heap's saving is under-stated", r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes))))
-		}
+	if len(parts) == 0 {
+		return nil
+	}
+	lines := []string{t.Type + ": " + strings.Join(parts, ", ")}
+	if r := t.Rounding; r != nil {
+		lines = append(lines, fmt.Sprintf("  its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
+			"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+
+			"about %s of its %s at the peak, by which a heap's saving is under-stated", r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes))))
 	}
 	return lines
-}
-
-// article is "a pool", "an arena" or "a heap".
-func article(into string) string {
-	if into == "arena" {
-		return "an arena"
-	}
-	return "a " + into
 }
 
 // Labelled reports whether the trace's objects carry labels (a Go

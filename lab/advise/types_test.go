@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/pool"
@@ -102,8 +103,9 @@ func churnTrace(t *testing.T) traces.Trace {
 
 // TestAdviseTypes measures a trace whose churning buffers a pool holds at
 // their live bytes where the Go heap holds about twice them: the
-// buffers' type must be suggested, its saving near what the GOGC rule
-// predicts, the type with pointers refused, and the code name the type.
+// buffers' type must be suggested into pool.NewOf, its saving near what
+// the GOGC rule predicts, the type with pointers refused, the types
+// under the floor left untried, and the code the move measured.
 func TestAdviseTypes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays the Go heap in child processes")
@@ -112,65 +114,43 @@ func TestAdviseTypes(t *testing.T) {
 	if !Labelled(tr) {
 		t.Fatal("Labelled: false for a trace of labelled objects")
 	}
-	adv, err := AdviseTypes(TypeConfig{Trace: tr, Repeats: 3, Jobs: 2})
+	planned := 0
+	adv, err := AdviseTypes(TypeConfig{Trace: tr, Repeats: 3, Jobs: 2, Planned: func(n int) { planned = n }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if adv.Baseline.Error != "" {
 		t.Fatalf("the Go heap failed: %s", adv.Baseline.Error)
 	}
-	var buf *TypeTrial
-	for i := range adv.Suggested {
-		if adv.Suggested[i].Type == "main.buf" {
-			buf = &adv.Suggested[i]
-		}
+	if len(adv.Suggested) != 1 || adv.Suggested[0].Type != "main.buf" {
+		t.Fatalf("suggested %+v, want main.buf alone; tried %+v, baseline %+v", adv.Suggested, adv.Tried, adv.Baseline)
 	}
-	if buf == nil {
-		t.Fatalf("main.buf not suggested; tried %+v, baseline %+v", adv.Tried, adv.Baseline)
-	}
+	buf := adv.Suggested[0]
+	tg := buf.Chosen()
 	// The rule predicts the buffers' bytes at the peak (16 MiB) saved;
 	// the measure must be of that order: at least half of it, and no more
 	// than the Go heap held above live.
-	if buf.Saving < buf.Rule/2 || buf.Saving > adv.Baseline.PeakRSS-adv.Baseline.PeakLive {
-		t.Errorf("main.buf saves %d bytes; the rule predicts %d, the Go heap held %d above live", buf.Saving, buf.Rule, adv.Baseline.PeakRSS-adv.Baseline.PeakLive)
+	if tg.Low < buf.Rule/2 || tg.Low > adv.Baseline.PeakRSS-adv.Baseline.PeakLive {
+		t.Errorf("main.buf saves %d bytes; the rule predicts %d, the Go heap held %d above live", tg.Low, buf.Rule, adv.Baseline.PeakRSS-adv.Baseline.PeakLive)
 	}
-	if buf.Into != "pool" {
-		t.Errorf("main.buf into %s; objects dying one at a time belong in a pool", buf.Into)
+	// One size, no slice: pool.NewOf[buf] at its own size, and a heap;
+	// their bounds overlap or the pool saves more: the pool is printed.
+	if tg.Move.Kind() != "pool.NewOf" || tg.Move.Chunk != 4096 || len(buf.Targets) != 2 || buf.Targets[1].Move.Kind() != "heap" {
+		t.Errorf("main.buf's moves %+v, want pool.NewOf (4096) first, then a heap", buf.Targets)
 	}
-	// main.tag's few bytes could not save MinTypeSaving: not replayed.
-	// uint8, of three sizes, is tried in a heap too, and its class
-	// rounding measured (512, 1024 and 2048 are classes: the requests
-	// they stand for start at 481, 897 and 1793).
-	for _, tt := range adv.Tried {
-		switch tt.Type {
-		case "main.tag":
-			if !tt.Skipped || tt.NoiseBound >= MinTypeSaving {
-				t.Errorf("main.tag: skipped %v, at most %d: want it skipped", tt.Skipped, tt.NoiseBound)
-			}
-		case "uint8":
-			var into []string
-			for _, b := range tt.Bounds {
-				into = append(into, b.Into)
-			}
-			slices.Sort(into)
-			if !slices.Equal(into, []string{"arena", "heap", "pool"}) {
-				t.Errorf("uint8 measured into %v, want a pool, an arena and a heap", into)
-			}
-			if r := tt.Rounding; r == nil || r.MostPercent <= 0 || r.EvenPercent >= r.MostPercent || r.Least >= r.Even || r.Even >= r.Traced {
-				t.Errorf("uint8's class rounding %+v: want least < even < traced", tt.Rounding)
-			}
-		}
+	// The baseline and main.buf's two moves, at each of 3 GOGCs: the
+	// others are under the floor of 1 MiB.
+	if want := 3 * (1 + 2); adv.Replays != want || planned != want {
+		t.Errorf("%d replays, %d planned, want %d", adv.Replays, planned, want)
 	}
-	// The baseline and main.buf into a pool and an arena, uint8 into
-	// those and a heap, at each of 3 GOGCs: main.tag is not replayed.
-	if want := 3 * (1 + 2 + 3); adv.Replays != want {
-		t.Errorf("%d replays, want %d", adv.Replays, want)
+	if len(adv.Left) != 1 || adv.Left[0].Why != LeftFloor || adv.Left[0].Types != 2 {
+		t.Errorf("left %+v, want main.tag and []byte under the floor", adv.Left)
 	}
 	if len(adv.Refused) != 1 || adv.Refused[0].Type != "main.node" {
 		t.Errorf("refused %+v, want main.node alone", adv.Refused)
 	}
-	if !strings.Contains(adv.Go, "bufs, err := pool.NewOf[buf]()") {
-		t.Errorf("the code does not make main.buf's pool:\n%s", adv.Go)
+	if adv.Go != Code([]Move{tg.Move}) || !strings.Contains(adv.Go, "bufs, err := pool.NewOf[buf]()") {
+		t.Errorf("the code is not main.buf's move:\n%s", adv.Go)
 	}
 
 	var text bytes.Buffer
@@ -178,7 +158,7 @@ func TestAdviseTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(text.String())
-	for _, want := range []string{"main.buf into a pool", "main.node", "the figures assume", "not replayed", "uint8: into a", "into a pool", "into an arena", "into a heap", "under-stated"} {
+	for _, want := range []string{"main.buf into pool.NewOf", "main.node", "the figures assume", "not tried", LeftFloor, Rule(3), TargetRule} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
 		}
@@ -188,8 +168,39 @@ func TestAdviseTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back TypeAdvice
-	if err := json.Unmarshal(js, &back); err != nil || back.Schema != TypesSchema || len(back.Suggested) != len(adv.Suggested) {
-		t.Errorf("JSON round trip: %v, schema %q, %d suggested", err, back.Schema, len(back.Suggested))
+	if err := json.Unmarshal(js, &back); err != nil || back.Schema != TypesSchema || len(back.Suggested) != len(adv.Suggested) || back.Suggested[0].Targets[0].Move.Chunk != 4096 {
+		t.Errorf("JSON round trip: %v, schema %q, %+v suggested", err, back.Schema, back.Suggested)
+	}
+
+	// With no floor, the []byte of three sizes is tried in a heap and in
+	// a pool per size, and its class rounding measured (512, 1024 and
+	// 2048 are classes: the requests they stand for start at 481, 897 and
+	// 1793); main.tag, one size, in pool.NewOf and a heap.
+	adv, err = AdviseTypes(TypeConfig{Trace: tr, Repeats: 1, Jobs: 2, Floor: &Floor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string][]string{}
+	for _, tt := range adv.Tried {
+		for _, tg := range tt.Targets {
+			kinds[tt.Type] = append(kinds[tt.Type], tg.Move.Kind())
+		}
+		if tt.Type == "[]byte" {
+			if r := tt.Rounding; r == nil || r.MostPercent <= 0 || r.EvenPercent >= r.MostPercent || r.Least >= r.Even || r.Even >= r.Traced {
+				t.Errorf("[]byte's class rounding %+v: want least < even < traced", tt.Rounding)
+			}
+			for _, tg := range tt.Targets {
+				if tg.Move.Kind() == "pools" && !slices.Equal(tg.Move.Sizes, []int{512, 1024, 2048}) {
+					t.Errorf("[]byte's pools of sizes %v, want 512, 1024, 2048", tg.Move.Sizes)
+				}
+			}
+		}
+	}
+	for typ, want := range map[string][]string{"main.buf": {"pool.NewOf", "heap"}, "main.tag": {"pool.NewOf", "heap"}, "[]byte": {"heap", "pools"}} {
+		got := slices.Sorted(slices.Values(kinds[typ]))
+		if slices.Sort(want); !slices.Equal(got, want) {
+			t.Errorf("%s measured into %v, want %v", typ, got, want)
+		}
 	}
 }
 
@@ -234,30 +245,35 @@ func TestQuorum(t *testing.T) {
 			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
 		}
 	}
+	// A trial whose chosen move saved lows at each GOGC.
+	trial := func(low int64, saved int, err string) TypeTrial {
+		return TypeTrial{NoiseBound: 8 << 20, Targets: []Target{{Low: low, Saved: saved, Error: err}}}
+	}
 	tests := []struct {
 		name  string
 		trial TypeTrial
 		pairs int
 		want  bool
 	}{
-		{"every pair saves", TypeTrial{Saved: 5, Saving: 1 << 20}, 5, true},
-		{"one pair of five loses", TypeTrial{Saved: 4, Saving: 1 << 20}, 5, true},
-		{"two pairs of five lose", TypeTrial{Saved: 3, Saving: 1 << 20}, 5, false},
-		{"one pair of three loses", TypeTrial{Saved: 2, Saving: 1 << 20}, 3, false},
-		{"a median below the least saving", TypeTrial{Saved: 5, Saving: MinTypeSaving - 1}, 5, false},
-		{"a failed replay", TypeTrial{Saved: 5, Saving: 1 << 20, Measured: Measured{Error: "stopped"}}, 5, false},
+		{"every pair saves", trial(1<<20, 5, ""), 5, true},
+		{"one pair of five loses", trial(1<<20, 4, ""), 5, true},
+		{"two pairs of five lose", trial(1<<20, 3, ""), 5, false},
+		{"one pair of three loses", trial(1<<20, 2, ""), 3, false},
+		{"a median below the least saving", trial(MinTypeSaving-1, 5, ""), 5, false},
+		{"more than the move can save", trial(9<<20, 5, ""), 5, false},
+		{"a failed replay", trial(1<<20, 5, "stopped"), 5, false},
 	}
 	for _, tt := range tests {
-		if got := tt.trial.suggested(tt.pairs); got != tt.want {
-			t.Errorf("%s: suggested = %v, want %v", tt.name, got, tt.want)
+		if got := tt.trial.passes(tt.pairs); got != tt.want {
+			t.Errorf("%s: passes = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
 
-// TestBufferPools: a []byte suggested into pools gets one pool per size
-// its objects come in, the most bytes first, and the sizes beyond
-// maxPools are said to stay with make.
-func TestBufferPools(t *testing.T) {
+// TestLabelSizes: the sizes a type's objects come in, the most bytes
+// first, and how far those size classes are above the requests they
+// stand for.
+func TestLabelSizes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bytes.trace")
 	var b strings.Builder
 	b.WriteString("# carve trace v2\nl 1 uint8 size=1 ptrbytes=0\nl 2 main.tag size=16 ptrbytes=0\n")
@@ -283,18 +299,20 @@ func TestBufferPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, err := labelSizes(tr, "uint8", uint64(pool.LinkSize), maxPoolChunk)
+	all, err := labelSizes(tr, []string{"uint8"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	sizes := all["uint8"]
+	want := []SizeCount{{4096, 2, 8192}, {512, 10, 5120}, {2048, 1, 2048}, {1024, 1, 1024}, {16, 3, 48}, {4, 1, 4}}
+	if !slices.Equal(sizes, want) || len(all) != 1 {
+		t.Fatalf("labelSizes = %+v, want uint8: %+v", all, want)
 	}
 	// The classes' bytes against the requests they stand for: 512 B
 	// objects stand for 481..512 (10 of them), 4096 for 3457..4096 (2),
 	// 16 for 9..16 (3), 1024 for 897..1024, 2048 for 1793..2048, and 4,
 	// no class, for itself.
-	rounding, err := classRounding(tr, "uint8", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rounding := classRounding(sizes, 1000)
 	wantRounding := ClassRounding{Traced: 16436, Even: 4965 + 7553 + 37 + 960 + 1920 + 4, Least: 4810 + 6914 + 27 + 897 + 1793 + 4}
 	wantRounding.EvenPercent = 100 * float64(wantRounding.Traced-wantRounding.Even) / float64(wantRounding.Traced)
 	wantRounding.MostPercent = 100 * float64(wantRounding.Traced-wantRounding.Least) / float64(wantRounding.Traced)
@@ -302,50 +320,51 @@ func TestBufferPools(t *testing.T) {
 	if rounding != wantRounding {
 		t.Errorf("classRounding = %+v, want %+v", rounding, wantRounding)
 	}
-	want := []SizeCount{{4096, 2, 8192}, {512, 10, 5120}, {2048, 1, 2048}, {1024, 1, 1024}, {16, 3, 48}}
-	if !slices.Equal(sizes, want) {
-		t.Fatalf("labelSizes = %+v, want %+v", sizes, want)
-	}
-	code := goTypeSnippet([]TypeTrial{{Type: "uint8", Into: "pool", Sizes: sizes}})
-	for _, line := range []string{
-		"buf4096, err := pool.New(4096) // []byte of 4096 B: 2 allocations, 50% of the type's bytes",
-		"// b, err := buf4096.Alloc() instead of make([]byte, 4096); buf4096.Free(b) where the program drops it",
-		"buf512, err := pool.New(512)",
-		"buf2048, err := pool.New(2048)",
-		"buf1024, err := pool.New(1024)",
-		"// 1 other size (0% of the bytes) stay with make",
-	} {
-		if !strings.Contains(code, line) {
-			t.Errorf("the code lacks %q:\n%s", line, code)
-		}
-	}
-	if strings.Contains(code, "pool.New(16)") {
-		t.Errorf("a fifth size got a pool:\n%s", code)
+	// Into pools, every size, each at least a pool's smallest chunk.
+	ms := moves(TypeTrial{Type: "[]byte", Label: "uint8", Size: 1, Sizes: sizes})
+	if len(ms) != 2 || ms[0].Kind() != "heap" || ms[1].Kind() != "pools" || !slices.Equal(ms[1].Sizes, []int{pool.LinkSize, 16, 512, 1024, 2048, 4096}) {
+		t.Errorf("moves of []byte: %+v, want a heap and pools of every size", ms)
 	}
 }
 
-// TestHeapSnippet: a type moved into a heap gets one heap, its Close,
-// and how to allocate and free with it.
-func TestHeapSnippet(t *testing.T) {
+// TestMoveCode holds a move's replay and its code to one description:
+// the route its replays take sends the type's objects where the code
+// puts them, at the sizes the code makes.
+func TestMoveCode(t *testing.T) {
 	for _, tc := range []struct {
-		trial TypeTrial
+		move  Move
+		route replay.Route
 		want  []string
 	}{
-		{TypeTrial{Type: "uint8", Into: "heap"}, []string{
-			"bufs, err := heap.New() // []byte of every size in one carve heap",
-			"defer bufs.Close()",
-			"// b, err := bufs.Alloc(n, 1) instead of make([]byte, n); bufs.Free(b) where the program drops b, and before it replaces it",
-		}},
-		{TypeTrial{Type: "main.point", Into: "heap"}, []string{
-			"points, err := heap.New() // point objects of every size in one carve heap (heap.Limit sets its most) // in package main",
-			"// b, err := points.Alloc(size, align) for each of them; points.Free(b) where the program drops it",
-		}},
+		{Move{Type: "main.Meta", Label: "main.Meta", Elem: 40, Into: replay.IntoPools, Chunk: 40},
+			replay.Route{Label: "main.Meta", Name: "main.Meta", Into: replay.IntoPools, Chunk: 40},
+			[]string{"// Meta (package main) in one pool of 40-byte chunks", "metas, err := pool.NewOf[Meta]()", "defer metas.Pool().Close()", "x, err := metas.New()", "metas.Free(x) // where the program drops x, and on every replace"}},
+		{Move{Type: "main.Meta", Label: "main.Meta", Elem: 40, Into: replay.IntoHeap},
+			replay.Route{Label: "main.Meta", Name: "main.Meta", Into: replay.IntoHeap},
+			[]string{"metas, err := heap.New()", "b, err := metas.Alloc(int(unsafe.Sizeof(Meta{})), int(unsafe.Alignof(Meta{})))", "metas.Free(b)"}},
+		{Move{Type: "[]byte", Label: "uint8", Elem: 1, Into: replay.IntoHeap},
+			replay.Route{Label: "uint8", Name: "[]byte", Into: replay.IntoHeap},
+			[]string{"bufs, err := heap.New() // heap.Limit(n) caps the bytes it holds", "defer bufs.Close()", "b, err := bufs.Alloc(n, 1)", "bufs.Free(b) // where the program drops it, and on every replace", "a heap given n holds less"}},
+		{Move{Type: "[]byte", Label: "uint8", Elem: 1, Into: replay.IntoPools, Sizes: []int{16, 512, 4096}},
+			replay.Route{Label: "uint8", Name: "[]byte", Into: replay.IntoPools},
+			[]string{"bufSizes := []int{16, 512, 4096}", "bufPools[i], err = pool.New(size)", "i, _ := slices.BinarySearch(bufSizes, n)", "b = b[:n]", "bufPools[j].Free(b)", "for n bytes up to 4096"}},
+		{Move{Type: "[]int64", Label: "int64", Elem: 8, Into: replay.IntoHeap},
+			replay.Route{Label: "int64", Name: "[]int64", Into: replay.IntoHeap},
+			[]string{"int64Bufs, err := heap.New()", "b, err := int64Bufs.Alloc(n*8, 8)", "s := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(b))), n)"}},
 	} {
-		code := goTypeSnippet([]TypeTrial{tc.trial})
+		if got := tc.move.Route(); got != tc.route {
+			t.Errorf("%s into %s: route %+v, want %+v", tc.move.Type, tc.move.Kind(), got, tc.route)
+		}
+		code := Code([]Move{tc.move})
 		for _, line := range tc.want {
 			if !strings.Contains(code, line) {
-				t.Errorf("%s into a heap: the code lacks %q:\n%s", tc.trial.Type, line, code)
+				t.Errorf("%s into %s: the code lacks %q:\n%s", tc.move.Type, tc.move.Kind(), line, code)
 			}
+		}
+		// The pools the code makes are the route's: one per size of the
+		// move, no other.
+		if n := strings.Count(code, "pool.New("); tc.move.Kind() == "pools" && n != 1 {
+			t.Errorf("pools: %d pool.New calls, want one loop over the sizes:\n%s", n, code)
 		}
 	}
 }
