@@ -103,13 +103,7 @@ it allocates, where it allocates it.`,
 				}
 
 				tc.Trace, tc.Jobs, tc.MaxRequest, tc.Floor = cfg.Trace, cfg.Jobs, cfg.MaxRequest, &floor
-				prog := startProgress(c.stderr, 0)
-				tc.Progress = prog.counts()
-				tc.Planned = func(n int) {
-					fmt.Fprintf(c.stderr, "carve advise: %s: %s of the whole trace, %d at once\n", cfg.Trace.Label, text.Count(int64(n), "replay"), tc.Jobs)
-				}
-				adv, err := advise.AdviseTypes(tc)
-				prog.stop()
+				adv, err := runTypeAdvice(c, tc)
 				if err != nil {
 					return classify(err)
 				}
@@ -143,4 +137,16 @@ it allocates, where it allocates it.`,
 			return adv.WriteText(c.stdout)
 		}
 	},
+}
+
+// runTypeAdvice runs the type advisor on tc's trace: it says how many
+// replays it makes, and shows their progress as carve replay does.
+func runTypeAdvice(c *cli, tc advise.TypeConfig) (*advise.TypeAdvice, error) {
+	prog := startProgress(c.stderr, 0)
+	defer prog.stop()
+	tc.Progress = prog.counts()
+	tc.Planned = func(n int) {
+		fmt.Fprintf(c.stderr, "carve advise: %s: %s of the whole trace, %d at once\n", tc.Trace.Label, text.Count(int64(n), "replay"), max(tc.Jobs, 1))
+	}
+	return advise.AdviseTypes(tc)
 }

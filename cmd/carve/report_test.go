@@ -195,3 +195,30 @@ func TestReportMapAt(t *testing.T) {
 		t.Errorf("--map-at -1: exit %d, want 2", code)
 	}
 }
+
+// TestReportAdvise: carve report --advise adds, for a Go program's
+// trace, the advisor's result as carve advise prints it, and nothing for
+// a trace of no types.
+func TestReportAdvise(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "r.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"report", "-o", page, "--advise", "--alloc", "go,first-fit", goTrace, "gen:connection:n=200"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("carve %q = %d: %s", args, code, stderr.String())
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), "Types to move off the Go heap (carve advise)"); n != 1 {
+		t.Errorf("%d advice sections, want one, for the Go trace", n)
+	}
+	for _, want := range []string{"carve advise: " + goTrace, "a move is suggested with", "types tried: pointer-free"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(stderr.String(), "replays of the whole trace") {
+		t.Errorf("the advisor did not say its replays: %s", stderr.String())
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/carvelab/carve/lab/advise"
 	"github.com/carvelab/carve/lab/report"
 	"github.com/carvelab/carve/lab/rows"
 )
@@ -24,7 +26,10 @@ measures; the trace's size and lifetime histograms; and a map of each of
 carve's heaps at its peak footprint (live, free, headers, padding). For a Go
 program's trace it adds its types (as carve stats lists them) and the
 program's own heap and GC goal from the trace's metrics, beside the replays.
-A summary of the verdicts and the sources close it. The file needs no
+With --advise, a Go program's trace gets the advisor's result too, as
+carve advise prints it: the types it moved off the Go heap, measured, their
+bounds and the code. A summary of the verdicts and the sources close it.
+The file needs no
 script, font or network. The other flags are carve
 replay's; the tables are printed as carve replay prints them.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
@@ -34,6 +39,7 @@ replay's; the tables are printed as carve replay prints them.`,
 		pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
 		maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint (another replay each, up to that event)")
 		mapAt := fs.Int64("map-at", 0, "draw the heap maps after event `N` instead of at each heap's peak footprint")
+		adv := fs.Bool("advise", false, "for a Go program's trace, add what carve advise measures: its types moved off the Go heap, their bounds and the code (its replays besides the report's)")
 		return func(c *cli, args []string) error {
 			cfg, err := f.config(args)
 			if err != nil {
@@ -42,7 +48,7 @@ replay's; the tables are printed as carve replay prints them.`,
 			if *mapAt < 0 {
 				return badUsage("--map-at %d: want an event number from 1", *mapAt)
 			}
-			return writeReport(c, cfg, &f, reportOptions{path: *out, png: *pngDir, maps: *maps, mapAt: *mapAt,
+			return writeReport(c, cfg, &f, reportOptions{path: *out, png: *pngDir, maps: *maps, mapAt: *mapAt, advise: *adv,
 				command: "carve report " + strings.Join(c.args, " ")})
 		}
 	},
@@ -66,7 +72,7 @@ func unreadable(tables []rows.Table) error {
 // reportOptions are what carve report (or replay --html) writes.
 type reportOptions struct {
 	path, png, command string
-	maps               bool
+	maps, advise       bool
 	mapAt              int64
 }
 
@@ -102,8 +108,26 @@ func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) erro
 		emit(c, tables, f)
 		return err
 	}
+	var prog *progress
+	if o.maps {
+		prog = startProgress(c.stderr, 0)
+	}
 	rep := report.Report{Title: "carve: fragmentation report", Generated: time.Now(), Command: o.command,
-		Traces: report.Build(tables, sums, cfg.specs, report.MapOptions{Draw: o.maps, At: o.mapAt, Jobs: cfg.jobs})}
+		Traces: report.Build(tables, sums, cfg.specs, report.MapOptions{Draw: o.maps, At: o.mapAt, Jobs: cfg.jobs, Progress: prog.counts()})}
+	prog.stop()
+	if o.advise {
+		for i, t := range cfg.traces {
+			if !advise.Labelled(t) {
+				continue
+			}
+			text, err := adviseText(c, advise.TypeConfig{Trace: t, Jobs: cfg.jobs, MaxRequest: cfg.opt.MaxRequest, MaxRSS: cfg.opt.MaxRSS})
+			if err != nil {
+				out.finish(false)
+				return classify(err)
+			}
+			rep.Traces[i].Advice = text
+		}
+	}
 	if err := out.written(func(w io.Writer) error { return report.Write(w, rep) }); err != nil {
 		return err
 	}
@@ -115,4 +139,18 @@ func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) erro
 		}
 	}
 	return emit(c, tables, f)
+}
+
+// adviseText runs the type advisor on tc's trace, its progress on
+// stderr, and returns its advice as carve advise prints it.
+func adviseText(c *cli, tc advise.TypeConfig) (string, error) {
+	adv, err := runTypeAdvice(c, tc)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := adv.WriteText(&b); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }

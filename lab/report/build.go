@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/carvelab/carve/heapmap"
@@ -63,6 +64,9 @@ type MapOptions struct {
 	At int64
 	// Jobs is how many replays for the maps run at once.
 	Jobs int
+	// Progress counts the maps' replays as they run (nil: none); its
+	// Total is set before the first.
+	Progress *rows.Progress
 }
 
 // Build makes the report's traces from the tables of a run (sums[i]
@@ -173,13 +177,20 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 		}
 	}
 	maps := make([]*Map, len(jobs))
+	var events *atomic.Int64
+	if p := opt.Progress; p != nil {
+		p.Total, events = len(jobs), &p.Events
+	}
 	ch := make(chan int)
 	var wg sync.WaitGroup
 	for range min(max(opt.Jobs, 1), len(jobs)) {
 		wg.Go(func() {
 			for i := range ch {
 				j := jobs[i]
-				maps[i] = mapAt(tables[j.t].Trace, specs[j.r], tables[j.t].Rows[j.r], opt.At)
+				maps[i] = mapAt(tables[j.t].Trace, specs[j.r], tables[j.t].Rows[j.r], opt.At, events)
+				if opt.Progress != nil {
+					opt.Progress.Finished.Add(1)
+				}
 			}
 		})
 	}
@@ -202,6 +213,12 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 // replay's. The pools in front of the heap are not in the map. It returns
 // an error for a heap that draws no map, or a replay that failed.
 func HeapMap(t traces.Trace, spec rows.Spec, at int64) (heapmap.Map, replay.Result, error) {
+	return heapMap(t, spec, at, nil)
+}
+
+// heapMap is HeapMap, counting the events it replays into events (if
+// not nil).
+func heapMap(t traces.Trace, spec rows.Spec, at int64, events *atomic.Int64) (heapmap.Map, replay.Result, error) {
 	a, err := spec.NewAllocator(false, trace.CycleHeap{}) // a heap that maps: not the Go heap
 	if err != nil {
 		return heapmap.Map{}, replay.Result{}, err
@@ -217,7 +234,7 @@ func HeapMap(t traces.Trace, spec rows.Spec, at int64) (heapmap.Map, replay.Resu
 	}
 	defer closer.Close()
 	tr := &tracked{Allocator: a, live: map[uintptr][]byte{}}
-	res, err := replay.Run(src, tr, replay.Options{NoCheck: true, StopAfter: at})
+	res, err := replay.Run(src, tr, replay.Options{NoCheck: true, StopAfter: at, Progress: events})
 	if err != nil {
 		return heapmap.Map{}, res, err
 	}
@@ -274,7 +291,7 @@ func (t *tracked) Realloc(b []byte, size int) ([]byte, error) {
 // mapAt replays t through the heap of spec up to event at (0: the event
 // of the row's peak footprint) and returns the heap's map there, or nil
 // if the heap draws none.
-func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64) *Map {
+func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64, events *atomic.Int64) *Map {
 	moment := "at its peak footprint"
 	if at == 0 {
 		at = rw.PeakFootprintAt
@@ -282,7 +299,7 @@ func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64) *Map {
 		at = min(at, rw.Events)
 		moment = "at the chosen moment"
 	}
-	hm, _, err := HeapMap(t, spec, at)
+	hm, _, err := heapMap(t, spec, at, events)
 	if err != nil {
 		return nil
 	}

@@ -113,6 +113,10 @@ type Trace struct {
 	Findings []string
 	// Maps are pictures of heaps (SVG), with a caption each.
 	Maps []Map
+	// Advice is, for a Go program's trace and carve report --advise, the
+	// advisor's result as carve advise prints it (advise.TypeAdvice's
+	// WriteText): the types moved, measured, their bounds and the code.
+	Advice string
 }
 
 // Map is a heap map to show: an SVG (written by MapSVG, or anything that
@@ -314,6 +318,9 @@ end) show how each allocator sees itself, and rank nothing across allocators.</p
 <p class="note">As carve stats prints it: each label's bytes and objects live at the trace's peak, their share of it, the label's own peak, its allocations, the mean lifetime of its freed objects in events, and, for a Go type, its bytes that may hold pointers and its size.</p>
 {{end}}
 {{range .MapCharts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}
+{{if .Advice}}<h3>Types to move off the Go heap (carve advise)</h3>
+<pre class="advice">{{.Advice}}</pre>
 {{end}}
 {{end}}
 <h2 id="summary">Summary</h2>
