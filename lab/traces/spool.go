@@ -206,6 +206,20 @@ func (d *decoder) Read(dst []trace.Event) (int, error) {
 	d.lines = d.lines[:0]
 	n := 0
 	for n < len(dst) && d.err == nil {
+		// An event whose record is in the buffer decodes from it; any
+		// other record, one cut by the buffer's end, or one in error
+		// takes the way below.
+		if b, _ := d.r.Peek(maxEventRecord); len(b) > 0 {
+			if e, delta, k := decodeEvent(b); k > 0 {
+				d.r.Discard(k)
+				d.line += delta
+				d.events++
+				dst[n] = e
+				d.lines = append(d.lines, d.line)
+				n++
+				continue
+			}
+		}
 		c, err := d.r.ReadByte()
 		if err != nil {
 			d.err = fmt.Errorf("%w: %v", errForm, err)
@@ -280,6 +294,56 @@ func (d *decoder) Read(dst []trace.Event) (int, error) {
 		return n, nil
 	}
 	return 0, d.err
+}
+
+// maxEventRecord is the most bytes an event's record takes: its first
+// byte and seven varints.
+const maxEventRecord = 1 + 7*binary.MaxVarintLen64
+
+// decodeEvent decodes the event record at the start of b: the event,
+// its line's delta and the record's length, or a length of 0 when b
+// starts no event or holds only part of it, or the record is not in the
+// form (the decoder's way byte by byte says why).
+func decodeEvent(b []byte) (trace.Event, int64, int) {
+	c := b[0]
+	if !trace.Op(c&opMask).Valid() || c&^(opMask|flagThread|flagAlign|flagN|flagLabel) != 0 { // the other records' bytes are none
+		return trace.Event{}, 0, 0
+	}
+	k := 1
+	bad := false
+	next := func() uint64 {
+		x, m := binary.Uvarint(b[k:])
+		if m <= 0 {
+			bad = true
+			return 0
+		}
+		k += m
+		return x
+	}
+	e := trace.Event{Op: trace.Op(c & opMask), ID: next()}
+	if e.Op != trace.Free {
+		e.Size = next()
+	}
+	if c&flagThread != 0 {
+		e.Thread = uint32(next())
+	}
+	if c&flagAlign != 0 {
+		e.Align = uint32(next())
+	}
+	if c&flagN != 0 {
+		e.N = uint32(next())
+	}
+	if c&flagLabel != 0 {
+		e.Label = uint32(next())
+	}
+	if bad {
+		return trace.Event{}, 0, 0
+	}
+	delta, m := binary.Varint(b[k:])
+	if m <= 0 {
+		return trace.Event{}, 0, 0
+	}
+	return e, delta, k + m
 }
 
 // Position returns the file and the line of the i-th event of the last

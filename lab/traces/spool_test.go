@@ -2,10 +2,13 @@ package traces_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -149,5 +152,63 @@ func TestSpoolKeepsTheError(t *testing.T) {
 	got, _, _, gotErr = readAll(t, traces.ReadStream(&stream))
 	if !reflect.DeepEqual(got, want) || gotErr == nil || gotErr.Error() != wantErr.Error() {
 		t.Errorf("streamed: %v, %v; want %v, %v", got, gotErr, want, wantErr)
+	}
+}
+
+// TestStreamAcrossBuffers: a long stream of events of every kind, with
+// fields of every width, reads back as written, its records cut by the
+// reader's buffer anywhere (an event decoded from the buffer, or byte
+// by byte where the buffer ends inside it).
+func TestStreamAcrossBuffers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# carve trace v2\nl 1 main.session ptrbytes=0 size=64\n")
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 60_000 {
+		id := uint64(i + 1)
+		if i%7 == 0 {
+			id = rng.Uint64() >> rng.IntN(64)
+		}
+		switch i % 6 {
+		case 0:
+			fmt.Fprintf(&b, "a %d %d @1\n", id, rng.Uint64N(1<<uint(rng.IntN(40)+1)))
+		case 1:
+			fmt.Fprintf(&b, "t %d\nm %d %d %d\n", rng.IntN(1<<20), id, 1<<rng.IntN(20), rng.IntN(1<<16))
+		case 2:
+			fmt.Fprintf(&b, "c %d %d %d\n", id, rng.IntN(1000)+1, rng.IntN(4096)+1)
+		case 3:
+			fmt.Fprintf(&b, "r %d %d\n", id, rng.IntN(1<<30))
+		case 4:
+			fmt.Fprintf(&b, "f %d\n", id)
+		default:
+			fmt.Fprintf(&b, "# a comment\n\na %d 16\n", id)
+		}
+	}
+	tr, err := traces.Resolve(writeTrace(t, b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, closer, err := tr.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantLines, wantNames, _ := readAll(t, src)
+	closer.Close()
+	src, closer, err = tr.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	if err := traces.WriteStream(&stream, src); err != nil {
+		t.Fatal(err)
+	}
+	closer.Close()
+	got, lines, names, err := readAll(t, traces.ReadStream(&stream))
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d events read back, %v; want %d", len(got), err, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] || lines[i] != wantLines[i] || names[i] != wantNames[i] {
+			t.Fatalf("event %d: %+v line %d %q, want %+v line %d %q", i, got[i], lines[i], names[i], want[i], wantLines[i], wantNames[i])
+		}
 	}
 }
