@@ -160,10 +160,10 @@ func (m Move) code(b *strings.Builder, i int) {
 		fmt.Fprintf(b, "// %s%s in pools, one per size the trace gives its objects (%d: their size classes), in place of make(%s, n)\n", name, in, len(m.Sizes), name)
 		fmt.Fprintf(b, "%s := []int{%s}\n", sz, strings.Join(sizes, ", "))
 		fmt.Fprintf(b, "%s := make([]*pool.Pool, len(%s))\n", ps, sz)
-		fmt.Fprintf(b, "for i, size := range %s {\n\tif %s[i], err = pool.New(size); err != nil {\n\t\treturn err\n\t}\n\tdefer %s[i].Close() // after the last Free\n}\n", sz, ps, ps)
+		fmt.Fprintf(b, "for i, size := range %s {\n\tp, err := pool.New(size) // pool.Limit(n) caps the bytes it holds\n\tif err != nil {\n\t\treturn err\n\t}\n\tdefer p.Close() // after the last Free\n\t%s[i] = p\n}\n", sz, ps)
 		fmt.Fprintf(b, "// for %s bytes up to %d (above, make):\n", unit, m.Sizes[len(m.Sizes)-1])
 		fmt.Fprintf(b, "i, _ := slices.BinarySearch(%s, %s)\n", sz, unit)
-		fmt.Fprintf(b, "b, err := %s[i].Alloc() // err when the pool is at its limit (pool.Limit)\n%s", ps, check)
+		fmt.Fprintf(b, "b, err := %s[i].Alloc() // err when the pool is at its limit\n%s", ps, check)
 		if elem == "byte" {
 			b.WriteString("b = b[:n]\n")
 		} else {

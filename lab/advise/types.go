@@ -169,6 +169,9 @@ type TypeAdvice struct {
 	Base    string `json:"base"`
 	GOGC    int    `json:"gogc"`
 	Repeats int    `json:"repeats"`
+	// Candidates is how many types at or above the floor were tried at
+	// most (TypeConfig.Candidates).
+	Candidates int `json:"candidates"`
 	// GOGCs are the repeats' GOGCs, the row's first.
 	GOGCs   []int `json:"gogcs"`
 	Replays int   `json:"replays"`
@@ -407,7 +410,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	// the marks' ends now that it has been opened.
 	paced := c.Trace.FreesMoved()
 	base := rows.Spec{Alloc: "go", GOGC: c.GOGC, Paced: paced}
-	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats, Paced: paced,
+	adv := &TypeAdvice{Schema: TypesSchema, Trace: c.Trace.Label, Base: base.Label(), GOGC: c.GOGC, Repeats: c.Repeats, Candidates: c.Candidates, Paced: paced,
 		Floor: floor.String(), Tried: []TypeTrial{}, Suggested: []TypeTrial{}, Unproven: []TypeTrial{}, Refused: []Refused{}, Left: []Left{}}
 	peak := sum.PeakMarked
 	if peak == 0 {
@@ -519,7 +522,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			}
 			tg.bound(adv.Baseline)
 		}
-		cd.choose()
+		cd.choose(len(adv.GOGCs))
 		cd.Suggested = cd.passes(len(adv.GOGCs))
 		if len(cd.Sizes) > 1 {
 			rounding := classRounding(cd.Sizes, cd.Bytes)
@@ -655,12 +658,18 @@ func (tg Target) overlaps(o Target) bool {
 	return slices.Min(tg.Lows) <= slices.Max(o.Highs) && slices.Min(o.Lows) <= slices.Max(tg.Highs)
 }
 
-// choose puts the target printed first: the one of the highest lower
-// bound, unless a simpler one's savings overlap it (simpler).
-func (t *TypeTrial) choose() {
+// choose puts the target printed first (TargetRule): among the moves
+// that pass the rule at n GOGCs, or all if none does, the one of the
+// highest lower bound, unless a simpler one's savings overlap it.
+func (t *TypeTrial) choose(n int) {
+	passing := false
+	for _, tg := range t.Targets {
+		passing = passing || t.movePasses(tg, n)
+	}
+	eligible := func(tg Target) bool { return tg.Error == "" && (!passing || t.movePasses(tg, n)) }
 	best := -1
 	for i, tg := range t.Targets {
-		if tg.Error == "" && (best < 0 || tg.Low > t.Targets[best].Low) {
+		if eligible(tg) && (best < 0 || tg.Low > t.Targets[best].Low) {
 			best = i
 		}
 	}
@@ -670,7 +679,7 @@ func (t *TypeTrial) choose() {
 	}
 	for i, tg := range t.Targets {
 		b := t.Targets[best]
-		if i != best && tg.Error == "" && tg.overlaps(b) && t.simpler(tg.Move, b.Move) {
+		if i != best && eligible(tg) && tg.overlaps(b) && t.simpler(tg.Move, b.Move) {
 			best = i
 		}
 	}
@@ -691,11 +700,17 @@ func (t TypeTrial) simpler(a, b Move) bool {
 }
 
 // passes reports whether the chosen move of a trial measured at n GOGCs
-// is suggested: its lower bound above zero at Quorum of them, at least
-// MinTypeSaving in the median, and no more than NoiseBound.
+// is suggested (movePasses).
 func (t TypeTrial) passes(n int) bool {
 	tg := t.Chosen()
-	return tg != nil && tg.Error == "" && tg.Saved >= Quorum(n) && tg.Low >= MinTypeSaving && tg.Low <= t.NoiseBound
+	return tg != nil && t.movePasses(*tg, n)
+}
+
+// movePasses reports whether a move of the trial's type measured at n
+// GOGCs passes the rule: its lower bound above zero at Quorum of them,
+// at least MinTypeSaving in the median, and no more than NoiseBound.
+func (t TypeTrial) movePasses(tg Target, n int) bool {
+	return tg.Error == "" && tg.Saved >= Quorum(n) && tg.Low >= MinTypeSaving && tg.Low <= t.NoiseBound
 }
 
 // mayPass reports whether the chosen move of a trial measured at n
@@ -935,7 +950,7 @@ func Rule(repeats int) string {
 
 // TargetRule is how the advisor picks the move it prints for a type, as
 // the help and the advice state it.
-var TargetRule = fmt.Sprintf("the move with the highest lower bound, unless another's savings (the least to the most at any GOGC) overlap its own and its code is simpler: "+
+var TargetRule = fmt.Sprintf("among the moves that pass the rule below (all, if none does), the one with the highest lower bound, unless another's savings (the least to the most at any GOGC) overlap its own and its code is simpler: "+
 	"one heap for a slice of more than %d sizes, pools otherwise", MaxPoolClasses)
 
 // WriteText writes the type advice for a reader.
@@ -953,8 +968,8 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		ew.printf("  paced by the model; collected where the program collected: peak RSS %s, so the model's error is %s (%+.1f%%)\n",
 			size.Format(p.PeakRSS), signed(a.ModelError), 100*float64(a.ModelError)/float64(max(p.PeakRSS, 1)))
 	}
-	ew.printf("types tried: pointer-free, at least %s at the trace's peak (%s: --min-type %s of the peak marked heap, %s)\n",
-		size.Format(a.FloorBytes), size.Format(a.FloorBytes), a.Floor, size.Format(a.PeakMarked))
+	ew.printf("types tried: pointer-free, holding at least %s at the trace's peak (--min-type %s, of the peak marked heap of %s), the %s largest\n",
+		size.Format(a.FloorBytes), a.Floor, size.Format(a.PeakMarked), text.Count(int64(a.Candidates), "type"))
 	ew.printf("\n")
 	bounds := "saving"
 	if a.Paced {
@@ -1000,7 +1015,11 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	if len(a.Left) > 0 {
 		ew.printf("\nnot tried:\n")
 		for _, l := range a.Left {
-			ew.printf("  %s: %s, %s of %s at the peak\n", l.Why, text.Count(int64(l.Types), "type"), size.Format(int64(l.Bytes)), text.Count(l.Objects, "object"))
+			types := text.Count(int64(l.Types), "type") + ", "
+			if l.Why == LeftUntyped {
+				types = ""
+			}
+			ew.printf("  %s: %s%s in %s at the peak\n", l.Why, types, size.Format(int64(l.Bytes)), text.Count(l.Objects, "object"))
 		}
 		if a.Untyped {
 			ew.printf("  the objects of no type hold more than %.0f%% of the trace's peak: the figures cover the typed objects only\n", 100*UntypedShare)

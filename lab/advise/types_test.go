@@ -347,7 +347,7 @@ func TestMoveCode(t *testing.T) {
 			[]string{"bufs, err := heap.New() // heap.Limit(n) caps the bytes it holds", "defer bufs.Close()", "b, err := bufs.Alloc(n, 1)", "bufs.Free(b) // where the program drops it, and on every replace", "a heap given n holds less"}},
 		{Move{Type: "[]byte", Label: "uint8", Elem: 1, Into: replay.IntoPools, Sizes: []int{16, 512, 4096}},
 			replay.Route{Label: "uint8", Name: "[]byte", Into: replay.IntoPools},
-			[]string{"bufSizes := []int{16, 512, 4096}", "bufPools[i], err = pool.New(size)", "i, _ := slices.BinarySearch(bufSizes, n)", "b = b[:n]", "bufPools[j].Free(b)", "for n bytes up to 4096"}},
+			[]string{"bufSizes := []int{16, 512, 4096}", "p, err := pool.New(size)", "bufPools[i] = p", "i, _ := slices.BinarySearch(bufSizes, n)", "b = b[:n]", "bufPools[j].Free(b)", "for n bytes up to 4096"}},
 		{Move{Type: "[]int64", Label: "int64", Elem: 8, Into: replay.IntoHeap},
 			replay.Route{Label: "int64", Name: "[]int64", Into: replay.IntoHeap},
 			[]string{"int64Bufs, err := heap.New()", "b, err := int64Bufs.Alloc(n*8, 8)", "s := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(b))), n)"}},
