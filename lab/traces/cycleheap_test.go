@@ -9,12 +9,9 @@ import (
 	"github.com/carvelab/carve/lab/trace"
 )
 
-// TestCycleHeap reads what a Go program's heap held over each of its
-// collections: its peak between two marks' ends (before the sweep's
-// frees, moved to the end of the mark that proved the objects dead) and
-// the bytes of the named objects each mark found.
-func TestCycleHeap(t *testing.T) {
-	const text = `# carve trace v3
+// cyclesText is a Go program's trace of two collections: four objects,
+// two of them main.buf buffers, then a third, and the sweeps' frees.
+const cyclesText = `# carve trace v3
 l 1 main.buf size=1024 ptrbytes=0
 a 1 1024 @1
 a 2 100
@@ -28,14 +25,10 @@ a 6 10
 G 7 8 1084 2168
 f 3
 `
-	// Frees 1 and 2 (the sweep of the first collection) move to its
-	// mark's end, after event 4: the heap peaked at 2198 bytes before
-	// it, and the mark found buffer 3 (1024 of main.buf) and 50 bytes.
-	// Then 1074 + 1024 + 10 = 2108 before the second mark's end, whose
-	// sweep frees buffer 3: it found buffer 5. Object 4 (50 bytes) was
-	// born while the first mark ran, object 6 (10) while the second did:
-	// black. The first mark visited buffer 3 alone (4 is black): main.buf
-	// is all of it; the second visited 4 and buffer 5: half.
+
+// cyclesTrace writes text to a file and resolves it.
+func cyclesTrace(t *testing.T, text string) Trace {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "cycles.trace")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,6 +37,23 @@ f 3
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+// TestCycleHeap reads what a Go program's heap held over each of its
+// collections: its peak between two marks' ends (before the sweep's
+// frees, moved to the end of the mark that proved the objects dead) and
+// the bytes of the named objects each mark found.
+func TestCycleHeap(t *testing.T) {
+	// Frees 1 and 2 (the sweep of the first collection) move to its
+	// mark's end, after event 4: the heap peaked at 2198 bytes before
+	// it, and the mark found buffer 3 (1024 of main.buf) and 50 bytes.
+	// Then 1074 + 1024 + 10 = 2108 before the second mark's end, whose
+	// sweep frees buffer 3: it found buffer 5. Object 4 (50 bytes) was
+	// born while the first mark ran, object 6 (10) while the second did:
+	// black. The first mark visited buffer 3 alone (4 is black): main.buf
+	// is all of it; the second visited 4 and buffer 5: half.
+	tr := cyclesTrace(t, cyclesText)
 	got, err := tr.CycleHeap([]string{"main.buf"})
 	if err != nil {
 		t.Fatal(err)
@@ -69,31 +79,7 @@ f 3
 // back on every later open, hold what placing the frees anew gives: the
 // same events, positions and collections, for each placement.
 func TestPlacedKept(t *testing.T) {
-	const text = `# carve trace v3
-l 1 main.buf size=1024 ptrbytes=0
-a 1 1024 @1
-a 2 100
-a 3 1024 @1
-a 4 50
-G 3 4 1074 2148
-f 1
-a 5 1024 @1
-f 2
-a 6 10
-G 7 8 1084 2168
-f 3
-a 7 1024 @1
-f 5
-`
-	path := filepath.Join(t.TempDir(), "cycles.trace")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := Resolve(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr = tr.Spooled()
+	tr := cyclesTrace(t, cyclesText+"a 7 1024 @1\nf 5\n").Spooled()
 	type read struct {
 		events []trace.Event
 		lines  []int64

@@ -66,6 +66,21 @@ func writeTrace(t *testing.T, text string) string {
 	return p
 }
 
+// streamed writes tr's events to a stream and returns its reader.
+func streamed(t *testing.T, tr traces.Trace) trace.Source {
+	t.Helper()
+	src, closer, err := tr.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	var stream bytes.Buffer
+	if err := traces.WriteStream(&stream, src); err != nil {
+		t.Fatal(err)
+	}
+	return traces.ReadStream(&stream)
+}
+
 // TestSpoolAndStream: a spooled trace's every Open, and a stream of it
 // read back, give the events the trace's own reader gives, with their
 // lines, their labels and the file's name; the spool is decoded once.
@@ -102,16 +117,7 @@ func TestSpoolAndStream(t *testing.T) {
 	}
 	wg.Wait()
 
-	src, closer, err = sp.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stream bytes.Buffer
-	if err := traces.WriteStream(&stream, src); err != nil {
-		t.Fatal(err)
-	}
-	closer.Close()
-	back := traces.ReadStream(&stream)
+	back := streamed(t, sp)
 	got, lines, names, err := readAll(t, back)
 	if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(lines, wantLines) || !reflect.DeepEqual(names, wantNames) {
 		t.Errorf("streamed: %v %v %v, %v; want %v %v %v", got, lines, names, err, want, wantLines, wantNames)
@@ -193,16 +199,7 @@ func TestStreamAcrossBuffers(t *testing.T) {
 	}
 	want, wantLines, wantNames, _ := readAll(t, src)
 	closer.Close()
-	src, closer, err = tr.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stream bytes.Buffer
-	if err := traces.WriteStream(&stream, src); err != nil {
-		t.Fatal(err)
-	}
-	closer.Close()
-	got, lines, names, err := readAll(t, traces.ReadStream(&stream))
+	got, lines, names, err := readAll(t, streamed(t, tr))
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("%d events read back, %v; want %d", len(got), err, len(want))
 	}
