@@ -461,23 +461,32 @@ func (p *Pool) Stats() Stats {
 	}
 	st.Live = st.InUse * int64(p.size)
 	st.Used = st.InUse * int64(p.stride)
-	st.Metadata = int64(cap(p.vacant)) + 8*int64(cap(p.live)+cap(p.quar))
+	st.Footprint, st.Resident, st.Metadata = p.Held()
+	return st
+}
+
+// Held returns the pool's Footprint, Resident and Metadata as Stats
+// does, without its walk of the free list: for a caller that counts the
+// chunks it holds itself (InUse: Live is that × ChunkSize, Used that ×
+// Stride) and samples the pool often. It makes one mincore system call.
+func (p *Pool) Held() (footprint, resident, metadata int64) {
+	metadata = int64(cap(p.vacant)) + 8*int64(cap(p.live)+cap(p.quar))
 	if p.region != nil {
-		st.Metadata += p.region.Metadata()
+		metadata += p.region.Metadata()
 	}
 	switch {
 	case p.closed:
 	case p.region != nil:
-		st.Footprint = int64(p.region.Committed())
+		footprint = int64(p.region.Committed())
 		if r, err := p.region.Resident(0, p.nslabs*int(p.slabSize)); err == nil {
-			st.Resident = int64(r)
+			resident = int64(r)
 		}
 	default:
-		st.Footprint = int64(len(p.over))
+		footprint = int64(len(p.over))
 		if r, err := mem.Resident(p.over); err == nil {
 			// mincore counts whole pages, which may reach past the region.
-			st.Resident = min(int64(r), st.Footprint)
+			resident = min(int64(r), footprint)
 		}
 	}
-	return st
+	return footprint, resident, metadata
 }

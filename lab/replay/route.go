@@ -237,6 +237,10 @@ type lane struct {
 	heap    *cheap.Heap
 	inArena int  // the arena's objects not freed: it resets when none is left
 	used    bool // an object took the route
+	// inUse counts each pool's chunks handed out and not freed, so that
+	// a sample reads its figures without a walk of its free list
+	// (pool.Pool.Held).
+	inUse map[*pool.Pool]int64
 }
 
 // NewRouter returns a router of routes. A route by size's pool is made at
@@ -252,7 +256,7 @@ func NewRouter(routes []Route) (*Router, error) {
 			r.Close()
 			return nil, err
 		}
-		l := &lane{route: rt, pools: map[int]*pool.Pool{}}
+		l := &lane{route: rt, pools: map[int]*pool.Pool{}, inUse: map[*pool.Pool]int64{}}
 		if rt.ByLabel() {
 			if labels[rt.Label] {
 				r.Close()
@@ -340,7 +344,9 @@ func (r *Router) alloc(l *lane, size int) ([]byte, error) {
 			l.inArena++
 		}
 	case *pool.Pool:
-		b, err = t.Alloc()
+		if b, err = t.Alloc(); err == nil {
+			l.inUse[t]++
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -426,14 +432,20 @@ func (l *lane) holds(size int) bool {
 }
 
 // holder returns the lane whose target holds b, and its pool if it is
-// one, or nil.
+// one, or nil: first the pool of b's size (where a block not resized in
+// its chunk is), then every pool.
 func (r *Router) holder(b []byte) (*lane, *pool.Pool) {
 	for _, l := range r.lanes {
 		if l.arena != nil && l.arena.Owns(b) || l.heap != nil && l.heap.Contains(b) {
 			return l, nil
 		}
-		for _, p := range l.pools {
-			if p.Owns(b) {
+		if p := l.pools[l.chunk(len(b))]; p != nil && p.Owns(b) {
+			return l, p
+		}
+	}
+	for _, l := range r.lanes {
+		for _, size := range l.order {
+			if p := l.pools[size]; p.Owns(b) {
 				return l, p
 			}
 		}
@@ -466,7 +478,9 @@ func (r *Router) Free(b []byte) error {
 	var err error
 	switch t := t.(type) {
 	case *pool.Pool:
-		err = t.Free(b)
+		if err = t.Free(b); err == nil {
+			l.inUse[t]--
+		}
 	case *cheap.Heap:
 		err = t.Free(b)
 	case *arena.Arena:
@@ -547,7 +561,10 @@ func (r *Router) Stats() carve.Stats {
 	}
 	for _, l := range r.lanes {
 		for _, size := range l.order {
-			add(l.pools[size].Stats().Stats)
+			p := l.pools[size]
+			n := l.inUse[p]
+			fp, res, meta := p.Held()
+			add(carve.Stats{Live: n * int64(p.ChunkSize()), Used: n * int64(p.Stride()), Footprint: fp, Resident: res, Metadata: meta})
 		}
 		if l.arena != nil {
 			add(l.arena.Stats().Stats)

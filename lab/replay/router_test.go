@@ -1,10 +1,12 @@
 package replay
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 
+	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/lab/trace"
 )
 
@@ -225,4 +227,70 @@ func mustNew(t *testing.T, name string) Allocator {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestRouterStatsCounted: the pools' figures the router reads without
+// walking their free lists (counting the chunks it hands out) are the
+// pools' own Stats, after allocations, frees and reallocs in and out.
+func TestRouterStatsCounted(t *testing.T) {
+	r, err := NewRouter([]Route{{Size: 64}, {Label: "main.buf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	labels := &trace.Labels{}
+	id, err := labels.Intern(trace.Label{Name: "main.buf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.UseLabels(labels)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var held [][]byte
+	for i := range 5000 {
+		switch {
+		case len(held) > 0 && rng.IntN(3) == 0:
+			j := rng.IntN(len(held))
+			if err := r.Free(held[j]); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held[:j], held[j+1:]...)
+		case len(held) > 0 && rng.IntN(5) == 0:
+			j := rng.IntN(len(held))
+			n, ok, err := r.Realloc(held[j], []int{64, 48, 96}[rng.IntN(3)])
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case !ok: // to the row: the caller frees it here
+				if err := r.Free(held[j]); err != nil {
+					t.Fatal(err)
+				}
+				held = append(held[:j], held[j+1:]...)
+			default:
+				held[j] = n
+			}
+		default:
+			label := uint32(0)
+			size := 64
+			if i%2 == 0 {
+				label, size = id, []int{48, 96, 64}[rng.IntN(3)]
+			}
+			b, ok, err := r.Alloc(size, 8, label)
+			if err != nil || !ok {
+				t.Fatalf("alloc: %v, %v", ok, err)
+			}
+			held = append(held, b)
+		}
+	}
+	var want carve.Stats
+	for _, l := range r.lanes {
+		for _, size := range l.order {
+			ps := l.pools[size].Stats().Stats
+			ps.Footprint += ps.Metadata
+			ps.Resident += ps.Metadata
+			addStats(&want, ps)
+		}
+	}
+	if got := r.Stats(); got != want {
+		t.Errorf("Stats %+v, the pools' own %+v", got, want)
+	}
 }
