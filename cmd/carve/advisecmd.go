@@ -40,11 +40,13 @@ pointers are never tried; each is summed in a line. On a trace that
 records the program's collections the Go heap is paced by the program's
 own marks (its marked heap less the moved objects, times how far its heap
 grew in that cycle), and once collected where the program collected, to
-print the model's error; each move is replayed with its objects freed at
-the start of the mark that did not find them (the latest they can have
-died) and the program's marks as long as they were, and with them freed
+print the model's error; each move is replayed with every object freed at
+the start of the mark that did not find it (the latest it can have died)
+and the program's marks as long as they were, and with every object freed
 as early as the trace allows and the marks shorter by what moved: the
-saving's two bounds.
+saving's two bounds (with a large type gone, the what-if collects far
+more often than the program did, and where the objects left on the Go
+heap died moves its peak too).
 
 For each type it prints ` + advise.TargetRule + `.
 

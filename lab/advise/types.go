@@ -52,12 +52,17 @@ import (
 // GOGC/100 for the repeats), the saving
 // is taken between the two, and the model's error is measured: the paced
 // baseline against the Go heap collected where the program collected.
-// Each move is then replayed twice, its objects freed late (at the start
-// of the mark that did not find them, the latest they can have died:
-// trace.FreeMarkStart), the program's marks as long as they were, and
-// early (as early as the trace allows: trace.EarlyFrees), the marks
-// shorter by the moved objects' share of what they visited, which bound
-// the saving of a program that frees them itself. A median saving above what the moved bytes cost on
+// Each move is then replayed twice, every object (moved or not) freed
+// late (at the start of the mark that did not find it, the latest it
+// can have died: trace.FreeMarkStart), the program's marks as long as
+// they were, and early (as early as the trace allows: trace.EarlyFrees),
+// the marks shorter by the moved objects' share of what they visited:
+// the least and the most the what-if can hold, whatever moment in its
+// span each object died at, which bound the saving of a program that
+// frees the moved objects itself. (With a large type gone, the what-if
+// collects far more often than the program did, and where in its span
+// an object left on the Go heap died moves its peak as much as the moved
+// objects do.) A median saving above what the moved bytes cost on
 // the Go heap (NoiseBound) is placement noise, never suggested.
 
 // GOGCStep is how far apart the repeats' GOGCs are, and MinTypeSaving
@@ -286,8 +291,8 @@ type TypeTrial struct {
 // code), and its saving of peak RSS against the Go heap at the same GOGC.
 type Target struct {
 	Move Move `json:"move"`
-	// Late is the move replayed with the moved objects freed at the start
-	// of the mark that did not find them (the latest they can have died)
+	// Late is the move replayed with every object freed at the start of
+	// the mark that did not find it (the latest it can have died)
 	// and the marks as long as the program's; Early with them freed as
 	// early as the trace allows and the marks shorter by what moved (on a
 	// trace without collections, Early is Late).
@@ -757,7 +762,7 @@ func assumes(paced bool, gogcs []int) []string {
 		}
 	}
 	return []string{
-		"objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); a moved type's saving is a range: its low end frees the moved objects at the start of that mark, the latest they can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of their birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark), which a program that frees a buffer or value when it drops or replaces it comes near; the objects that stay on the Go heap die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (the replays' collections fall between the program's, where the trace proves no object dead)",
+		"objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); the baseline's objects die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (its collections fall between the program's, where the trace proves no object dead); a move's saving is a range: its low end frees every object of the what-if, moved or not, at the start of the mark that did not find it, the latest it can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of its birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark): a program that frees a buffer or value when it drops or replaces it comes between the two, and with a large type gone the what-if collects far more often than the program did, so that where the objects left on the Go heap died moves its peak too",
 		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'); a heap with fewer objects may mark faster and so allocate less black: the late bound keeps the program's marks as long as they were (a mark whose cost is all in the pointer bytes it scans), the early one shortens them by the moved objects' share of the objects they visited (a mark whose cost is all per object); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC", joinInts(gogcs)),
 		classesAssumed,
 		ruleAssumed,
@@ -1001,7 +1006,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		tw.Flush()
 		ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
 		if a.Paced {
-			ew.printf("  saving: against the Go heap at the same GOGC, the median, with the moved objects freed at the start of the mark that did not find them, the latest they can have died (late), and as early as the trace allows (early: a program that frees them when it drops them comes near it); above 0 at: the GOGCs where the lesser of the two saved\n")
+			ew.printf("  saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early); above 0 at: the GOGCs where the lesser of the two saved\n")
 		}
 		ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
 		ew.printf("  into: %s\n", TargetRule)

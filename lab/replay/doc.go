@@ -57,17 +57,20 @@
 //     stopped short of its goal where its mark ended early: the goal
 //     keeps both, which the replay's own live bytes, collected at once,
 //     would not. Its collections fall between the program's marks'
-//     ends, where the trace proves no object dead: the lab gives it the
-//     frees of the objects it does not move spread over the spans where
-//     they died (trace.FreeSpread: between the later of birth and the
-//     start of the mark before, and the start of the mark that proved
-//     them dead, which finds what was reachable when it started), so
-//     that a collection finds dead about what the program's would have,
-//     where frees at the marks' ends would keep a cycle of garbage. The
-//     moved objects are freed at the start of the mark that did not find
-//     them, the latest they can have died (the late bound:
+//     ends, where the trace proves no object dead: the lab gives the
+//     baseline the frees spread over the spans where the objects died
+//     (trace.FreeSpread: between the later of birth and the start of the
+//     mark before, and the start of the mark that proved them dead,
+//     which finds what was reachable when it started), so that a
+//     collection finds dead about what the program's would have, where
+//     frees at the marks' ends would keep a cycle of garbage. A what-if
+//     frees every object, moved or not, at the start of the mark that
+//     did not find it, the latest it can have died (the late bound:
 //     trace.FreeMarkStart), or as early as the trace allows (the early
-//     one). A saving is taken against the
+//     one): with a large type gone, its collections come far more often
+//     than the program's, and where in its span an object the move
+//     leaves on the Go heap died moves its peak as much as the moved
+//     objects do. A saving is taken against the
 //     Go heap paced by the same model, and the model's own error is the
 //     paced heap's peak against the program-collected one's, on the
 //     same trace.

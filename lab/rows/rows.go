@@ -125,13 +125,13 @@ type Spec struct {
 	// of a what-if that moves types off the Go heap, which is paced so
 	// (see NewAllocator).
 	Paced bool `json:"paced,omitempty"`
-	// Early frees the objects of the Routes' labels as early as the
-	// trace allows (traces.Trace.OpenEarly) on a trace whose frees are
-	// moved to the marks' ends, and shortens the program's marks by the
-	// moved objects' share of what they visited (replay.NewPacedGoHeap):
-	// the early bound of the move, where the
-	// late one frees them at the start of the mark that did not find
-	// them, the latest they can have died.
+	// Early frees every object as early as the trace allows
+	// (traces.Trace.OpenPlaced) on a trace whose frees are moved to the
+	// marks' ends, and shortens the program's marks by the moved
+	// objects' share of what they visited (replay.NewPacedGoHeap): the
+	// early bound of the move, where the late one frees every object at
+	// the start of the mark that did not find it, the latest it can have
+	// died.
 	Early bool `json:"early,omitempty"`
 }
 

@@ -66,7 +66,7 @@ func (t Table) Findings() []string {
 		}
 		clause := fmt.Sprintf("%s: peak RSS %s, %s", r.Allocator, size.Format(r.PeakRSS), compare(r.PeakRSS, plain.PeakRSS, plain.Allocator))
 		if r.Collected == replay.ByPacing && strings.Contains(r.Allocator, "type=") && !strings.Contains(r.Allocator, ",early)") {
-			clause += " (its moved objects freed at the start of the mark that did not find them, the latest they can have died: the late bound; carve advise measures the early one too)"
+			clause += " (every object freed at the start of the mark that did not find it, the latest it can have died: the late bound; carve advise measures the early one too)"
 		}
 		pooled = append(pooled, clause)
 		changes = append(changes, fmt.Sprintf("%s %+.1f%%", plain.Allocator, 100*float64(r.PeakRSS-plain.PeakRSS)/float64(max(plain.PeakRSS, 1))))

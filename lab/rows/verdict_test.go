@@ -76,7 +76,7 @@ func TestFindings(t *testing.T) {
 			[]string{
 				"lowest peak RSS / peak live: go+heap(type=uint8), 2.400 (24.00 MiB resident for 10.00 MiB live)",
 				"go(paced) 3.600, 12.00 MiB (50.0%) above go+heap(type=uint8)'s",
-				"go+heap(type=uint8): peak RSS 24.00 MiB, 12.00 MiB (33.3%) below go(paced)'s (its moved objects freed at the start of the mark that did not find them, the latest they can have died: the late bound; carve advise measures the early one too)",
+				"go+heap(type=uint8): peak RSS 24.00 MiB, 12.00 MiB (33.3%) below go(paced)'s (every object freed at the start of the mark that did not find it, the latest it can have died: the late bound; carve advise measures the early one too)",
 			},
 		},
 		{

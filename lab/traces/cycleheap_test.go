@@ -106,6 +106,10 @@ func TestPlacedKept(t *testing.T) {
 		moved         []string
 		early, spread bool
 	}{{nil, false, true}, {[]string{"main.buf"}, false, true}, {[]string{"main.buf"}, true, true}, {[]string{"main.buf"}, true, false}} {
+		// A what-if frees every object where it frees the moved ones.
+		if mine, other := placements(len(p.moved) > 0, p.early, p.spread); p.spread && len(p.moved) > 0 && mine != other {
+			t.Errorf("%+v: the moved objects freed %v, the others %v", p, mine, other)
+		}
 		var reads []read
 		for range 3 {
 			src, closer, err := tr.OpenPlaced(p.moved, p.early, p.spread)
@@ -122,13 +126,7 @@ func TestPlacedKept(t *testing.T) {
 		}
 		s := tr.spool
 		labels := s.labels
-		mine, other := trace.FreeLate, trace.FreeLate
-		if p.spread {
-			mine, other = trace.FreeMarkStart, trace.FreeSpread
-		}
-		if p.early {
-			mine = trace.FreeEarly
-		}
+		mine, other := placements(len(p.moved) > 0, p.early, p.spread)
 		place := func(l uint32) trace.FreePlace {
 			if l != 0 && len(p.moved) > 0 && labels.Name(l) == p.moved[0] {
 				return mine

@@ -706,13 +706,18 @@ func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
 // early as early as the trace allows (trace.FreeEarly), and otherwise,
 // with spread, at the start of the mark that proved them dead, the
 // latest they can have died (trace.FreeMarkStart; without spread they
-// stay at its end); and with spread the frees of the other objects are
-// spread over the spans where they died (between the earliest the trace
-// allows and the start of the mark that proved them dead:
-// trace.FreeSpread): what a
-// collector that runs at other moments than the program's would find
-// dead, if objects die evenly over their spans. A trace whose frees are
-// not moved opens as Open does.
+// stay at its end). With spread and no label named (a baseline), the
+// frees are spread over the spans where the objects died (between the
+// earliest the trace allows and the start of the mark that proved them
+// dead: trace.FreeSpread): what a collector that runs at other moments
+// than the program's would find dead, if objects die evenly over their
+// spans. With spread and labels named (a what-if, whose collections may
+// come far more often than the program's once a large type is gone),
+// every object is freed where the moved ones are, as early or as late as
+// the trace allows: the what-if's peak is then its least or its most
+// over every moment the objects may have died at, and a saving against
+// the baseline is bounded on both sides. A trace whose frees are not
+// moved opens as Open does.
 func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.Closer, error) {
 	t = t.Spooled()
 	src, closer, err := t.Open()
@@ -721,13 +726,7 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 	}
 	s := t.spool
 	labels := s.labels
-	mine, other := trace.FreeLate, trace.FreeLate
-	if spread {
-		mine, other = trace.FreeMarkStart, trace.FreeSpread
-	}
-	if early {
-		mine = trace.FreeEarly
-	}
+	mine, other := placements(len(moved) > 0, early, spread)
 	place := func(l uint32) trace.FreePlace {
 		if l != 0 && labels != nil && slices.Contains(moved, labels.Name(l)) {
 			return mine
@@ -751,6 +750,22 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 		}
 	}
 	return build(src), closer, nil
+}
+
+// placements returns where OpenPlaced frees the moved objects (mine)
+// and the others.
+func placements(moved, early, spread bool) (mine, other trace.FreePlace) {
+	mine, other = trace.FreeLate, trace.FreeLate
+	if spread {
+		mine, other = trace.FreeMarkStart, trace.FreeSpread
+	}
+	if early {
+		mine = trace.FreeEarly
+	}
+	if spread && moved {
+		other = mine // a what-if: every object alike
+	}
+	return mine, other
 }
 
 // maxPlaced bounds the placed streams a spool keeps: a repeat of a
