@@ -1062,7 +1062,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		tg := t.Chosen()
 		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
 		if a.Paced {
-			ew.printf(", up to %s as the program frees them early", size.Format(tg.High))
+			ew.printf(", up to %s with every object freed as early as the trace allows", size.Format(tg.High))
 		}
 		ew.printf("; the GOGC rule predicted %s\n", size.Format(t.Rule))
 	}
