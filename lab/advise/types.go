@@ -207,7 +207,8 @@ type TypeAdvice struct {
 	// (TypeTrial.Suggested), in the order of Tried.
 	Suggested []TypeTrial `json:"suggested"`
 	// Unproven are the candidates not suggested whose move's upper bound
-	// (freed early) passes the rule where its lower bound does not: the
+	// (freed early) passes the rule where its lower bound does not, and
+	// is above how far the Go heap's peak moves from GOGC to GOGC: the
 	// trace cannot tell when in a collection cycle the program dropped
 	// them, and a program that frees them as soon as it drops them may
 	// save up to the upper bound; GoUnproven is their code.
@@ -545,7 +546,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		case t.Suggested:
 			adv.Suggested = append(adv.Suggested, t)
 			moved = append(moved, t.Chosen().Move)
-		case paced && t.mayPass(len(adv.GOGCs)):
+		case paced && t.mayPass(len(adv.GOGCs), adv.Baseline.High-adv.Baseline.Low):
 			adv.Unproven = append(adv.Unproven, t)
 			unproven = append(unproven, t.Chosen().Move)
 		}
@@ -719,10 +720,12 @@ func (t TypeTrial) movePasses(tg Target, n int) bool {
 }
 
 // mayPass reports whether the chosen move of a trial measured at n
-// GOGCs would pass the rule on its upper bound (its objects freed as
+// GOGCs would pass the rule on its upper bound (every object freed as
 // early as the trace allows): above zero at Quorum of them, at least
-// MinTypeSaving in the median, and no more than NoiseBound.
-func (t TypeTrial) mayPass(n int) bool {
+// MinTypeSaving in the median, and no more than NoiseBound; and whether
+// that upper bound is above spread, how far the Go heap's own peak moves
+// from one GOGC to another (less is placement noise).
+func (t TypeTrial) mayPass(n int, spread int64) bool {
 	tg := t.Chosen()
 	if tg == nil || tg.Error != "" {
 		return false
@@ -733,7 +736,7 @@ func (t TypeTrial) mayPass(n int) bool {
 			saved++
 		}
 	}
-	return saved >= Quorum(n) && tg.High >= MinTypeSaving && tg.High <= t.NoiseBound
+	return saved >= Quorum(n) && tg.High >= max(MinTypeSaving, spread) && tg.High <= t.NoiseBound
 }
 
 // noise reports whether the chosen move's lower bound is above what the
@@ -1042,7 +1045,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	}
 	ew.printf("\na move is suggested with %s\n", Rule(len(a.GOGCs)))
 	if len(a.Unproven) > 0 {
-		ew.printf("\nnot suggested, unproven: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:\n")
+		ew.printf("\nnot suggested, unproven: their upper bound passes the rule, and is above how far the Go heap's own peak moves from GOGC to GOGC (%s), but not their lower bound: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:\n", size.Format(a.Baseline.High-a.Baseline.Low))
 		for _, t := range a.Unproven {
 			tg := t.Chosen()
 			ew.printf("  %s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)\n", t.Type, tg.Move.Kind(), signed(tg.Low), signed(tg.High),

@@ -368,3 +368,26 @@ func TestMoveCode(t *testing.T) {
 		}
 	}
 }
+
+// TestMayPass: a move is unproven when its upper bound passes the rule
+// and is above how far the Go heap's peak moves from GOGC to GOGC.
+func TestMayPass(t *testing.T) {
+	trial := func(high int64, highs ...int64) TypeTrial {
+		return TypeTrial{NoiseBound: 64 << 20, Targets: []Target{{Low: -1 << 20, High: high, Highs: highs}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		trial  TypeTrial
+		spread int64
+		want   bool
+	}{
+		{"well above the spread", trial(40<<20, 30<<20, 40<<20, 41<<20, 39<<20, 42<<20), 10 << 20, true},
+		{"within the spread", trial(9<<20, 8<<20, 9<<20, 10<<20, 9<<20, 9<<20), 27 << 20, false},
+		{"two GOGCs of five lose", trial(40<<20, -1, -1, 41<<20, 39<<20, 42<<20), 10 << 20, false},
+		{"more than the move can save", trial(70<<20, 70<<20, 70<<20, 70<<20, 70<<20, 70<<20), 10 << 20, false},
+	} {
+		if got := tc.trial.mayPass(5, tc.spread); got != tc.want {
+			t.Errorf("%s: mayPass = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
