@@ -90,7 +90,7 @@ it allocates, where it allocates it.`,
 			case cfg.Jobs < 1:
 				return badUsage("--jobs %d: want 1 or more", cfg.Jobs)
 			case tc.Repeats > advise.MaxRepeats:
-				return badUsage("--repeats %d: want 1 to %d (each repeat is another replay of the Go heap and of each move of each type, late and early)", tc.Repeats, advise.MaxRepeats)
+				return badUsage("--repeats %d: want 1 to %d (each repeat is another replay of the Go heap, three on a trace of collections, and of each move of each type, late and early)", tc.Repeats, advise.MaxRepeats)
 			case rows.IsReal(cfg.Base):
 				return badUsage("--base %s: the real mallocs run in child processes, and the advisor replays in this one: want one of %s", cfg.Base, strings.Join(replay.Names(), ", "))
 			}

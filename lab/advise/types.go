@@ -136,7 +136,8 @@ func (f Floor) least(peak uint64) uint64 {
 }
 
 // MaxRepeats bounds TypeConfig.Repeats: each repeat is another replay of
-// the Go heap and two of each candidate's targets.
+// the Go heap (three, placed three ways, on a trace of collections) and
+// two of each candidate's moves.
 const MaxRepeats = 50
 
 // TypesSchema names the version of the JSON of a TypeAdvice.
@@ -198,9 +199,14 @@ type TypeAdvice struct {
 	// is the Go heap collected where the program collected, and
 	// ModelError the paced baseline's peak RSS at the row's GOGC less
 	// Program's: the model's own error.
-	Paced      bool      `json:"paced"`
-	Program    *Measured `json:"program_collected,omitempty"`
-	ModelError int64     `json:"model_error_bytes"`
+	Paced   bool      `json:"paced"`
+	Program *Measured `json:"program_collected,omitempty"`
+	// BaselineLate and BaselineEarly are, with Paced, the Go heap alone
+	// with every free placed as a what-if's late and early bounds place
+	// them: each bound's saving is taken against the one placed alike.
+	BaselineLate  *Measured `json:"baseline_late,omitempty"`
+	BaselineEarly *Measured `json:"baseline_early,omitempty"`
+	ModelError    int64     `json:"model_error_bytes"`
 	// Tried are the candidates, the best lower bound first.
 	Tried []TypeTrial `json:"tried"`
 	// Suggested are the candidates whose move passed the rule
@@ -446,10 +452,16 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		}
 		adv.GOGCs = append(adv.GOGCs, max(c.GOGC+step, 1))
 	}
-	at := func(gogc int, m *Move, early bool) rows.Spec {
+	// at is a replay at gogc: the Go heap alone (m nil), its frees
+	// spread (the baseline) or, with bound, placed as a what-if's late
+	// or early bound places them; or m's what-if, late or early.
+	at := func(gogc int, m *Move, bound placement) rows.Spec {
 		s := rows.Spec{Alloc: "go", GOGC: gogc, Paced: paced && m == nil}
-		if m != nil {
-			s.Routes, s.Early = []replay.Route{m.Route()}, early && paced
+		switch {
+		case m != nil:
+			s.Routes, s.Early = []replay.Route{m.Route()}, paced && bound == early
+		case paced:
+			s.Late, s.Early = bound == late, bound == early
 		}
 		return s
 	}
@@ -463,16 +475,19 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		specs = append(specs, program)
 	}
 	for _, g := range adv.GOGCs {
-		specs = append(specs, at(g, nil, false))
+		specs = append(specs, at(g, nil, spread))
+		if paced {
+			specs = append(specs, at(g, nil, late), at(g, nil, early))
+		}
 	}
 	for i := range cands {
 		cd := &cands[i]
 		for _, m := range moves(*cd) {
 			cd.Targets = append(cd.Targets, Target{Move: m})
 			for _, g := range adv.GOGCs {
-				specs = append(specs, at(g, &m, false))
+				specs = append(specs, at(g, &m, late))
 				if paced {
-					specs = append(specs, at(g, &m, true))
+					specs = append(specs, at(g, &m, early))
 				}
 			}
 		}
@@ -496,14 +511,19 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		byLabel[r.Allocator] = r
 	}
 	// measure gathers a replay's rows over the GOGCs.
-	measure := func(m *Move, early bool) Measured {
+	measure := func(m *Move, bound placement) Measured {
 		var rs []rows.Row
 		for _, g := range adv.GOGCs {
-			rs = append(rs, byLabel[at(g, m, early).Label()])
+			rs = append(rs, byLabel[at(g, m, bound).Label()])
 		}
 		return median(rs)
 	}
-	adv.Baseline = measure(nil, false)
+	adv.Baseline = measure(nil, spread)
+	baseLate, baseEarly := adv.Baseline, adv.Baseline
+	if paced {
+		baseLate, baseEarly = measure(nil, late), measure(nil, early)
+		adv.BaselineLate, adv.BaselineEarly = &baseLate, &baseEarly
+	}
 	if paced {
 		p := median([]rows.Row{byLabel[program.Label()]})
 		adv.Program = &p
@@ -521,12 +541,12 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 		cd.NoiseBound = noiseBound(cd.Bytes, c.GOGC, adv.Baseline)
 		for i := range cd.Targets {
 			tg := &cd.Targets[i]
-			tg.Late = measure(&tg.Move, false)
+			tg.Late = measure(&tg.Move, late)
 			tg.Early = tg.Late
 			if paced {
-				tg.Early = measure(&tg.Move, true)
+				tg.Early = measure(&tg.Move, early)
 			}
-			tg.bound(adv.Baseline)
+			tg.bound(baseLate, baseEarly)
 		}
 		cd.choose(len(adv.GOGCs))
 		cd.Suggested = cd.passes(len(adv.GOGCs))
@@ -630,28 +650,41 @@ func noiseBound(bytes uint64, gogc int, base Measured) int64 {
 	return min(n, base.PeakRSS)
 }
 
-// bound sets the target's savings from its replays against base.
-func (tg *Target) bound(base Measured) {
-	if err := cmp.Or(tg.Late.Error, tg.Early.Error); err != "" {
+// placement is where a replay's frees are: spread over the spans where
+// the objects died (the baseline), or every object's at the latest or
+// the earliest the trace allows (a bound; see traces.Trace.OpenPlaced).
+type placement int
+
+const (
+	spread placement = iota
+	late
+	early
+)
+
+// bound sets the target's savings from its replays: the late one's
+// against the Go heap alone with its frees placed late too, the early
+// one's against it placed early, so that each saving is the move's,
+// not the placement's.
+func (tg *Target) bound(baseLate, baseEarly Measured) {
+	if err := cmp.Or(tg.Late.Error, tg.Early.Error, baseLate.Error, baseEarly.Error); err != "" {
 		tg.Error = err
 		return
 	}
-	late, _, _, lates := pairwise(base, tg.Late)
-	early, _, _, _ := pairwise(base, tg.Early)
-	tg.Low, tg.High = min(late, early), max(late, early)
+	lateSaving, _, _, lates := pairwise(baseLate, tg.Late)
+	earlySaving, _, _, _ := pairwise(baseEarly, tg.Early)
+	tg.Low, tg.High = min(lateSaving, earlySaving), max(lateSaving, earlySaving)
 	// At each GOGC the lesser of the two, the lower bound there, and the
 	// greater.
 	tg.Lows, tg.Highs, tg.Saved = nil, nil, 0
 	for i := range lates {
-		lo := base.Peaks[i] - max(tg.Late.Peaks[i], tg.Early.Peaks[i])
-		tg.Lows = append(tg.Lows, lo)
-		tg.Highs = append(tg.Highs, base.Peaks[i]-min(tg.Late.Peaks[i], tg.Early.Peaks[i]))
-		if lo > 0 {
+		l, e := baseLate.Peaks[i]-tg.Late.Peaks[i], baseEarly.Peaks[i]-tg.Early.Peaks[i]
+		tg.Lows, tg.Highs = append(tg.Lows, min(l, e)), append(tg.Highs, max(l, e))
+		if min(l, e) > 0 {
 			tg.Saved++
 		}
 	}
-	if base.PeakRSS > 0 {
-		tg.LowPercent = 100 * float64(tg.Low) / float64(base.PeakRSS)
+	if baseLate.PeakRSS > 0 {
+		tg.LowPercent = 100 * float64(tg.Low) / float64(baseLate.PeakRSS)
 	}
 }
 
@@ -765,7 +798,7 @@ func assumes(paced bool, gogcs []int) []string {
 		}
 	}
 	return []string{
-		"objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); the baseline's objects die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (its collections fall between the program's, where the trace proves no object dead); a move's saving is a range: its low end frees every object of the what-if, moved or not, at the start of the mark that did not find it, the latest it can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of its birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark): a program that frees a buffer or value when it drops or replaces it comes between the two, and with a large type gone the what-if collects far more often than the program did, so that where the objects left on the Go heap died moves its peak too",
+		"objects die at the end of the collection's mark that proved them dead (the trace's frees moved there from the sweep); the baseline's objects die spread between the later of their birth and the start of the mark before, and the start of the mark that did not find them (its collections fall between the program's, where the trace proves no object dead); a move's saving is a range, each end taken against the Go heap alone with its frees placed alike: its low end frees every object of the what-if, moved or not, at the start of the mark that did not find it, the latest it can have died (the mark finds what was reachable when it started), its high end as early as the trace allows (the later of its birth and the start of the mark before; for an object the trace never frees, of its birth and the start of the last mark): a program that frees a buffer or value when it drops or replaces it comes between the two, and with a large type gone the what-if collects far more often than the program did, so that where the objects left on the Go heap died moves its peak too",
 		fmt.Sprintf("the Go heap runs in its child with no memory limit, a full collection each time its objects reach the goal set at each of the program's collections: the program's marked heap less the moved objects its mark found, times how far the program's heap grew over its marked heap before its next mark ended (so the black allocation of its concurrent marks is the program's, less the moved objects'); a heap with fewer objects may mark faster and so allocate less black: the late bound keeps the program's marks as long as they were (a mark whose cost is all in the pointer bytes it scans), the early one shortens them by the moved objects' share of the objects they visited (a mark whose cost is all per object); the baseline is paced by the same model, whose own error (the paced baseline against the heap collected where the program collected) is printed; the repeats scale the ratio's excess over 1 by GOGC/100 at GOGC %s, which moves each collection by a fraction of a cycle, each figure is the median, a saving is counted at the same GOGC", joinInts(gogcs)),
 		classesAssumed,
 		ruleAssumed,
@@ -1009,7 +1042,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		tw.Flush()
 		ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
 		if a.Paced {
-			ew.printf("  saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early); above 0 at: the GOGCs where the lesser of the two saved\n")
+			ew.printf("  saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early), each against the Go heap alone with its frees placed alike; above 0 at: the GOGCs where the lesser of the two saved\n")
 		}
 		ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
 		ew.printf("  into: %s\n", TargetRule)

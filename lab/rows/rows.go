@@ -133,6 +133,14 @@ type Spec struct {
 	// the start of the mark that did not find it, the latest it can have
 	// died.
 	Early bool `json:"early,omitempty"`
+	// Late, for a paced go row without routes, frees every object at
+	// the start of the mark that did not find it, the latest it can have
+	// died, as a what-if's late bound does (with Early, as early as the
+	// trace allows, as its early bound does), where the paced baseline
+	// spreads the frees over the spans where the objects died: the
+	// baseline a bound's saving is taken against, its objects placed as
+	// the what-if's are.
+	Late bool `json:"late,omitempty"`
 }
 
 // DefaultGOGC is the go row's GOGC unless Spec.GOGC says otherwise: the Go
@@ -143,7 +151,8 @@ const DefaultGOGC = 100
 // routes by size into pools, together), "glibc+heap(4096)",
 // "go+pool(type=main.Entry)", "go+heap(type=[]byte,early)" (its routes,
 // each by the label's Go name: replay.Route.Name), and for the go row at
-// another GOGC than 100, "go(gogc=50)", paced, "go(paced)".
+// another GOGC than 100, "go(gogc=50)", paced, "go(paced)", and a paced
+// baseline at a bound "go(paced,late)" or "go(paced,early)".
 func (s Spec) Label() string {
 	name := s.Alloc
 	var params []string
@@ -152,6 +161,13 @@ func (s Spec) Label() string {
 	}
 	if s.Alloc == "go" && s.Paced {
 		params = append(params, "paced")
+		switch {
+		case len(s.Routes) > 0:
+		case s.Early:
+			params = append(params, "early")
+		case s.Late:
+			params = append(params, "late")
+		}
 	}
 	if len(params) > 0 {
 		name += "(" + strings.Join(params, ",") + ")"

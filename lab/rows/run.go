@@ -233,7 +233,7 @@ func replayRowIn(t traces.Trace, s Spec, o Options, prog *Progress, measured fun
 // the stream belongs. The objects of a route with a chunk come at their
 // type's size (replay.AtTypeSize).
 func source(t traces.Trace, s Spec) (trace.Source, io.Closer, error) {
-	src, closer, err := t.OpenPlaced(s.routed(), s.Early, s.paced())
+	src, closer, err := t.OpenPlaced(s.routed(), s.Early, s.paced(), s.Early || s.Late)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", replay.ErrSource, err)
 	}

@@ -103,16 +103,17 @@ func TestPlacedKept(t *testing.T) {
 		return r
 	}
 	for _, p := range []struct {
-		moved         []string
-		early, spread bool
-	}{{nil, false, true}, {[]string{"main.buf"}, false, true}, {[]string{"main.buf"}, true, true}, {[]string{"main.buf"}, true, false}} {
-		// A what-if frees every object where it frees the moved ones.
-		if mine, other := placements(len(p.moved) > 0, p.early, p.spread); p.spread && len(p.moved) > 0 && mine != other {
+		moved                []string
+		early, spread, alike bool
+	}{{nil, false, true, false}, {nil, false, true, true}, {nil, true, true, true}, {[]string{"main.buf"}, false, true, false}, {[]string{"main.buf"}, true, true, false}, {[]string{"main.buf"}, true, false, false}} {
+		// A what-if, or a baseline at a bound, frees every object where
+		// it frees the moved ones.
+		if mine, other := placements(len(p.moved) > 0 || p.alike, p.early, p.spread); p.spread && (len(p.moved) > 0 || p.alike) && mine != other {
 			t.Errorf("%+v: the moved objects freed %v, the others %v", p, mine, other)
 		}
 		var reads []read
 		for range 3 {
-			src, closer, err := tr.OpenPlaced(p.moved, p.early, p.spread)
+			src, closer, err := tr.OpenPlaced(p.moved, p.early, p.spread, p.alike)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestPlacedKept(t *testing.T) {
 		}
 		s := tr.spool
 		labels := s.labels
-		mine, other := placements(len(p.moved) > 0, p.early, p.spread)
+		mine, other := placements(len(p.moved) > 0 || p.alike, p.early, p.spread)
 		place := func(l uint32) trace.FreePlace {
 			if l != 0 && len(p.moved) > 0 && labels.Name(l) == p.moved[0] {
 				return mine

@@ -698,7 +698,7 @@ func (s *spool) Open(sweep bool) (trace.Source, io.Closer, error) {
 // bound of moving those objects to memory the program frees itself. A
 // trace whose frees are not moved (Frees) opens as Open does.
 func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
-	return t.OpenPlaced(names, true, false)
+	return t.OpenPlaced(names, true, false, false)
 }
 
 // OpenPlaced opens t, spooled, with a Go program's frees moved to the
@@ -716,9 +716,11 @@ func (t Trace) OpenEarly(names []string) (trace.Source, io.Closer, error) {
 // every object is freed where the moved ones are, as early or as late as
 // the trace allows: the what-if's peak is then its least or its most
 // over every moment the objects may have died at, and a saving against
-// the baseline is bounded on both sides. A trace whose frees are not
-// moved opens as Open does.
-func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.Closer, error) {
+// the baseline is bounded on both sides; with spread and alike, a
+// baseline's objects are placed so too (its own peak at that bound, for
+// a saving taken between the two placed alike). A trace whose frees are
+// not moved opens as Open does.
+func (t Trace) OpenPlaced(moved []string, early, spread, alike bool) (trace.Source, io.Closer, error) {
 	t = t.Spooled()
 	src, closer, err := t.Open()
 	if err != nil || !t.FreesMoved() || !spread && (!early || len(moved) == 0) {
@@ -726,7 +728,7 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 	}
 	s := t.spool
 	labels := s.labels
-	mine, other := placements(len(moved) > 0, early, spread)
+	mine, other := placements(len(moved) > 0 || alike, early, spread)
 	place := func(l uint32) trace.FreePlace {
 		if l != 0 && labels != nil && slices.Contains(moved, labels.Name(l)) {
 			return mine
@@ -737,7 +739,7 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 		return trace.PlacedFrees(src, trace.MoveFrees(s.decoder(), s.decoder(), s.cycles), place)
 	}
 	if s.held != nil {
-		key := fmt.Sprintf("%q %v %v", slices.Sorted(slices.Values(moved)), early, spread)
+		key := fmt.Sprintf("%q %v %v %v", slices.Sorted(slices.Values(moved)), early, spread, len(moved) > 0 || alike)
 		if p := s.placedSpool(key); p != nil {
 			if p.write(func() trace.Source { return build(src) }) {
 				return ReadStream(io.NewSectionReader(p.f, 0, p.size)), closer, nil
@@ -753,8 +755,9 @@ func (t Trace) OpenPlaced(moved []string, early, spread bool) (trace.Source, io.
 }
 
 // placements returns where OpenPlaced frees the moved objects (mine)
-// and the others.
-func placements(moved, early, spread bool) (mine, other trace.FreePlace) {
+// and the others; alike, a what-if's or a baseline's at a bound, frees
+// the others as the moved ones.
+func placements(alike, early, spread bool) (mine, other trace.FreePlace) {
 	mine, other = trace.FreeLate, trace.FreeLate
 	if spread {
 		mine, other = trace.FreeMarkStart, trace.FreeSpread
@@ -762,8 +765,8 @@ func placements(moved, early, spread bool) (mine, other trace.FreePlace) {
 	if early {
 		mine = trace.FreeEarly
 	}
-	if spread && moved {
-		other = mine // a what-if: every object alike
+	if spread && alike {
+		other = mine
 	}
 	return mine, other
 }
