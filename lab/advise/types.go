@@ -22,22 +22,24 @@ import (
 
 // Advice for a Go program: which of its types to move off the Go heap.
 // The base is the Go heap itself (the go row, replayed in a Go child of
-// its own, its collections where the pacer aims them); each candidate is
-// a replay of the whole trace with one type's objects routed to carve
-// pools, one per size its objects come in (replay.WithRoutes), to an
-// arena reset when the last of them dies, or, for objects of more than
-// one size, to one carve heap; the saving in the headline,
-// peak RSS, ranks them. Only pointer-free types can move: the collector
-// does not look inside carve memory.
+// its own, its collections where the pacer aims them); each candidate, a
+// pointer-free type above the Floor, is replayed over the whole trace in
+// each Move that fits it (moves: a struct of one size in pool.NewOf[T]
+// and in a heap, a slice in a heap and in a pool per size), its objects
+// routed there (replay.WithRoutes); the saving in the headline, peak
+// RSS, ranks them, and the code printed is made from the Move measured
+// (Code). Only pointer-free types can move: the collector does not look
+// inside carve memory.
 //
 // Where the collections fall moves a Go heap's peak by more than a small
 // type weighs: a few hundred kilobytes either way from a collection that
 // comes a little earlier or later. So every replay is made Repeats times,
 // at GOGC a little apart (the row's, then GOGCStep below and above it,
 // then twice that...), and a candidate's saving is measured pairwise, the
-// Go heap's peak less the candidate's at the same GOGC: a type is
-// suggested only when the median saving is at least MinTypeSaving and
-// the pairs that save are at least four in five (Quorum). One pair may
+// Go heap's peak less the candidate's at the same GOGC: a move is
+// suggested only when its lower bound's median saving is at least
+// MinTypeSaving and the pairs whose lower bound saves are at least four
+// in five (Quorum; Rule says it all). One pair may
 // lose: a collection that happens to fall just before the peak leaves the
 // Go heap alone lower than its other GOGCs do (on the connection workload
 // its peak ranges over a third of its median), and that one GOGC should
