@@ -41,6 +41,9 @@
 //	advise   which dedicated pools would lower a heap's peak, or which
 //	         of a Go program's types to move off the Go heap, found by
 //	         replaying candidates
+//	diff     two traces of a program compared, before and after a
+//	         change (peak live, the marked heap, the program's RSS, per
+//	         type), with a verdict; or two tables of rows, row by row
 //
 // The carve command (cmd/carve) is the lab's command line.
 //

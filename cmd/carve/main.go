@@ -50,7 +50,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		labCommand, replayCommand, reportCommand, adviseCommand, scenarioCommand,
+		labCommand, replayCommand, reportCommand, adviseCommand, diffCommand, scenarioCommand,
 		recordCommand, genCommand, convertCommand, statsCommand, demoCommand, versionCommand,
 		{name: rows.ChildCommand, hidden: true, short: "the child side of a row (internal)",
 			setup: func(*flag.FlagSet) func(*cli, []string) error {
