@@ -124,6 +124,7 @@ its peak only. carve prints the peak. A service's trace (--from) has none.`,
 				res.Events, res.Process.Program, res.Process.Pid, threads, path, res.Recorder)
 			printRSS(c, res)
 			printPause(c, res)
+			printSites(c, res)
 			if res.Cut > 0 {
 				fmt.Fprintf(c.stderr, "carve record: the program ended while its last allocator call was being logged: %s, cut short, is left out\n",
 					text.Count(int64(res.Cut), "record"))
@@ -218,6 +219,22 @@ func printRSS(c *cli, res record.Result) {
 	fmt.Fprintf(c.stderr, "carve record: peak RSS %s of %s (VmHWM, sampled every %d ms: %s%s)\n",
 		size.Format(int64(hwm)), trace.RSSOfText(res.ProcessRSS[0].Of), record.RSSEvery.Milliseconds(),
 		text.Count(int64(res.RSSSampled), "sample"), how)
+}
+
+// printSites says how many of a go test's allocated bytes got a site
+// from its heap profile (see package record's sites), or why none did.
+func printSites(c *cli, res record.Result) {
+	switch {
+	case res.SitesErr != nil:
+		fmt.Fprintf(c.stderr, "carve record: no allocation sites: %v\n", res.SitesErr)
+	case res.Sites != nil && res.Import.GoBytes > 0:
+		sampled := "every allocation profiled (-memprofilerate=1) but those of package initialisation, before the testing package sets the rate: sampled one in 512 KiB"
+		if res.SitesSampled {
+			sampled = "the profile sampled at the run's own -memprofilerate: the sites of sizes it saw"
+		}
+		fmt.Fprintf(c.stderr, "carve record: sites: %s of the %s allocated (%.1f%%) have one: their size's allocations all come from one call site in the heap profile (%s); the objects of a size of several sites have none\n",
+			size.Format(int64(res.Import.GoSiteBytes)), size.Format(int64(res.Import.GoBytes)), 100*float64(res.Import.GoSiteBytes)/float64(res.Import.GoBytes), sampled)
+	}
 }
 
 // printPause says how long the world stopped as a Go execution trace

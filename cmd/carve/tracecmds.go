@@ -132,9 +132,13 @@ var statsCommand = &command{
 		var tf traceFlags
 		tf.register(fs)
 		tf.registerFrees(fs)
+		by := fs.String("by", "type", "for a trace of labels, list its objects by `WHAT`: type, or site (where a Go test allocated them: carve record's heap profile)")
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
+			}
+			if *by != "type" && *by != "site" {
+				return badUsage("--by %q: want type or site", *by)
 			}
 			t, err := tf.resolve(args[0])
 			if err != nil {
@@ -175,7 +179,13 @@ var statsCommand = &command{
 					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
 				writeCycles(w, s.Cycles)
-				if len(s.Labels) > 0 {
+				switch {
+				case *by == "site" && len(s.Sites) == 0:
+					fmt.Fprintln(w, "\nsites: none (the trace's labels carry no sites: record a go test with this carve, which takes a heap profile beside the trace)")
+				case *by == "site":
+					fmt.Fprintln(w, "\nsites by bytes live at the peak (each a call site and the types allocated there; the objects of a size several sites share have none)")
+					return s.WriteSites(w, 20)
+				case len(s.Labels) > 0:
 					fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")
 					return s.WriteLabels(w, 20)
 				}

@@ -40,8 +40,11 @@ var goRecorder = &recorder{
 		Keeps: "the Go heap of a go test run, a running service (--from, net/http/pprof) or a binary built with " +
 			"package selftrace, from its execution trace (GODEBUG=traceallocfree=1): every heap object " +
 			"with its type (name, size, pointer bytes), the objects alive when the trace starts, the runtime's own " +
-			"heap metrics; chosen by itself for a go test command and a binary that traces itself",
-		Loses: "call stacks; the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
+			"heap metrics; for go test, the allocation site of the objects of each size that one call site allocates " +
+			"(a heap profile taken beside the trace, -memprofilerate=1, joined by size); chosen by itself for a go " +
+			"test command and a binary that traces itself",
+		Loses: "call stacks (a site only for the sizes one site allocates, in go test; none for a service or a " +
+			"binary that traces itself); the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
 			"requested sizes (objects are sized by Go's size classes); the tiny objects packed into one 16-byte " +
 			"block (one object); goroutine stacks (kept on request)",
 		Processes: "the test binary of one package (go test -trace takes one); the service; the binary that traces itself",
@@ -64,6 +67,11 @@ type goTest struct {
 	trace    string   // the trace file the run writes (absolute, or relative to dir)
 	traceArg string   // the -trace value as given: the test binary gets -test.trace=traceArg
 	ownTrace bool     // the user's own -trace named it
+	// memprofile is the heap profile the run writes, for the objects'
+	// sites (see sites.go): the user's -memprofile, or one carve adds
+	// beside -memprofilerate=1 (its rate, if the user gave one).
+	memprofile string
+	ownRate    bool // the user's own -memprofilerate: the sites are samples
 }
 
 // goTestValueFlags are the flags of go test and go build that take a
@@ -128,17 +136,36 @@ func parseGoTest(cmd []string, traceFile string) (*goTest, bool, error) {
 			t.trace, t.traceArg, t.ownTrace = value, value, true
 		case "outputdir":
 			outputdir = value
+		case "memprofile":
+			t.memprofile = value
+		case "memprofilerate":
+			t.ownRate = true
 		}
+	}
+	// The heap profile, for the sites: the user's, or carve's beside
+	// the trace, every allocation profiled.
+	var added []string
+	switch {
+	case t.memprofile != "":
+		if !filepath.IsAbs(t.memprofile) && outputdir != "" {
+			t.memprofile = filepath.Join(outputdir, t.memprofile)
+		}
+	default:
+		t.memprofile = filepath.Join(filepath.Dir(traceFile), "mem.pprof")
+		added = append(added, "-memprofile="+t.memprofile)
+	}
+	if !t.ownRate {
+		added = append(added, "-memprofilerate=1")
 	}
 	if t.ownTrace {
 		if !filepath.IsAbs(t.trace) && outputdir != "" {
 			t.trace = filepath.Join(outputdir, t.trace)
 		}
-		t.argv = cmd
-		return t, true, nil
+	} else {
+		t.trace, t.traceArg = traceFile, traceFile
+		added = append([]string{"-trace=" + traceFile}, added...)
 	}
-	t.trace, t.traceArg = traceFile, traceFile
-	t.argv = append(append(append([]string{}, cmd[:test+1]...), "-trace="+traceFile), cmd[test+1:]...)
+	t.argv = append(append(append([]string{}, cmd[:test+1]...), added...), cmd[test+1:]...)
 	return t, true, nil
 }
 
@@ -268,6 +295,26 @@ func recordGoTest(ctx context.Context, cmd []string, out io.Writer, opt Options,
 		}
 		return errors.Join(runErr, fmt.Errorf("%w: go test wrote no execution trace%s (%s)", ErrNoEvents, at, why))
 	}
+	// The sites, from the heap profile beside the trace (a relative
+	// -memprofile is the test's directory's, as -trace is).
+	mem := t.memprofile
+	if !filepath.IsAbs(mem) {
+		mem = filepath.Join(t.runDir(workdir), mem)
+	}
+	sites, serr := readSites(mem, stdPackages(ctx, env))
+	if serr == nil {
+		var traced map[uint64]int64
+		if traced, serr = tracedSizes(path, opt); serr == nil {
+			sites.cover(traced)
+		}
+	}
+	if serr == nil {
+		res.Sites = sites
+		res.SitesSampled = t.ownRate
+		opt.sites = sites
+	} else {
+		res.SitesErr = serr
+	}
 	err = convertGo(res, path, path, opt, clocked, out, fmt.Sprintf("recorded by carve record -- %s\nfrom the execution trace of process %d (GODEBUG=traceallocfree=1)", commandLine(cmd), pid))
 	return errors.Join(runErr, err)
 }
@@ -323,7 +370,7 @@ func convertGoEvents(res *Result, path, name string, opt Options, rss clockedRSS
 	}
 	defer f.Close()
 	r, err := trace.NewReaderOptions(f, name, trace.ReaderOptions{Format: trace.Go, GoStacks: opt.GoStacks, MaxGoGeneration: opt.MaxGoGeneration,
-		ProcessRSS: rss.samples, ProcessRSSOf: rss.of})
+		ProcessRSS: rss.samples, ProcessRSSOf: rss.of, Sites: opt.sites.Of})
 	if err != nil {
 		return err
 	}

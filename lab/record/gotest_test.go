@@ -338,14 +338,15 @@ func TestParseGoTest(t *testing.T) {
 	}{
 		{cmd: "go build ./x"},
 		{cmd: "ls test"},
-		{cmd: "go test", isTest: true, argv: "go test -trace=/tmp/t.trace", trace: tf},
-		{cmd: "go test -run TestX -v ./pool", isTest: true, argv: "go test -trace=/tmp/t.trace -run TestX -v ./pool", trace: tf, packages: "./pool"},
-		{cmd: "/usr/local/go/bin/go test -count=1 ./a ./b", isTest: true, argv: "/usr/local/go/bin/go test -trace=/tmp/t.trace -count=1 ./a ./b", trace: tf, packages: "./a ./b"},
-		{cmd: "go -C sub test -run X .", isTest: true, argv: "go -C sub test -trace=/tmp/t.trace -run X .", trace: tf, packages: "."},
+		{cmd: "go test", isTest: true, argv: "go test -trace=/tmp/t.trace -memprofile=/tmp/mem.pprof -memprofilerate=1", trace: tf},
+		{cmd: "go test -run TestX -v ./pool", isTest: true, argv: "go test -trace=/tmp/t.trace -memprofile=/tmp/mem.pprof -memprofilerate=1 -run TestX -v ./pool", trace: tf, packages: "./pool"},
+		{cmd: "/usr/local/go/bin/go test -count=1 ./a ./b", isTest: true, argv: "/usr/local/go/bin/go test -trace=/tmp/t.trace -memprofile=/tmp/mem.pprof -memprofilerate=1 -count=1 ./a ./b", trace: tf, packages: "./a ./b"},
+		{cmd: "go -C sub test -run X .", isTest: true, argv: "go -C sub test -trace=/tmp/t.trace -memprofile=/tmp/mem.pprof -memprofilerate=1 -run X .", trace: tf, packages: "."},
 		{cmd: "go test -trace out.trace ./p", isTest: true, trace: "out.trace", packages: "./p"},
 		{cmd: "go test --trace=out.trace -outputdir /o ./p", isTest: true, trace: "/o/out.trace", packages: "./p"},
 		{cmd: "go test -test.trace=/abs.trace ./p -args -x y", isTest: true, trace: "/abs.trace", packages: "./p"},
-		{cmd: "go test -tags carvecheck -timeout 5m ./p -v", isTest: true, argv: "go test -trace=/tmp/t.trace -tags carvecheck -timeout 5m ./p -v", trace: tf, packages: "./p"},
+		{cmd: "go test -tags carvecheck -timeout 5m ./p -v", isTest: true, argv: "go test -trace=/tmp/t.trace -memprofile=/tmp/mem.pprof -memprofilerate=1 -tags carvecheck -timeout 5m ./p -v", trace: tf, packages: "./p"},
+		{cmd: "go test -memprofile m.pprof -memprofilerate 512 ./p", isTest: true, argv: "go test -trace=/tmp/t.trace -memprofile m.pprof -memprofilerate 512 ./p", trace: tf, packages: "./p"},
 		{cmd: "go test -c ./p", isTest: true, err: "-c"},
 		{cmd: "go test -run", isTest: true, err: "wants a value"},
 	}
@@ -369,8 +370,8 @@ func TestParseGoTest(t *testing.T) {
 				return
 			}
 			want := tt.argv
-			if want == "" {
-				want = tt.cmd
+			if want == "" { // the user's own trace: the profile's flags after "test"
+				want = strings.Replace(tt.cmd, "test ", "test -memprofile=/tmp/mem.pprof -memprofilerate=1 ", 1)
 			}
 			if got := strings.Join(argv, " "); got != want || tr != tt.trace || strings.Join(pkgs, " ") != tt.packages {
 				t.Errorf("got %q, trace %q, packages %q; want %q, %q, %q", got, tr, pkgs, want, tt.trace, tt.packages)

@@ -47,11 +47,21 @@ type Options struct {
 	// MaxTraceBytes bounds the execution trace FromService downloads;
 	// 0 is DefaultMaxTraceBytes.
 	MaxTraceBytes int64
+
+	sites *Sites // the go recorder's, read from the run's heap profile
 }
 
 // Result describes a recording.
 type Result struct {
 	Recorder string
+	// Sites are, for a go test run, the allocation sites of its heap
+	// profile, by size (see sites.go): the objects of a size with one
+	// site carry it in their label. SitesSampled says the profile was
+	// sampled at the user's -memprofilerate, not every allocation;
+	// SitesErr why there are none (no profile, or one carve cannot read).
+	Sites        *Sites
+	SitesSampled bool
+	SitesErr     error
 	// Process is the process whose trace was written: the busiest of those
 	// the recorder logged. Others are the rest (a shell or wrapper that
 	// ran the program, children it started), busiest first. For a

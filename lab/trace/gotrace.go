@@ -75,6 +75,10 @@ type goState struct {
 	bound   *GoBound // in front of tr
 	classes *goClasses
 	stacks  bool // ReaderOptions.GoStacks
+	sites   func(size uint64) string
+	// siteLabels are the labels of (type, site) pairs, by type ID and
+	// site: a type's own label (goType.label) is its objects' of no site.
+	siteLabels map[goSite]uint32
 
 	// The heap's layout, from the info batch (info: it came).
 	info                                  bool
@@ -155,6 +159,7 @@ func (r *Reader) initGo(opt ReaderOptions) error {
 		bound:    bound,
 		classes:  classes,
 		stacks:   opt.GoStacks,
+		sites:    opt.Sites,
 		maxPages: classes.maxSmallPages(),
 		types:    make(map[uint64]goType),
 		spans:    make(map[uint64]*goSpan),
@@ -282,6 +287,7 @@ func (r *Reader) goSync(s xtrace.Sync) error {
 	g := r.gotr
 	g.syncs++
 	clear(g.types)
+	clear(g.siteLabels) // by this generation's type IDs too
 	for _, b := range s.ExperimentalBatches["AllocFree"] {
 		if len(b.Data) == 0 {
 			continue
@@ -500,10 +506,6 @@ func (g *goState) spanOf(id uint64) (*goSpan, uint64, bool) {
 // other slot still live means the free of the object there was missed.
 func (r *Reader) goAlloc(id, typ uint64) error {
 	g := r.gotr
-	label, err := r.goLabel(typ)
-	if err != nil {
-		return err
-	}
 	key, size := id, g.minAlign
 	sp, base, ok := g.spanOf(id)
 	if ok {
@@ -515,6 +517,17 @@ func (r *Reader) goAlloc(id, typ uint64) error {
 		if t, ok := g.types[typ]; ok && t.size > 0 && t.size < 1<<40 {
 			size = t.size
 		}
+	}
+	site := ""
+	if g.sites != nil {
+		if site = g.sites(size); site != "" {
+			r.stats.GoSiteBytes += size
+		}
+	}
+	r.stats.GoBytes += size
+	label, err := r.goLabel(typ, site)
+	if err != nil {
+		return err
 	}
 	if old, live := g.objects.get(1 + key); live {
 		if ok && (sp.tiny || key != id) {
@@ -576,9 +589,16 @@ func (r *Reader) goFree(id uint64) {
 	g.emit(Event{Op: Free, ID: cid})
 }
 
-// goLabel returns the label of the generation's type typ, interning it
-// at its first object; 0 for no type.
-func (r *Reader) goLabel(typ uint64) (uint32, error) {
+// goSite is a type of the generation and a site its objects come from.
+type goSite struct {
+	typ  uint64
+	site string
+}
+
+// goLabel returns the label of the generation's type typ allocated at
+// site ("": none known), interning it at its first object; 0 for no
+// type.
+func (r *Reader) goLabel(typ uint64, site string) (uint32, error) {
 	if typ == 0 {
 		return 0, nil
 	}
@@ -588,15 +608,29 @@ func (r *Reader) goLabel(typ uint64) (uint32, error) {
 		r.stats.UnknownTypes++
 		return 0, nil
 	}
-	if t.label != 0 {
+	if site == "" && t.label != 0 {
 		return t.label, nil
 	}
-	l, err := r.labels.Intern(Label{Name: t.name, Attrs: []Attr{
+	if l, ok := g.siteLabels[goSite{typ, site}]; ok && site != "" {
+		return l, nil
+	}
+	attrs := []Attr{
 		{AttrPtrBytes, fmt.Sprint(t.ptrBytes)},
-		{AttrSize, fmt.Sprint(t.size)},
-	}})
+	}
+	if site != "" {
+		attrs = append(attrs, Attr{AttrSite, site})
+	}
+	attrs = append(attrs, Attr{AttrSize, fmt.Sprint(t.size)})
+	l, err := r.labels.Intern(Label{Name: t.name, Attrs: attrs})
 	if err != nil {
 		return 0, err
+	}
+	if site != "" {
+		if g.siteLabels == nil {
+			g.siteLabels = map[goSite]uint32{}
+		}
+		g.siteLabels[goSite{typ, site}] = l
+		return l, nil
 	}
 	t.label = l
 	g.types[typ] = t

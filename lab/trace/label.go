@@ -29,6 +29,11 @@ const (
 	// pointers: 0 for a pointer-free type, whose objects the GC does
 	// not scan and carve's pools may hold.
 	AttrPtrBytes = "ptrbytes"
+	// AttrSite is where in the program the objects of the label were
+	// allocated: "function (file.go:line)", the innermost frame of the
+	// program's own code (see package record's sites). A type allocated
+	// at several sites has a label per site, each named as the type.
+	AttrSite = "site"
 )
 
 // Attr returns the value of the attribute key.

@@ -133,6 +133,10 @@ type ReaderStats struct {
 	// GoStacks counts the goroutine stacks the trace showed (returned as
 	// objects with ReaderOptions.GoStacks, left out otherwise).
 	GoStacks int64
+	// GoBytes and GoSiteBytes are the bytes of the Go objects allocated
+	// (their sizes, their spans' classes) and of those whose label
+	// carries a site (ReaderOptions.Sites).
+	GoBytes, GoSiteBytes uint64
 }
 
 // ReaderOptions tune a Reader. The zero value is NewReader's with Auto.
@@ -159,6 +163,11 @@ type ReaderOptions struct {
 	// other formats ignore them.
 	ProcessRSS   []ClockedRSS
 	ProcessRSSOf string
+	// Sites, when not nil, gives the reader of a Go execution trace the
+	// allocation site of the objects of a size ("" for none, or for a
+	// size of several sites): each object's label is then its type and
+	// that site (AttrSite). Readers of other formats ignore it.
+	Sites func(size uint64) string
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name

@@ -65,6 +65,11 @@ type Summary struct {
 	// version 2): nil otherwise. The labels most live at the peak come
 	// first (see LabelStat).
 	Labels []LabelStat
+	// Sites are, for a trace whose labels carry sites (AttrSite), the
+	// objects of each site, as Labels are of each type: Site is the site,
+	// Name the types allocated there (joined by ", "), Size and PtrBytes
+	// the type's when there is one.
+	Sites []LabelStat
 
 	// Cycles are the collections of a Go program whose frees were moved
 	// to the marks that proved the objects dead (MoveFrees), each with
@@ -124,6 +129,10 @@ type LabelStat struct {
 	// AttrPtrBytes (a Go type's size, and its bytes that may hold
 	// pointers), -1 when it has none.
 	Size, PtrBytes int64
+	// Site is, in Summary.Sites, where its objects were allocated
+	// (AttrSite); "" in Summary.Labels, where a type of several sites is
+	// one LabelStat.
+	Site string
 }
 
 // Summarize reads r to its end and describes the trace. It keeps one map
@@ -145,7 +154,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 		label uint32
 	}
 	labels := LabelsOf(src)
-	var ls labelCounts
+	ls := &labelGroups{labels: labels}
 	var live IDs[obj]
 	var cur u128
 	cs, _ := src.(cycleSource)
@@ -203,9 +212,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 				cur = cur.sub(old.size)
 				s.Lifetimes[bits.Len64(uint64(at-old.born))]++
 				ls.change(old.label, -1, -int64(old.size))
-				c := ls.of(old.label)
-				c.freed++
-				c.life += float64(at - old.born)
+				ls.freed(old.label, float64(at-old.born))
 			}
 			if v, over := cur.capped(); v > s.PeakLive || over && !s.Overflow {
 				s.PeakLive, s.PeakAt = v, at
@@ -227,9 +234,132 @@ func SummarizeFrom(src Source) (Summary, error) {
 	s.EndLive, _ = cur.capped()
 	s.EndObjects = int64(live.Len())
 	if labels != nil && labels.Len() > 0 { // a C program's trace of version 3 has an empty table
-		s.Labels = ls.stats(labels, s.PeakLive)
+		s.Labels, s.Sites = ls.types.stats(ls.typeLabel, s.PeakLive), ls.sites.stats(ls.siteLabel, s.PeakLive)
+		for i := range s.Labels {
+			s.Labels[i].Site = "" // a type's, of all its sites
+		}
 	}
 	return s, nil
+}
+
+// labelGroups counts a trace's objects by type (every label of a name:
+// a type allocated at several sites has a label per site) and by site,
+// as labelCounts counts them by label.
+type labelGroups struct {
+	labels       *Labels
+	types, sites labelCounts
+	of           []labelGroup // by label number, as found
+	typeOf       map[string]uint32
+	siteOf       map[string]uint32
+	typeLabels   []uint32 // by type group: its first label
+	siteNames    []siteGroup
+}
+
+// labelGroup is the type and the site groups of a label (0: none, not
+// found yet).
+type labelGroup struct{ typ, site uint32 }
+
+// siteGroup is a site group's site and the labels (types) allocated
+// there.
+type siteGroup struct {
+	site   string
+	labels []uint32
+}
+
+// group returns label l's groups.
+func (g *labelGroups) group(l uint32) labelGroup {
+	if l == 0 || g.labels == nil {
+		return labelGroup{}
+	}
+	if int(l) < len(g.of) && g.of[l].typ != 0 {
+		return g.of[l]
+	}
+	for int(l) >= len(g.of) {
+		g.of = append(g.of, labelGroup{})
+	}
+	lab, _ := g.labels.Label(l)
+	if g.typeOf == nil {
+		g.typeOf, g.siteOf = map[string]uint32{}, map[string]uint32{}
+		g.typeLabels, g.siteNames = []uint32{0}, []siteGroup{{}}
+	}
+	t := g.typeOf[lab.Name]
+	if t == 0 {
+		t = uint32(len(g.typeLabels))
+		g.typeOf[lab.Name] = t
+		g.typeLabels = append(g.typeLabels, l)
+	}
+	var s uint32
+	if site, ok := lab.Attr(AttrSite); ok && site != "" {
+		if s = g.siteOf[site]; s == 0 {
+			s = uint32(len(g.siteNames))
+			g.siteOf[site] = s
+			g.siteNames = append(g.siteNames, siteGroup{site: site})
+		}
+		g.siteNames[s].labels = append(g.siteNames[s].labels, l)
+	}
+	g.of[l] = labelGroup{t, s}
+	return g.of[l]
+}
+
+func (g *labelGroups) change(l uint32, objects, bytes int64) {
+	gr := g.group(l)
+	g.types.change(gr.typ, objects, bytes)
+	if gr.site != 0 {
+		g.sites.change(gr.site, objects, bytes)
+	}
+}
+
+func (g *labelGroups) allocated(l uint32, size uint64) {
+	gr := g.group(l)
+	g.types.allocated(gr.typ, size)
+	if gr.site != 0 {
+		g.sites.allocated(gr.site, size)
+	}
+}
+
+// freed counts a free of an object of label l that lived life events.
+func (g *labelGroups) freed(l uint32, life float64) {
+	gr := g.group(l)
+	for _, c := range []*labelCount{g.types.of(gr.typ), g.sites.of(gr.site)} {
+		c.freed++
+		c.life += life
+	}
+}
+
+func (g *labelGroups) peak() {
+	g.types.peak()
+	g.sites.peak()
+}
+
+// typeLabel returns type group t's label (its first), and its number.
+func (g *labelGroups) typeLabel(t uint32) (Label, uint32, bool) {
+	if int(t) >= len(g.typeLabels) || t == 0 {
+		return Label{}, 0, false
+	}
+	l, ok := g.labels.Label(g.typeLabels[t])
+	return l, g.typeLabels[t], ok
+}
+
+// siteLabel returns site group s as a label: the site, the types
+// allocated there, and the attributes of its type if it has one.
+func (g *labelGroups) siteLabel(s uint32) (Label, uint32, bool) {
+	if int(s) >= len(g.siteNames) || s == 0 {
+		return Label{}, 0, false
+	}
+	sg := g.siteNames[s]
+	var names []string
+	var attrs []Attr
+	for _, l := range sg.labels {
+		lab, _ := g.labels.Label(l)
+		if !slices.Contains(names, lab.Name) {
+			names = append(names, lab.Name)
+		}
+		attrs = lab.Attrs
+	}
+	if len(names) > 1 {
+		attrs = []Attr{{AttrSite, sg.site}}
+	}
+	return Label{Name: strings.Join(names, ", "), Attrs: attrs}, sg.labels[0], true
 }
 
 // labelCounts keeps the live objects and bytes of each label as a trace
@@ -292,8 +422,9 @@ func (ls *labelCounts) peak() {
 }
 
 // stats returns the labels' statistics, most bytes at the peak first
-// (then the highest peak of their own, then by name).
-func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
+// (then the highest peak of their own, then by name); label says what
+// each number counted stands for, and the number of the label it is.
+func (ls *labelCounts) stats(label func(uint32) (Label, uint32, bool), peak uint64) []LabelStat {
 	n := 0
 	for l := range ls.c {
 		if ls.c[l].seen {
@@ -317,8 +448,9 @@ func (ls *labelCounts) stats(labels *Labels, peak uint64) []LabelStat {
 		if c.freed > 0 {
 			st.MeanLife = c.life / float64(c.freed)
 		}
-		if lab, ok := labels.Label(uint32(l)); ok {
-			st.Name = lab.Name
+		if lab, number, ok := label(uint32(l)); ok {
+			st.Name, st.Label = lab.Name, number
+			st.Site, _ = lab.Attr(AttrSite)
 			if v, ok := lab.Uint(AttrSize); ok && v <= math.MaxInt64 {
 				st.Size = int64(v)
 			}
@@ -346,7 +478,25 @@ var LabelColumns = []string{"bytes at peak", "share", "objects", "own peak", "al
 // such attribute), and its name as a Go programmer writes the type
 // (LabelStat.GoName: "[]byte"). It is nil for a trace without labels.
 func (s Summary) LabelCells(n int) [][]string {
-	rows := s.Labels
+	return s.cells(s.Labels, n, func(l LabelStat) string {
+		if l.Label == 0 {
+			return "(no label)"
+		}
+		return l.GoName()
+	})
+}
+
+// SiteCells formats s.Sites as LabelCells formats s.Labels, each named
+// by its site and the types allocated there ("goconn.Run (goconn.go:48):
+// []byte"). It is nil for a trace whose labels carry no sites.
+func (s Summary) SiteCells(n int) [][]string {
+	return s.cells(s.Sites, n, func(l LabelStat) string { return l.Site + ": " + l.Name })
+}
+
+// cells formats the first n of all (all of them when n is 0 or less)
+// and a row for the rest, each named by name.
+func (s Summary) cells(all []LabelStat, n int, name func(LabelStat) string) [][]string {
+	rows := all
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
 	}
@@ -364,18 +514,14 @@ func (s Summary) LabelCells(n int) [][]string {
 	}
 	var out [][]string
 	for _, l := range rows {
-		name := l.GoName()
-		if l.Label == 0 {
-			name = "(no label)"
-		}
 		life := "-"
 		if l.Freed > 0 {
 			life = strconv.FormatFloat(l.MeanLife, 'f', 0, 64)
 		}
 		out = append(out, []string{size.Digits3(l.Bytes), strconv.FormatFloat(100*l.Share, 'f', 1, 64) + "%", strconv.FormatInt(l.Objects, 10),
-			size.Digits3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name})
+			size.Digits3(l.PeakBytes), strconv.FormatInt(l.Allocs, 10), life, attr(l.PtrBytes), attr(l.Size), name(l)})
 	}
-	if rest := s.Labels[len(rows):]; len(rest) > 0 {
+	if rest := all[len(rows):]; len(rest) > 0 {
 		var objects int64
 		var bytes uint64
 		for _, l := range rest {
@@ -393,13 +539,27 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 	if len(s.Labels) == 0 {
 		return nil
 	}
+	return writeCells(w, s.LabelCells(n))
+}
+
+// WriteSites prints s.Sites as a table of SiteCells(n). It prints
+// nothing for a trace whose labels carry no sites.
+func (s Summary) WriteSites(w io.Writer, n int) error {
+	if len(s.Sites) == 0 {
+		return nil
+	}
+	return writeCells(w, s.SiteCells(n))
+}
+
+// writeCells prints rows of LabelColumns, aligned.
+func writeCells(w io.Writer, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	last := len(LabelColumns) - 1
 	line := func(c []string) {
 		fmt.Fprintf(tw, "%s\t  %s\n", strings.Join(c[:last], "\t"), c[last])
 	}
 	line(LabelColumns)
-	for _, c := range s.LabelCells(n) {
+	for _, c := range rows {
 		line(c)
 	}
 	return tw.Flush()

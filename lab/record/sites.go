@@ -1,0 +1,242 @@
+package record
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/carvelab/carve/lab/trace"
+)
+
+// Sites: where a Go test's objects were allocated. The execution trace
+// gives each object its type and size but no call stack; the heap
+// profile go test writes beside it (-memprofile, with -memprofilerate=1:
+// every allocation profiled) gives each call stack the objects and bytes
+// it allocated, per size, but no time, type or address. The two are
+// joined by size, the one thing both know (both size an object by its
+// span's class): a size whose profiled allocations all come from one
+// site gives that site to every object of that size; a size of several
+// sites gives each its share of the bytes, and its objects no site.
+// Allocations made before the testing package sets the rate (package
+// initialisation) are profiled at the runtime's default rate, one in
+// 512 KiB: their sites are samples, not counts.
+
+// A site is a call stack reduced to the frame that matters: the
+// innermost frame of the program's own code (a package outside the
+// standard library), inlined frames counted, the runtime's dropped, shown
+// as "function (file.go:line)"; where no frame is the program's, the
+// innermost frame outside the runtime.
+
+// A size gives its one site to the trace's objects of that size only
+// when the profile counts them all: at least MinSiteCover of the
+// trace's allocations of that size (objects allocated before the rate
+// was set, or alive when the trace started, are not the site's).
+const MinSiteCover = 0.9
+
+// Sites is the allocation sites of a heap profile, by object size.
+type Sites struct {
+	bySize map[uint64][]SiteShare
+	// covered are the sizes whose one site counts at least MinSiteCover
+	// of the trace's objects of that size (cover); nil until then.
+	covered map[uint64]bool
+	// Objects and Bytes are every profiled allocation's; OneSite the
+	// bytes of those whose size has one site.
+	Objects, Bytes, OneSite int64
+}
+
+// SiteShare is one site's allocations of one size.
+type SiteShare struct {
+	Site           string
+	Objects, Bytes int64
+}
+
+// Of returns the site of every object of size bytes, or "" when the
+// profile has several sites for that size, or none.
+func (s *Sites) Of(size uint64) string {
+	if s == nil || s.covered != nil && !s.covered[size] {
+		return ""
+	}
+	if ss := s.bySize[size]; len(ss) == 1 {
+		return ss[0].Site
+	}
+	return ""
+}
+
+// cover checks the profile against the trace's allocations of each size
+// (traced): a size keeps its one site if the profile counts at least
+// MinSiteCover of them.
+func (s *Sites) cover(traced map[uint64]int64) {
+	s.covered = map[uint64]bool{}
+	s.OneSite = 0
+	for size, ss := range s.bySize {
+		if len(ss) == 1 && float64(ss[0].Objects) >= MinSiteCover*float64(traced[size]) {
+			s.covered[size] = true
+			s.OneSite += ss[0].Bytes
+		}
+	}
+}
+
+// Shares returns the sites of the objects of size bytes, the most bytes
+// first.
+func (s *Sites) Shares(size uint64) []SiteShare {
+	if s == nil {
+		return nil
+	}
+	return s.bySize[size]
+}
+
+// readSites reads the heap profile at path (a go test -memprofile),
+// std being the standard library's packages.
+func readSites(path string, std map[string]bool) (*Sites, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	objects, space := -1, -1
+	for i, st := range p.SampleType {
+		switch st.Type {
+		case "alloc_objects":
+			objects = i
+		case "alloc_space":
+			space = i
+		}
+	}
+	if objects < 0 || space < 0 {
+		return nil, fmt.Errorf("%s: not a heap profile (no alloc_objects and alloc_space)", path)
+	}
+	type key struct {
+		size uint64
+		site string
+	}
+	counts := map[key]*SiteShare{}
+	s := &Sites{bySize: map[uint64][]SiteShare{}}
+	for _, smp := range p.Sample {
+		n, b := smp.Value[objects], smp.Value[space]
+		if n <= 0 {
+			continue
+		}
+		size := uint64(b / n)
+		if v := smp.NumLabel["bytes"]; len(v) > 0 && v[0] > 0 {
+			size = uint64(v[0])
+		}
+		k := key{size, siteOf(smp.Location, std)}
+		c := counts[k]
+		if c == nil {
+			c = &SiteShare{Site: k.site}
+			counts[k] = c
+		}
+		c.Objects += n
+		c.Bytes += b
+		s.Objects += n
+		s.Bytes += b
+	}
+	for k, c := range counts {
+		s.bySize[k.size] = append(s.bySize[k.size], *c)
+	}
+	for size, ss := range s.bySize {
+		slices.SortFunc(ss, func(a, b SiteShare) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Site, b.Site)) })
+		s.bySize[size] = ss
+		if len(ss) == 1 {
+			s.OneSite += ss[0].Bytes
+		}
+	}
+	return s, nil
+}
+
+// siteOf reduces a call stack, innermost location first, to its site.
+func siteOf(stack []*profile.Location, std map[string]bool) string {
+	first := ""
+	for _, loc := range stack {
+		// A location's lines are its inlined frames, the innermost first.
+		for _, ln := range loc.Line {
+			if ln.Function == nil {
+				continue
+			}
+			pkg := funcPackage(ln.Function.Name)
+			if pkg == "runtime" || strings.HasPrefix(pkg, "runtime/") || strings.HasPrefix(pkg, "internal/") {
+				continue
+			}
+			// The function without its package's path: main.(*Cache).Set.
+			name := ln.Function.Name[strings.LastIndexByte(ln.Function.Name, '/')+1:]
+			s := fmt.Sprintf("%s (%s:%d)", name, filepath.Base(ln.Function.Filename), ln.Line)
+			if !std[pkg] {
+				return s
+			}
+			if first == "" {
+				first = s
+			}
+		}
+	}
+	return first
+}
+
+// funcPackage returns the package path of a function as a profile names
+// it: "main" of main.f, "github.com/a/b" of github.com/a/b.(*T).M.
+func funcPackage(name string) string {
+	slash := strings.LastIndexByte(name, '/')
+	if i := strings.IndexByte(name[slash+1:], '.'); i >= 0 {
+		return name[:slash+1+i]
+	}
+	return name
+}
+
+// stdPackages lists the standard library's packages (go list std), or
+// none if the go command cannot say.
+func stdPackages(ctx context.Context, env []string) map[string]bool {
+	cmd := exec.CommandContext(ctx, "go", "list", "std")
+	cmd.Env = env
+	out, err := cmd.Output()
+	std := map[string]bool{}
+	if err != nil {
+		return std
+	}
+	for _, p := range strings.Fields(string(out)) {
+		std[p] = true
+	}
+	return std
+}
+
+// tracedSizes reads the Go execution trace at path as the converter
+// does and counts its allocations of each size: what the heap profile's
+// counts are checked against (Sites.cover).
+func tracedSizes(path string, opt Options) (map[uint64]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := trace.NewReaderOptions(f, path, trace.ReaderOptions{Format: trace.Go, MaxGoGeneration: opt.MaxGoGeneration})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	counts := map[uint64]int64{}
+	batch := make([]trace.Event, 4096)
+	for {
+		n, err := r.Read(batch)
+		for _, e := range batch[:n] {
+			if e.Op == trace.Alloc {
+				counts[e.Size]++
+			}
+		}
+		if err == io.EOF {
+			return counts, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
