@@ -6,7 +6,8 @@
 // Two traces are compared by their headline figures (Measure: peak live,
 // the peak marked heap, the recorded program's peak RSS, the
 // allocations) and by groups of their objects (Group), a Grouping each:
-// per type (ByType) for now. A verdict (Verdict, its rule in VerdictRule)
+// per type (ByType) and, where the traces' labels carry sites, per
+// allocation site (BySite). A verdict (Verdict, its rule in VerdictRule)
 // says in one line what changed. Two tables are compared row by row
 // (Replays).
 package diff
@@ -175,8 +176,8 @@ func (f *Figures) bytes() int64 {
 	return f.Bytes
 }
 
-// A Grouping keys a trace's objects one way (by type; by allocation site,
-// once traces carry sites) and sums each key's figures.
+// A Grouping keys a trace's objects one way (by type; by allocation
+// site) and sums each key's figures.
 type Grouping struct {
 	// By names the grouping: "type".
 	By   string
@@ -193,6 +194,21 @@ var ByType = Grouping{By: "type", Keys: func(s trace.Summary) map[string]Figures
 		if l.Label == 0 {
 			key = NoLabel
 		}
+		f := m[key]
+		f.add(Figures{Bytes: clamp(l.Bytes), Objects: l.Objects, Allocs: l.Allocs})
+		m[key] = f
+	}
+	return m
+}}
+
+// BySite groups the objects by where the program allocated them
+// (trace.Summary.Sites: "Cache.Set (cache.go:88)"), for traces
+// whose labels carry sites (carve record of a go test); the objects of a
+// size several sites share are in no site, and in no group.
+var BySite = Grouping{By: "site", Keys: func(s trace.Summary) map[string]Figures {
+	m := make(map[string]Figures, len(s.Sites))
+	for _, l := range s.Sites {
+		key := l.Site
 		f := m[key]
 		f.add(Figures{Bytes: clamp(l.Bytes), Objects: l.Objects, Allocs: l.Allocs})
 		m[key] = f
@@ -279,6 +295,9 @@ func Compare(a, b Trace) Traces {
 	}
 	d := Traces{Schema: Schema, Kind: KindTraces, A: side(a), B: side(b), Headline: headline(a, b), Go: a.Go && b.Go}
 	d.Groupings = []Grouped{{By: ByType.By, Groups: ByType.Groups(a.Summary, b.Summary)}}
+	if len(a.Summary.Sites) > 0 || len(b.Summary.Sites) > 0 {
+		d.Groupings = append(d.Groupings, Grouped{By: BySite.By, Groups: BySite.Groups(a.Summary, b.Summary)})
+	}
 	d.Verdict = Verdict(d.Headline, d.Groupings[0].Groups, d.Go)
 	return d
 }

@@ -20,7 +20,8 @@ type objects struct {
 	typeSize   int64
 	size       uint64
 	n          int
-	freedFirst int // how many of them are freed before the end
+	freedFirst int    // how many of them are freed before the end
+	site       string // where they were allocated (trace.AttrSite), or ""
 }
 
 // writeTrace writes a native trace of a Go program with objs, a
@@ -41,7 +42,12 @@ func writeTrace(t *testing.T, name string, hwm uint64, objs ...objects) string {
 	}
 	id, live := uint64(0), uint64(0)
 	for _, o := range objs {
-		l, err := labels.Intern(trace.Label{Name: o.name, Attrs: []trace.Attr{{Key: trace.AttrSize, Value: decimal(o.typeSize)}, {Key: trace.AttrPtrBytes, Value: "0"}}})
+		attrs := []trace.Attr{{Key: trace.AttrPtrBytes, Value: "0"}}
+		if o.site != "" {
+			attrs = append(attrs, trace.Attr{Key: trace.AttrSite, Value: o.site})
+		}
+		attrs = append(attrs, trace.Attr{Key: trace.AttrSize, Value: decimal(o.typeSize)})
+		l, err := labels.Intern(trace.Label{Name: o.name, Attrs: attrs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,5 +218,27 @@ func TestReadNamesTheFile(t *testing.T) {
 	}
 	if _, err := diff.Read(tr); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("Read(%s) = %v, want an error naming it", path, err)
+	}
+}
+
+// TestCompareSites: traces whose labels carry sites are compared per site
+// too: the []byte of one site left, the other's stayed.
+func TestCompareSites(t *testing.T) {
+	set := objects{name: "uint8", typeSize: 1, size: 8192, n: 100, site: "main.(*Cache).Set (cache.go:88)"}
+	parse := objects{name: "uint8", typeSize: 1, size: 512, n: 50, site: "main.parse (req.go:12)"}
+	a := read(t, writeTrace(t, "a.trace", 0, set, parse))
+	b := read(t, writeTrace(t, "b.trace", 0, parse))
+	d := diff.Compare(a, b)
+	if len(d.Groupings) != 2 || d.Groupings[1].By != "site" {
+		t.Fatalf("groupings %+v, want by type and by site", d.Groupings)
+	}
+	sites := d.Groupings[1].Groups
+	if len(sites) != 2 || sites[0].Key != set.site || sites[0].B != nil || sites[1].Key != parse.site || sites[1].A.Bytes != sites[1].B.Bytes {
+		t.Errorf("sites %+v: want %s gone, %s unchanged", sites, set.site, parse.site)
+	}
+	// Traces without sites have no such grouping.
+	plain := read(t, writeTrace(t, "c.trace", 0, objects{name: "main.T", typeSize: 8, size: 8, n: 3}))
+	if d := diff.Compare(plain, plain); len(d.Groupings) != 1 {
+		t.Errorf("groupings %+v of traces without sites, want by type alone", d.Groupings)
 	}
 }
