@@ -21,7 +21,8 @@ var diffCommand = &command{
 		"records the program's collections), the program's peak RSS (VmHWM, where carve record sampled\n" +
 		"it in both), and the allocations; then, per type (by its Go name, as carve stats names it),\n" +
 		"the bytes live at the trace's peak, the largest changes first (" + fmt.Sprint(diff.TopGroups) + " types, and a line for\n" +
-		"the rest; a type in one trace only is new or gone); then a verdict.\n\n" +
+		"the rest; a type in one trace only is new or gone); per allocation site likewise, where the\n" +
+		"traces' labels carry sites (carve record of a go test: carve stats --by site); then a verdict.\n\n" +
 		strings.Join(text.Wrap(diff.VerdictRule, 96), "\n") +
 		"\n\nTwo JSON files of carve replay --format json (schema " + diff.ReplaySchemaPrefix + "...) are compared\n" +
 		"row by row: peak RSS and peak live A -> B for each row matched by trace and allocator (by\n" +
