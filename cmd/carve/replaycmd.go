@@ -161,7 +161,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.alloc, "alloc", "all", "comma-separated `LIST` of allocators, or all: "+strings.Join(rows.Names(), ", "))
 	fs.Var(routeFlag{replay.IntoPools, &f.routes}, "pool", "put requests of exactly `SIZE` bytes (a comma-separated list for more), or the objects of a type (type=NAME, as carve stats names it: []byte, main.Entry), in dedicated pools in front of each allocator: a type of one size (a struct) in one pool of its own size, as pool.NewOf[T] holds it, a slice type in a pool per size (repeat for more)")
 	fs.Var(routeFlag{replay.IntoArena, &f.routes}, "arena", "put the objects of a type (`type=NAME`), or the requests of exactly SIZE bytes, in an arena of their own, reset when the last of them dies (repeat for more)")
-	fs.Var(routeFlag{replay.IntoHeap, &f.routes}, "heap", "put the objects of a type (`type=NAME`, whatever their sizes), or the requests of exactly SIZE bytes, in a carve heap of their own in front of each allocator (repeat for more)")
+	fs.Var(routeFlag{replay.IntoHeap, &f.routes}, "heap", "put the objects of a type (`type=NAME`, whatever their sizes), or the requests of exactly SIZE bytes, in a carve heap of their own in front of each allocator (repeat for more); site=PATTERN (a function or file:line, as carve stats --by site names the sites), alone or after type=NAME and a comma, takes the objects allocated there, in --pool and --arena too")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+rows.Schema+")")
@@ -290,8 +290,9 @@ func (f *replayFlags) replay(c *cli, cfg replayConfig) []rows.Table {
 }
 
 // routeFlag is a repeatable flag, --pool, --arena or --heap: sizes of
-// requests (SIZE, or a comma-separated list), or a type (type=NAME), whose
-// requests go to the target into, appended to routes.
+// requests (SIZE, or a comma-separated list), or a type (type=NAME), a
+// site (site=PATTERN) or both, whose requests go to the target into,
+// appended to routes.
 type routeFlag struct {
 	into   replay.Target
 	routes *[]replay.Route
@@ -311,11 +312,22 @@ func (r routeFlag) String() string {
 }
 
 func (r routeFlag) Set(s string) error {
-	if name, ok := strings.CutPrefix(s, "type="); ok {
-		if name == "" {
-			return fmt.Errorf("want type=NAME, a type as carve stats names it")
+	if strings.HasPrefix(s, "type=") || strings.HasPrefix(s, "site=") {
+		rt := replay.Route{Into: r.into}
+		for _, part := range strings.Split(s, ",") {
+			key, value, _ := strings.Cut(part, "=")
+			switch {
+			case value == "":
+				return fmt.Errorf("want type=NAME (a type as carve stats names it), site=PATTERN (a function or file:line as carve stats --by site names it) or both, comma-separated; got %q", s)
+			case key == "type" && rt.Label == "":
+				rt.Label = value
+			case key == "site" && rt.Site == "":
+				rt.Site = value
+			default:
+				return fmt.Errorf("%q: want type=NAME, site=PATTERN or both, each once", s)
+			}
 		}
-		*r.routes = append(*r.routes, replay.Route{Label: name, Into: r.into})
+		*r.routes = append(*r.routes, rt)
 		return nil
 	}
 	for _, f := range strings.Split(s, ",") {

@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/arena"
@@ -76,6 +78,11 @@ type Route struct {
 	// requests must then be of at most Chunk bytes: AtTypeSize opens the
 	// events so, so that the replay counts the type's size.
 	Chunk int `json:"chunk,omitempty"`
+	// Site, when not "", narrows a route by label to the objects
+	// allocated at a site (trace.AttrSite) that it is part of: a function
+	// ("Cache.Set") or a file and line ("cache.go:88"). With no Label, it
+	// routes every type allocated there.
+	Site string `json:"site,omitempty"`
 }
 
 // A Target is the carve allocator a route sends its objects to.
@@ -137,7 +144,7 @@ func SizePools(sizes ...int) []Route {
 }
 
 // ByLabel reports a route by label.
-func (r Route) ByLabel() bool { return r.Label != "" }
+func (r Route) ByLabel() bool { return r.Label != "" || r.Site != "" }
 
 // Arg is the route as the lab's flags take it after --pool, --arena or
 // --heap: "type=main.session" (its Name, if it has one), or the size,
@@ -146,10 +153,39 @@ func (r Route) Arg() string {
 	if !r.ByLabel() {
 		return strconv.Itoa(r.Size)
 	}
-	if r.Name != "" {
-		return "type=" + r.Name
+	var parts []string
+	if name := cmp.Or(r.Name, r.Label); name != "" {
+		parts = append(parts, "type="+name)
 	}
-	return "type=" + r.Label
+	if r.Site != "" {
+		parts = append(parts, "site="+r.Site)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Moved is how a route by label names the objects it moves to the
+// readers that place their frees and pace the Go heap by them
+// (traces.Trace.OpenPlaced, CycleHeap; trace.MovedBy reads it): the
+// label's name, or, for a route that narrows to a site,
+// trace.MovedAt's name of the type and the site.
+func (r Route) Moved() string {
+	if r.Site == "" {
+		return r.Label
+	}
+	return trace.MovedAt(r.Label, r.Site)
+}
+
+// takesLabel reports whether a route by label takes the objects of label
+// l: its name, if the route names a type, and its site, if it names one.
+func (r Route) takesLabel(l trace.Label) bool {
+	if r.Label != "" && l.Name != r.Label {
+		return false
+	}
+	if r.Site != "" {
+		site, _ := l.Attr(trace.AttrSite)
+		return trace.AtSite(site, r.Site)
+	}
+	return true
 }
 
 // String is the route as the lab names it: "type=main.session",
@@ -164,13 +200,14 @@ func (r Route) String() string {
 // Takes reports whether r takes an allocation of size bytes aligned to
 // align whose label is named label ("" for none): the routing predicate
 // of the rule at the top of route.go, for one route. (A Router asks its
-// routes by label first.)
+// routes by label first, with the whole label: a route by site needs the
+// label's site, and takes nothing here.)
 func (r Route) Takes(size, align int, label string) bool {
 	if !Routable(size, align) {
 		return false
 	}
 	if r.ByLabel() {
-		return label == r.Label
+		return r.Site == "" && label == r.Label
 	}
 	return size == r.Size
 }
@@ -258,11 +295,11 @@ func NewRouter(routes []Route) (*Router, error) {
 		}
 		l := &lane{route: rt, pools: map[int]*pool.Pool{}, inUse: map[*pool.Pool]int64{}}
 		if rt.ByLabel() {
-			if labels[rt.Label] {
+			if labels[rt.Arg()] {
 				r.Close()
 				return nil, fmt.Errorf("replay: %s routed twice: its objects go to one place", rt.Label)
 			}
-			labels[rt.Label] = true
+			labels[rt.Arg()] = true
 		} else {
 			if r.bySize[rt.Size] != nil {
 				r.Close()
@@ -301,9 +338,9 @@ func (r *Router) lane(size, align int, label uint32) *lane {
 	if label != 0 && r.labels != nil {
 		l, seen := r.byLabel[label]
 		if !seen {
-			name := r.labels.Name(label)
+			lab, _ := r.labels.Label(label)
 			for _, c := range r.lanes {
-				if c.route.ByLabel() && c.route.Takes(size, align, name) {
+				if c.route.ByLabel() && c.route.takesLabel(lab) {
 					l = c
 				}
 			}

@@ -294,3 +294,50 @@ func TestRouterStatsCounted(t *testing.T) {
 		t.Errorf("Stats %+v, the pools' own %+v", got, want)
 	}
 }
+
+// TestRouteBySite: a route by site takes the objects whose label's site
+// its pattern names, of any type or of its type alone; the others go to
+// the row.
+func TestRouteBySite(t *testing.T) {
+	labels := &trace.Labels{}
+	intern := func(name, site string) uint32 {
+		attrs := []trace.Attr{}
+		if site != "" {
+			attrs = append(attrs, trace.Attr{Key: trace.AttrSite, Value: site})
+		}
+		id, err := labels.Intern(trace.Label{Name: name, Attrs: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	setBuf := intern("uint8", "main.(*Cache).Set (cache.go:88)")
+	setMeta := intern("main.Meta", "main.(*Cache).Set (cache.go:88)")
+	parseBuf := intern("uint8", "main.parse (req.go:12)")
+	plain := intern("uint8", "")
+	for _, tc := range []struct {
+		route Route
+		takes map[uint32]bool
+	}{
+		{Route{Site: "Cache.Set", Into: IntoHeap}, map[uint32]bool{setBuf: true, setMeta: true}},
+		{Route{Label: "uint8", Site: "cache.go:88", Into: IntoHeap}, map[uint32]bool{setBuf: true}},
+		{Route{Label: "uint8", Into: IntoHeap}, map[uint32]bool{setBuf: true, parseBuf: true, plain: true}},
+	} {
+		r, err := NewRouter([]Route{tc.route})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.UseLabels(labels)
+		for _, l := range []uint32{setBuf, setMeta, parseBuf, plain} {
+			_, ok, err := r.Alloc(64, 8, l)
+			if err != nil || ok != tc.takes[l] {
+				t.Errorf("%s: label %d routed %v, %v; want %v", tc.route, l, ok, err, tc.takes[l])
+			}
+		}
+		r.Close()
+		lab, _ := labels.Label(setBuf)
+		if moved := []string{tc.route.Moved()}; !trace.MovedBy(lab, moved) {
+			t.Errorf("%s: Moved %q does not name the label it routes", tc.route, moved)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func CheckRoutes(routes []replay.Route) error {
 	labels, sizes := map[string]bool{}, map[int]bool{}
 	for _, r := range routes {
 		switch {
-		case r.ByLabel() && labels[r.Label]:
+		case r.ByLabel() && labels[r.Arg()]:
 			return fmt.Errorf("type %s given twice to --pool, --arena and --heap: its objects go to one place", r.Label)
 		case !r.ByLabel() && sizes[r.Size]:
 			return fmt.Errorf("size %d given twice to --pool, --arena and --heap: its requests go to one place", r.Size)
@@ -32,7 +32,7 @@ func CheckRoutes(routes []replay.Route) error {
 			}
 			p.Close()
 		}
-		labels[r.Label], sizes[r.Size] = r.ByLabel(), !r.ByLabel()
+		labels[r.Arg()], sizes[r.Size] = r.ByLabel(), !r.ByLabel()
 	}
 	return nil
 }
@@ -84,6 +84,7 @@ func describe(r replay.Route) string {
 // scanned is what ResolveRoutes reads of a trace.
 type scanned struct {
 	labels []trace.LabelStat
+	sites  []trace.LabelStat
 	sizes  map[uint64]bool // the sizes of the requests, if asked
 }
 
@@ -104,7 +105,7 @@ func scan(t traces.Trace, routes []replay.Route) (scanned, error) {
 	if err != nil {
 		return scanned{}, err
 	}
-	return scanned{labels: sum.Labels, sizes: tee.sizes}, nil
+	return scanned{labels: sum.Labels, sites: sum.Sites, sizes: tee.sizes}, nil
 }
 
 // resolve resolves r against the trace called name.
@@ -118,6 +119,14 @@ func (sc scanned) resolve(r replay.Route, name string) (replay.Route, error) {
 	if !slices.ContainsFunc(sc.labels, func(s trace.LabelStat) bool { return s.Name != "" }) {
 		return r, fmt.Errorf("no type %q in %s: its events carry no labels (a Go program's trace, recorded by carve record, has its types)", r.Label, name)
 	}
+	if r.Site != "" {
+		if err := sc.resolveSite(r, name); err != nil {
+			return r, err
+		}
+		if r.Label == "" {
+			return r, nil // every type allocated there
+		}
+	}
 	// A route already resolved (by its Go name, Name) reads the same.
 	asked := cmp.Or(r.Name, r.Label)
 	st, err := trace.FindLabel(sc.labels, asked)
@@ -128,10 +137,33 @@ func (sc scanned) resolve(r replay.Route, name string) (replay.Route, error) {
 		return r, err
 	}
 	r.Label, r.Name, r.Chunk = st.Name, st.GoName(), 0
+	if r.Site != "" && !slices.ContainsFunc(sc.sites, func(s trace.LabelStat) bool {
+		return trace.AtSite(s.Site, r.Site) && slices.Contains(strings.Split(s.Name, ", "), st.Name)
+	}) {
+		return r, fmt.Errorf("no %s allocated at a site %q names in %s (carve stats --by site lists its sites and the types of each)", st.GoName(), r.Site, name)
+	}
 	if r.Into == replay.IntoPools && st.GoName() == st.Name && st.Size > 0 && uint64(st.Size) <= st.MinSize {
 		r.Chunk = int(st.Size)
 	}
 	return r, nil
+}
+
+// resolveSite checks that r's site pattern names a site of the trace
+// called name, with the nearest sites if not.
+func (sc scanned) resolveSite(r replay.Route, name string) error {
+	var sites []string
+	for _, s := range sc.sites {
+		if trace.AtSite(s.Site, r.Site) {
+			return nil
+		}
+		// Its function and its file and line, the patterns a user writes.
+		fn, at, _ := strings.Cut(s.Site, " (")
+		sites = append(sites, fn, strings.TrimSuffix(at, ")"))
+	}
+	if len(sites) == 0 {
+		return fmt.Errorf("no site %q in %s: its labels carry no sites (carve record of a go test gives them)", r.Site, name)
+	}
+	return fmt.Errorf("no site %q in %s%s", r.Site, name, didYouMean(r.Site, sites))
 }
 
 // nearSizes names the request sizes of the trace nearest to size.

@@ -287,7 +287,7 @@ func (s Spec) routed() []string {
 	var names []string
 	for _, r := range s.Routes {
 		if r.ByLabel() {
-			names = append(names, r.Label)
+			names = append(names, r.Moved())
 		}
 	}
 	return names

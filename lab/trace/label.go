@@ -36,6 +36,43 @@ const (
 	AttrSite = "site"
 )
 
+// AtSite reports whether site, as a label gives it ("main.(*Cache).Set
+// (cache.go:88)"), is one pattern names: a part of it, a function or a
+// file and line, a method's receiver written with or without its
+// pointer ("Cache.Set" or "(*Cache).Set").
+func AtSite(site, pattern string) bool {
+	return pattern != "" && (strings.Contains(site, pattern) || strings.Contains(receivers.Replace(site), pattern))
+}
+
+// receivers writes a method's receiver as a plain type: (*Cache).Set is
+// Cache.Set.
+var receivers = strings.NewReplacer("(*", "", ").", ".")
+
+// MovedAt names, among the labels a what-if moves (MovedBy), the
+// objects of the type named typ ("" for any) allocated at the sites
+// pattern names (AtSite).
+func MovedAt(typ, pattern string) string { return "type=" + typ + ",site=" + pattern }
+
+// MovedBy reports whether the objects of label l are among those moved
+// names: a label's name, or MovedAt's name of a type and sites.
+func MovedBy(l Label, moved []string) bool {
+	for _, m := range moved {
+		rest, bySite := strings.CutPrefix(m, "type=")
+		if !bySite {
+			if m == l.Name {
+				return true
+			}
+			continue
+		}
+		typ, pattern, _ := strings.Cut(rest, ",site=")
+		site, _ := l.Attr(AttrSite)
+		if (typ == "" || typ == l.Name) && AtSite(site, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
 // Attr returns the value of the attribute key.
 func (l Label) Attr(key string) (string, bool) {
 	i, ok := slices.BinarySearchFunc(l.Attrs, key, func(a Attr, k string) int { return strings.Compare(a.Key, k) })

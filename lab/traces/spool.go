@@ -730,7 +730,7 @@ func (t Trace) OpenPlaced(moved []string, early, spread, alike bool) (trace.Sour
 	labels := s.labels
 	mine, other := placements(len(moved) > 0 || alike, early, spread)
 	place := func(l uint32) trace.FreePlace {
-		if l != 0 && labels != nil && slices.Contains(moved, labels.Name(l)) {
+		if lab, ok := labels.Label(l); ok && trace.MovedBy(lab, moved) {
 			return mine
 		}
 		return other
@@ -943,7 +943,8 @@ func (t Trace) CycleHeap(names []string) (trace.CycleHeap, error) {
 				drop(e.ID)
 				is, seen := named[e.Label]
 				if !seen {
-					is = e.Label != 0 && labels != nil && slices.Contains(names, labels.Name(e.Label))
+					lab, ok := labels.Label(e.Label)
+					is = ok && trace.MovedBy(lab, names)
 					named[e.Label] = is
 				}
 				o := object{size: e.Size, moved: is, mark: -1}
