@@ -32,7 +32,10 @@ pointer-free types that hold at least --min-type at the trace's peak
 (default ` + advise.DefaultFloor.String() + `: that share of the peak marked heap, and that
 many bytes) moved to carve memory: a type of one size into one pool of its
 own size (pool.NewOf[T]) and into one carve heap, a slice ([]byte, []T) or a
-type of many sizes into one carve heap and into a pool per size, --repeats
+type of many sizes into one carve heap and into a pool per size (a type
+most of whose bytes have an allocation site, in a trace carve record took
+of a go test, site by site: each site's objects are a candidate of their
+own, routed by the site, and the code says where it goes), --repeats
 times each at GOGCs around --gogc, and measures the peak RSS each saves
 against the Go heap at the same GOGC. The runtime's and the testing
 package's own types, the objects of no type, and the types that hold

@@ -21,6 +21,9 @@ type Move struct {
 	Type  string `json:"type"`
 	Label string `json:"label"`
 	Elem  int64  `json:"elem_size"`
+	// Site, when not "", narrows the move to the type's objects
+	// allocated there (trace.AttrSite): the code goes at that site.
+	Site string `json:"site,omitempty"`
 	// Into is where its objects go: pools or one heap.
 	Into replay.Target `json:"into"`
 	// Chunk, into pools for a type of one size that is no slice, is
@@ -36,7 +39,7 @@ type Move struct {
 
 // Route is the route of the move's replays.
 func (m Move) Route() replay.Route {
-	return replay.Route{Label: m.Label, Name: m.Type, Into: m.Into, Chunk: m.Chunk}
+	return replay.Route{Label: m.Label, Name: m.Type, Into: m.Into, Chunk: m.Chunk, Site: m.Site}
 }
 
 // Kind names the move's code: "pool.NewOf", "pools" or "heap".
@@ -58,7 +61,7 @@ func (m Move) slice() bool { return strings.HasPrefix(m.Type, "[]") }
 // (pool.NewOf[T]) and a heap; for a slice or a type of many sizes, a
 // heap and a pool per size.
 func moves(t TypeTrial) []Move {
-	m := Move{Type: t.Type, Label: t.Label, Elem: t.Size}
+	m := Move{Type: t.Type, Label: t.Label, Elem: t.Size, Site: t.Site}
 	heap := m
 	heap.Into = replay.IntoHeap
 	if len(t.Sizes) == 1 && !heap.slice() {
@@ -107,6 +110,9 @@ func (m Move) code(b *strings.Builder, i int) {
 	in := ""
 	if pkg != "" {
 		in = " (package " + pkg + ")"
+	}
+	if m.Site != "" {
+		in += " allocated at " + m.Site + ", the code goes there"
 	}
 	v := varName(elem, i)
 	if m.slice() {

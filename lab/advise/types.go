@@ -265,6 +265,9 @@ type TypeTrial struct {
 	// hold many), Label the trace's.
 	Type     string  `json:"type"`
 	Label    string  `json:"label"`
+	// Site, for a type tried site by site (SiteShare), is where these
+	// of its objects were allocated (trace.AttrSite).
+	Site string `json:"site,omitempty"`
 	Size     int64   `json:"size"` // the type's size; 1 for a []byte's uint8
 	Objects  int64   `json:"objects_at_peak"`
 	Bytes    uint64  `json:"bytes_at_peak"`
@@ -432,18 +435,18 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	}
 	adv.PeakMarked = int64(peak)
 	adv.FloorBytes = int64(floor.least(peak))
-	cands := candidates(sum.Labels, adv, floor.least(peak), c.Candidates)
+	cands := candidates(sum.Labels, sum.TypeSites, adv, floor.least(peak), c.Candidates)
 	if len(cands) > 0 {
 		names := make([]string, len(cands))
 		for i, cd := range cands {
-			names[i] = cd.Label
+			names[i] = cd.moved()
 		}
 		sizes, err := labelSizes(c.Trace, names)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
 		}
 		for i := range cands {
-			cands[i].Sizes = sizes[cands[i].Label]
+			cands[i].Sizes = sizes[cands[i].moved()]
 		}
 	}
 
@@ -580,8 +583,15 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 
 // candidates sorts the trace's labels into the types to try (the first n
 // pointer-free ones holding at least least bytes at the peak, by those
-// bytes) and the rest: adv's Refused (types with pointers) and Left.
-func candidates(labels []trace.LabelStat, adv *TypeAdvice, least uint64, n int) []TypeTrial {
+// bytes) and the rest: adv's Refused (types with pointers) and Left. A
+// type most of whose bytes at the peak have a site (typeSites: its
+// objects at each site) is tried site by site (SiteShare), each site
+// that holds least bytes of it.
+func candidates(labels, typeSites []trace.LabelStat, adv *TypeAdvice, least uint64, n int) []TypeTrial {
+	at := map[string][]trace.LabelStat{}
+	for _, ts := range typeSites {
+		at[ts.Name] = append(at[ts.Name], ts)
+	}
 	var cands []TypeTrial
 	left := map[string]*Left{}
 	var order []string
@@ -617,6 +627,17 @@ func candidates(labels []trace.LabelStat, adv *TypeAdvice, least uint64, n int) 
 			leave(LeftFloor, l)
 		case len(cands) == n:
 			leave(LeftCandidates, l)
+		case sited(at[l.Name]) >= SiteShare*float64(l.Bytes):
+			for _, ts := range at[l.Name] {
+				switch {
+				case ts.Bytes < least:
+					leave(LeftFloor, ts)
+				case len(cands) == n:
+					leave(LeftCandidates, ts)
+				default:
+					cands = append(cands, TypeTrial{Type: l.GoName(), Label: l.Name, Site: ts.Site, Size: l.Size, Objects: ts.Objects, Bytes: ts.Bytes, Allocs: ts.Allocs, MeanLife: ts.MeanLife})
+				}
+			}
 		default:
 			cands = append(cands, TypeTrial{Type: l.GoName(), Label: l.Name, Size: l.Size, Objects: l.Objects, Bytes: l.Bytes, Allocs: l.Allocs, MeanLife: l.MeanLife})
 		}
@@ -625,6 +646,37 @@ func candidates(labels []trace.LabelStat, adv *TypeAdvice, least uint64, n int) 
 		adv.Left = append(adv.Left, *left[why])
 	}
 	return cands
+}
+
+// SiteShare is the share of a type's bytes at the trace's peak that must
+// have a site for the type to be tried site by site.
+const SiteShare = 0.5
+
+// sited sums the bytes at the peak of a type's objects at its sites.
+func sited(at []trace.LabelStat) float64 {
+	var b uint64
+	for _, ts := range at {
+		b += ts.Bytes
+	}
+	return float64(b)
+}
+
+// moved names the trial's objects as trace.MovedBy reads them: its
+// type's label, or its type's at its site.
+func (t TypeTrial) moved() string {
+	if t.Site != "" {
+		return trace.MovedAt(t.Label, t.Site)
+	}
+	return t.Label
+}
+
+// name is the trial as the advice names it: "[]byte", or "[]byte at
+// main.(*Cache).Set (cache.go:88)".
+func (t TypeTrial) name() string {
+	if t.Site != "" {
+		return t.Type + " at " + t.Site
+	}
+	return t.Type
 }
 
 // Why objects were left untried (Left.Why), and the share of the trace's
@@ -819,9 +871,10 @@ const (
 // classes, about seventy, and page multiples above them).
 const maxSizes = 1024
 
-// labelSizes reads tr and returns, for each label named, the sizes
-// its objects come in, the most bytes allocated first (then the smaller
-// size).
+// labelSizes reads tr and returns, for each of names (a type's name, or
+// a type's at a site: TypeTrial.moved, as trace.MovedBy reads them), the
+// sizes its objects come in, the most bytes allocated first (then the
+// smaller size).
 func labelSizes(tr traces.Trace, names []string) (map[string][]SizeCount, error) {
 	src, closer, err := tr.Open()
 	if err != nil {
@@ -840,8 +893,10 @@ func labelSizes(tr traces.Trace, names []string) (map[string][]SizeCount, error)
 			}
 			name, seen := of[e.Label]
 			if !seen {
-				if name = labels.Name(e.Label); !slices.Contains(names, name) {
-					name = ""
+				lab, _ := labels.Label(e.Label)
+				i := slices.IndexFunc(names, func(n string) bool { return trace.MovedBy(lab, []string{n}) })
+				if name = ""; i >= 0 {
+					name = names[i]
 				}
 				of[e.Label] = name
 			}
@@ -1024,7 +1079,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		for _, t := range a.Tried {
 			tg := t.Chosen()
 			if tg == nil {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, t.Error)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.name(), size.Format(int64(t.Bytes)), t.Objects, t.Error)
 				continue
 			}
 			saving := signed(tg.Low)
@@ -1038,7 +1093,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 			case t.noise():
 				note = " noise"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t(%.1f%%)%s\t%d of %d\t%s\t\n", t.Type, size.Format(int64(t.Bytes)), t.Objects, tg.Move.Kind(), size.Format(tg.Late.PeakRSS),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t(%.1f%%)%s\t%d of %d\t%s\t\n", t.name(), size.Format(int64(t.Bytes)), t.Objects, tg.Move.Kind(), size.Format(tg.Late.PeakRSS),
 				saving, tg.LowPercent, note, tg.Saved, len(a.GOGCs), size.Format(t.NoiseBound))
 		}
 		tw.Flush()
@@ -1083,7 +1138,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 		ew.printf("\nnot suggested, unproven: their upper bound passes the rule, and is above how far the Go heap's own peak moves from GOGC to GOGC (%s), but not their lower bound: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:\n", size.Format(a.Baseline.High-a.Baseline.Low))
 		for _, t := range a.Unproven {
 			tg := t.Chosen()
-			ew.printf("  %s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)\n", t.Type, tg.Move.Kind(), signed(tg.Low), signed(tg.High),
+			ew.printf("  %s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)\n", t.name(), tg.Move.Kind(), signed(tg.Low), signed(tg.High),
 				tg.LowPercent, 100*float64(tg.High)/float64(max(a.Baseline.PeakRSS, 1)))
 		}
 		ew.printf("\n")
@@ -1098,7 +1153,7 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew.printf("\nsuggested:\n")
 	for _, t := range a.Suggested {
 		tg := t.Chosen()
-		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.Type, tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
+		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.name(), tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
 		if a.Paced {
 			ew.printf(", up to %s with every object freed as early as the trace allows", size.Format(tg.High))
 		}
@@ -1133,7 +1188,7 @@ func (a *TypeAdvice) targetLines(t TypeTrial) []string {
 	if len(parts) == 0 {
 		return nil
 	}
-	lines := []string{t.Type + ": " + strings.Join(parts, ", ")}
+	lines := []string{t.name() + ": " + strings.Join(parts, ", ")}
 	if r := t.Rounding; r != nil {
 		lines = append(lines, fmt.Sprintf("  its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
 			"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+

@@ -391,3 +391,66 @@ func TestMayPass(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseBySite: a type most of whose bytes have sites is tried site
+// by site: each site's objects are its own candidate, routed by the site,
+// and named by it; the code says where it goes.
+func TestAdviseBySite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays the Go heap in child processes")
+	}
+	path := filepath.Join(t.TempDir(), "sites.trace")
+	var b strings.Builder
+	b.WriteString("# carve trace v2\n")
+	b.WriteString("l 1 uint8 ptrbytes=0 site=\"main.(*Cache).Set (cache.go:88)\" size=1\n")
+	b.WriteString("l 2 uint8 ptrbytes=0 site=\"main.parse (req.go:12)\" size=1\n")
+	rng := rand.New(rand.NewPCG(7, 8))
+	id := uint64(0)
+	live := map[int][]uint64{1: nil, 2: nil}
+	for i := range 20000 {
+		l := 1 + i%2
+		size := 8192
+		if l == 2 {
+			size = 512
+		}
+		if len(live[l]) >= 300 {
+			j := rng.IntN(len(live[l]))
+			fmt.Fprintf(&b, "f %d\n", live[l][j])
+			live[l] = append(live[l][:j], live[l][j+1:]...)
+		}
+		id++
+		live[l] = append(live[l], id)
+		fmt.Fprintf(&b, "a %d %d @%d\n", id, size, l)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := traces.Resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv, err := AdviseTypes(TypeConfig{Trace: tr, Repeats: 1, Jobs: 2, Floor: &Floor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites := map[string]TypeTrial{}
+	for _, tt := range adv.Tried {
+		sites[tt.Site] = tt
+	}
+	set, parse := sites["main.(*Cache).Set (cache.go:88)"], sites["main.parse (req.go:12)"]
+	if len(adv.Tried) != 2 || set.Type != "[]byte" || parse.Type != "[]byte" {
+		t.Fatalf("tried %+v: want []byte at each of its two sites", adv.Tried)
+	}
+	if set.Bytes < 300*8192 || parse.Bytes > 300*512 {
+		t.Errorf("bytes at the peak: Cache.Set %d, parse %d", set.Bytes, parse.Bytes)
+	}
+	for _, tt := range []TypeTrial{set, parse} {
+		tg := tt.Chosen()
+		if tg == nil || tg.Move.Route().Site != tt.Site || len(tt.Sizes) != 1 {
+			t.Errorf("%s: chosen %+v, sizes %+v: want a move routed by its site, of its one size", tt.name(), tg, tt.Sizes)
+		}
+		if code := Code([]Move{tg.Move}); !strings.Contains(code, "allocated at "+tt.Site) {
+			t.Errorf("%s: the code does not say where it goes:\n%s", tt.name(), code)
+		}
+	}
+}

@@ -286,7 +286,7 @@ func TestLabelRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")[1:] // after the heading
-	rows := labelRows(s, maxLabels)
+	rows := labelRows(s.LabelCells(maxLabels))
 	if len(rows) != len(lines) {
 		t.Fatalf("%d rows in the report, %d in carve stats", len(rows), len(lines))
 	}

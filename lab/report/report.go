@@ -150,6 +150,7 @@ func Write(w io.Writer, r Report) error {
 		MapCharts   []chart
 		SummaryLine string
 		Labels      []labelRow
+		Sites       []labelRow
 	}
 	var views []view
 	bump := false
@@ -173,7 +174,10 @@ func Write(w io.Writer, r Report) error {
 			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
 				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
 				text.Count(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
-			v.Labels = labelRows(*s, maxLabels)
+			v.Labels = labelRows(s.LabelCells(max(maxLabels, 1)))
+			if len(s.Sites) > 0 {
+				v.Sites = labelRows(s.SiteCells(max(maxLabels, 1)))
+			}
 		}
 		if name, _, _ := strings.Cut(strings.TrimPrefix(t.Name, traces.GenPrefix), ":"); strings.HasPrefix(t.Name, traces.GenPrefix) && name == "bump" {
 			bump = true
@@ -252,11 +256,11 @@ type labelRow struct {
 	Bytes, Share, Objects, PeakBytes, Allocs, MeanLife, PtrBytes, Size, Name string
 }
 
-// labelRows formats the first n of s.Labels and a row for the rest, as
-// carve stats prints them.
-func labelRows(s trace.Summary, n int) []labelRow {
+// labelRows turns the cells of a table of types or sites, as carve stats
+// prints them (trace.Summary.LabelCells, SiteCells), into rows.
+func labelRows(cells [][]string) []labelRow {
 	var out []labelRow
-	for _, c := range s.LabelCells(max(n, 1)) {
+	for _, c := range cells {
 		out = append(out, labelRow{c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]})
 	}
 	return out
@@ -316,6 +320,13 @@ end) show how each allocator sees itself, and rank nothing across allocators.</p
 {{range .Labels}}<tr><td>{{.Bytes}}</td><td>{{.Share}}</td><td>{{.Objects}}</td><td>{{.PeakBytes}}</td><td>{{.Allocs}}</td><td>{{.MeanLife}}</td><td>{{.PtrBytes}}</td><td>{{.Size}}</td><td>{{.Name}}</td></tr>
 {{end}}</table>
 <p class="note">As carve stats prints it: each label's bytes and objects live at the trace's peak, their share of it, the label's own peak, its allocations, the mean lifetime of its freed objects in events, and, for a Go type, its bytes that may hold pointers and its size.</p>
+{{end}}
+{{if .Sites}}<h3>Allocation sites by bytes live at the peak</h3>
+<table class="labels">
+<tr><th>bytes at peak</th><th>share</th><th>objects</th><th>own peak</th><th>allocs</th><th>mean life (events)</th><th>ptr bytes</th><th>size</th><th>site: types</th></tr>
+{{range .Sites}}<tr><td>{{.Bytes}}</td><td>{{.Share}}</td><td>{{.Objects}}</td><td>{{.PeakBytes}}</td><td>{{.Allocs}}</td><td>{{.MeanLife}}</td><td>{{.PtrBytes}}</td><td>{{.Size}}</td><td>{{.Name}}</td></tr>
+{{end}}</table>
+<p class="note">As carve stats --by site prints it: the objects of each call site (carve record of a go test joins its heap profile to the trace by size), with the types allocated there; the objects of a size several sites share are in none.</p>
 {{end}}
 {{range .MapCharts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}

@@ -55,6 +55,9 @@ f 2
 			t.Errorf("site %q: %d bytes of %q, want %+v", st.Site, st.Bytes, st.Name, w)
 		}
 	}
+	if len(s.TypeSites) != 3 || s.TypeSites[0].Name != "uint8" || s.TypeSites[0].Site != "app.(*Cache).Set (cache.go:88)" || s.TypeSites[0].Bytes != 2*1024 {
+		t.Errorf("TypeSites %+v: want uint8 at Cache.Set (2048 bytes) first, of three", s.TypeSites)
+	}
 	cells := s.SiteCells(0)
 	if len(cells) != 2 || !strings.HasPrefix(cells[0][len(cells[0])-1], "app.(*Cache).Set (cache.go:88): ") {
 		t.Errorf("SiteCells = %q", cells)

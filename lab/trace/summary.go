@@ -70,6 +70,10 @@ type Summary struct {
 	// Name the types allocated there (joined by ", "), Size and PtrBytes
 	// the type's when there is one.
 	Sites []LabelStat
+	// TypeSites are, for such a trace, the objects of each type at each
+	// site (each label that carries a site): Name the type, Site the
+	// site.
+	TypeSites []LabelStat
 
 	// Cycles are the collections of a Go program whose frees were moved
 	// to the marks that proved the objects dead (MoveFrees), each with
@@ -235,6 +239,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 	s.EndObjects = int64(live.Len())
 	if labels != nil && labels.Len() > 0 { // a C program's trace of version 3 has an empty table
 		s.Labels, s.Sites = ls.types.stats(ls.typeLabel, s.PeakLive), ls.sites.stats(ls.siteLabel, s.PeakLive)
+		s.TypeSites = ls.typeSites.stats(ls.ownLabel, s.PeakLive)
 		for i := range s.Labels {
 			s.Labels[i].Site = "" // a type's, of all its sites
 		}
@@ -246,8 +251,8 @@ func SummarizeFrom(src Source) (Summary, error) {
 // a type allocated at several sites has a label per site) and by site,
 // as labelCounts counts them by label.
 type labelGroups struct {
-	labels       *Labels
-	types, sites labelCounts
+	labels                  *Labels
+	types, sites, typeSites labelCounts
 	of           []labelGroup // by label number, as found
 	typeOf       map[string]uint32
 	siteOf       map[string]uint32
@@ -306,6 +311,7 @@ func (g *labelGroups) change(l uint32, objects, bytes int64) {
 	g.types.change(gr.typ, objects, bytes)
 	if gr.site != 0 {
 		g.sites.change(gr.site, objects, bytes)
+		g.typeSites.change(l, objects, bytes)
 	}
 }
 
@@ -314,13 +320,14 @@ func (g *labelGroups) allocated(l uint32, size uint64) {
 	g.types.allocated(gr.typ, size)
 	if gr.site != 0 {
 		g.sites.allocated(gr.site, size)
+		g.typeSites.allocated(l, size)
 	}
 }
 
 // freed counts a free of an object of label l that lived life events.
 func (g *labelGroups) freed(l uint32, life float64) {
 	gr := g.group(l)
-	for _, c := range []*labelCount{g.types.of(gr.typ), g.sites.of(gr.site)} {
+	for _, c := range []*labelCount{g.types.of(gr.typ), g.sites.of(gr.site), g.typeSites.of(l)} {
 		c.freed++
 		c.life += life
 	}
@@ -329,6 +336,13 @@ func (g *labelGroups) freed(l uint32, life float64) {
 func (g *labelGroups) peak() {
 	g.types.peak()
 	g.sites.peak()
+	g.typeSites.peak()
+}
+
+// ownLabel returns label l itself, for the counts by label.
+func (g *labelGroups) ownLabel(l uint32) (Label, uint32, bool) {
+	lab, ok := g.labels.Label(l)
+	return lab, l, ok
 }
 
 // typeLabel returns type group t's label (its first), and its number.
