@@ -263,11 +263,11 @@ type Measured struct {
 type TypeTrial struct {
 	// Type is the type's Go name ([]byte for a uint8 label whose objects
 	// hold many), Label the trace's.
-	Type     string  `json:"type"`
-	Label    string  `json:"label"`
+	Type  string `json:"type"`
+	Label string `json:"label"`
 	// Site, for a type tried site by site (SiteShare), is where these
 	// of its objects were allocated (trace.AttrSite).
-	Site string `json:"site,omitempty"`
+	Site     string  `json:"site,omitempty"`
 	Size     int64   `json:"size"` // the type's size; 1 for a []byte's uint8
 	Objects  int64   `json:"objects_at_peak"`
 	Bytes    uint64  `json:"bytes_at_peak"`

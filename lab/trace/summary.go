@@ -253,11 +253,11 @@ func SummarizeFrom(src Source) (Summary, error) {
 type labelGroups struct {
 	labels                  *Labels
 	types, sites, typeSites labelCounts
-	of           []labelGroup // by label number, as found
-	typeOf       map[string]uint32
-	siteOf       map[string]uint32
-	typeLabels   []uint32 // by type group: its first label
-	siteNames    []siteGroup
+	of                      []labelGroup // by label number, as found
+	typeOf                  map[string]uint32
+	siteOf                  map[string]uint32
+	typeLabels              []uint32 // by type group: its first label
+	siteNames               []siteGroup
 }
 
 // labelGroup is the type and the site groups of a label (0: none, not
