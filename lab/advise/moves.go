@@ -112,7 +112,7 @@ func (m Move) code(b *strings.Builder, i int) {
 		in = " (package " + pkg + ")"
 	}
 	if m.Site != "" {
-		in += " allocated at " + m.Site + ", the code goes there"
+		fmt.Fprintf(b, "// at %s, where the program allocates them: the code below goes there\n", m.Site)
 	}
 	v := varName(elem, i)
 	if m.slice() {

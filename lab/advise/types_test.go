@@ -449,7 +449,7 @@ func TestAdviseBySite(t *testing.T) {
 		if tg == nil || tg.Move.Route().Site != tt.Site || len(tt.Sizes) != 1 {
 			t.Errorf("%s: chosen %+v, sizes %+v: want a move routed by its site, of its one size", tt.name(), tg, tt.Sizes)
 		}
-		if code := Code([]Move{tg.Move}); !strings.Contains(code, "allocated at "+tt.Site) {
+		if code := Code([]Move{tg.Move}); !strings.Contains(code, "// at "+tt.Site+", where the program allocates them") {
 			t.Errorf("%s: the code does not say where it goes:\n%s", tt.name(), code)
 		}
 	}
