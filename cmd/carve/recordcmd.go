@@ -232,8 +232,10 @@ func printSites(c *cli, res record.Result) {
 		if res.SitesSampled {
 			sampled = "the profile sampled at the run's own -memprofilerate: the sites of sizes it saw"
 		}
-		fmt.Fprintf(c.stderr, "carve record: sites: %s of the %s allocated (%.1f%%) have one: their size's allocations all come from one call site in the heap profile (%s); the objects of a size of several sites have none\n",
-			size.Format(int64(res.Import.GoSiteBytes)), size.Format(int64(res.Import.GoBytes)), 100*float64(res.Import.GoSiteBytes)/float64(res.Import.GoBytes), sampled)
+		one := res.Import.GoSiteBytes - res.Import.GoShareBytes
+		fmt.Fprintf(c.stderr, "carve record: sites: %s of the %s allocated (%.1f%%) have one, their size's allocations all from one call site in the heap profile; %s more (%.1f%%) one drawn by share among the sites of their size; the rest none, the profile not counting their size (%s)\n",
+			size.Format(int64(one)), size.Format(int64(res.Import.GoBytes)), 100*float64(one)/float64(res.Import.GoBytes),
+			size.Format(int64(res.Import.GoShareBytes)), 100*float64(res.Import.GoShareBytes)/float64(res.Import.GoBytes), sampled)
 	}
 }
 

@@ -183,7 +183,7 @@ var statsCommand = &command{
 				case *by == "site" && len(s.Sites) == 0:
 					fmt.Fprintln(w, "\nsites: none (the trace's labels carry no sites: record a go test with this carve, which takes a heap profile beside the trace)")
 				case *by == "site":
-					fmt.Fprintln(w, "\nsites by bytes live at the peak (each a call site and the types allocated there; the objects of a size several sites share have none)")
+					fmt.Fprintln(w, "\nsites by bytes live at the peak (each a call site and the types allocated there; an object of a size several sites share was given one by share, in proportion to their allocations of that size; one of a size the heap profile does not count has none)")
 					return s.WriteSites(w, 20)
 				case len(s.Labels) > 0:
 					fmt.Fprintln(w, "\ntypes (labels) by bytes live at the peak")

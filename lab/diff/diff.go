@@ -203,8 +203,9 @@ var ByType = Grouping{By: "type", Keys: func(s trace.Summary) map[string]Figures
 
 // BySite groups the objects by where the program allocated them
 // (trace.Summary.Sites: "Cache.Set (cache.go:88)"), for traces
-// whose labels carry sites (carve record of a go test); the objects of a
-// size several sites share are in no site, and in no group.
+// whose labels carry sites (carve record of a go test: an object of a
+// size several sites share has one drawn by share); the objects of no
+// site are in no group.
 var BySite = Grouping{By: "site", Keys: func(s trace.Summary) map[string]Figures {
 	m := make(map[string]Figures, len(s.Sites))
 	for _, l := range s.Sites {

@@ -40,11 +40,11 @@ var goRecorder = &recorder{
 		Keeps: "the Go heap of a go test run, a running service (--from, net/http/pprof) or a binary built with " +
 			"package selftrace, from its execution trace (GODEBUG=traceallocfree=1): every heap object " +
 			"with its type (name, size, pointer bytes), the objects alive when the trace starts, the runtime's own " +
-			"heap metrics; for go test, the allocation site of the objects of each size that one call site allocates " +
-			"(a heap profile taken beside the trace, -memprofilerate=1, joined by size); chosen by itself for a go " +
-			"test command and a binary that traces itself",
-		Loses: "call stacks (a site only for the sizes one site allocates, in go test; none for a service or a " +
-			"binary that traces itself); the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
+			"heap metrics; for go test, each object's allocation site (a heap profile taken beside the trace, " +
+			"-memprofilerate=1, joined by size: a size of several sites gives each object one by share); chosen by " +
+			"itself for a go test command and a binary that traces itself",
+		Loses: "call stacks (a site per object in go test, by share where sites share a size; none for a service " +
+			"or a binary that traces itself); the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
 			"requested sizes (objects are sized by Go's size classes); the tiny objects packed into one 16-byte " +
 			"block (one object); goroutine stacks (kept on request)",
 		Processes: "the test binary of one package (go test -trace takes one); the service; the binary that traces itself",

@@ -22,9 +22,12 @@ import (
 // every allocation profiled) gives each call stack the objects and bytes
 // it allocated, per size, but no time, type or address. The two are
 // joined by size, the one thing both know (both size an object by its
-// span's class): a size whose profiled allocations all come from one
-// site gives that site to every object of that size; a size of several
-// sites gives each its share of the bytes, and its objects no site.
+// span's class), where the profile counts at least MinSiteCover of the
+// trace's objects of the size: a size whose profiled allocations all
+// come from one site gives that site to every object of that size; a
+// size of several sites gives each of its objects one of them by share,
+// the object's ID drawing it (deterministically: the same trace gives
+// the same sites), and says so (AttrSiteByShare).
 // Allocations made before the testing package sets the rate (package
 // initialisation) are profiled at the runtime's default rate, one in
 // 512 KiB: their sites are samples, not counts.
@@ -48,7 +51,8 @@ type Sites struct {
 	// of the trace's objects of that size (cover); nil until then.
 	covered map[uint64]bool
 	// Objects and Bytes are every profiled allocation's; OneSite the
-	// bytes of those whose size has one site.
+	// bytes of those whose size has one site (and the trace's objects of
+	// that size counted: cover).
 	Objects, Bytes, OneSite int64
 }
 
@@ -58,16 +62,35 @@ type SiteShare struct {
 	Objects, Bytes int64
 }
 
-// Of returns the site of every object of size bytes, or "" when the
-// profile has several sites for that size, or none.
-func (s *Sites) Of(size uint64) string {
+// Of returns the site of the object id of size bytes, and whether it
+// was drawn by share, as the size has several; "" when the profile does
+// not count the trace's objects of that size.
+func (s *Sites) Of(size, id uint64) (site string, byShare bool) {
 	if s == nil || s.covered != nil && !s.covered[size] {
-		return ""
+		return "", false
 	}
-	if ss := s.bySize[size]; len(ss) == 1 {
-		return ss[0].Site
+	ss := s.bySize[size]
+	switch len(ss) {
+	case 0:
+		return "", false
+	case 1:
+		return ss[0].Site, false
 	}
-	return ""
+	var total int64
+	for _, sh := range ss {
+		total += sh.Objects
+	}
+	// The ID's hash, a point in [0, total): its site's share holds it.
+	x := id * 0x9E3779B97F4A7C15
+	x ^= x >> 29
+	at := int64(x % uint64(total))
+	for _, sh := range ss {
+		if at < sh.Objects {
+			return sh.Site, true
+		}
+		at -= sh.Objects
+	}
+	return ss[len(ss)-1].Site, true
 }
 
 // cover checks the profile against the trace's allocations of each size
@@ -77,9 +100,15 @@ func (s *Sites) cover(traced map[uint64]int64) {
 	s.covered = map[uint64]bool{}
 	s.OneSite = 0
 	for size, ss := range s.bySize {
-		if len(ss) == 1 && float64(ss[0].Objects) >= MinSiteCover*float64(traced[size]) {
+		var n int64
+		for _, sh := range ss {
+			n += sh.Objects
+		}
+		if float64(n) >= MinSiteCover*float64(traced[size]) {
 			s.covered[size] = true
-			s.OneSite += ss[0].Bytes
+			if len(ss) == 1 {
+				s.OneSite += ss[0].Bytes
+			}
 		}
 	}
 }

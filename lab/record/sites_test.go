@@ -77,13 +77,20 @@ func TestSites(t *testing.T) {
 		want string
 	}{
 		{1024, "app.(*Cache).Set (app.(*Cache).Set.go:10)"}, // past bytes, to the program's frame
-		{32, ""},                                // two sites: shares, no site
+		{32, "by share"},                        // two sites: each object one of them, by share
 		{48, "fmt.Sprintf (fmt.Sprintf.go:10)"}, // no frame of the program's: the first outside the runtime
 		{4096, ""},                              // the profile counts 3 of the trace's 30
 		{8, ""},                                 // not in the profile
 	} {
-		if got := s.Of(tc.size); got != tc.want {
-			t.Errorf("Of(%d) = %q, want %q", tc.size, got, tc.want)
+		got, byShare := s.Of(tc.size, 1)
+		if tc.want == "by share" {
+			if !byShare || (got != "app.newMeta (app.newMeta.go:10)" && got != "app.other (app.other.go:10)") {
+				t.Errorf("Of(%d) = %q, %v; want one of its two sites, by share", tc.size, got, byShare)
+			}
+			continue
+		}
+		if got != tc.want || byShare {
+			t.Errorf("Of(%d) = %q, %v; want %q", tc.size, got, byShare, tc.want)
 		}
 	}
 	if shares := s.Shares(32); len(shares) != 2 || shares[0].Objects != 50 {
@@ -91,5 +98,18 @@ func TestSites(t *testing.T) {
 	}
 	if want := int64(100*1024 + 7*48); s.OneSite != want {
 		t.Errorf("OneSite = %d, want %d", s.OneSite, want)
+	}
+	// By share: the same object the same site, and over many objects
+	// each site its share (50 to 5).
+	counts := map[string]int{}
+	for id := range uint64(11000) {
+		site, _ := s.Of(32, id)
+		if again, _ := s.Of(32, id); again != site {
+			t.Fatalf("object %d: %q, then %q", id, site, again)
+		}
+		counts[site]++
+	}
+	if n := counts["app.newMeta (app.newMeta.go:10)"]; n < 9500 || n > 10500 {
+		t.Errorf("by share: %v, want about 10000 to newMeta, 1000 to other", counts)
 	}
 }

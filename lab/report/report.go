@@ -326,7 +326,7 @@ end) show how each allocator sees itself, and rank nothing across allocators.</p
 <tr><th>bytes at peak</th><th>share</th><th>objects</th><th>own peak</th><th>allocs</th><th>mean life (events)</th><th>ptr bytes</th><th>size</th><th>site: types</th></tr>
 {{range .Sites}}<tr><td>{{.Bytes}}</td><td>{{.Share}}</td><td>{{.Objects}}</td><td>{{.PeakBytes}}</td><td>{{.Allocs}}</td><td>{{.MeanLife}}</td><td>{{.PtrBytes}}</td><td>{{.Size}}</td><td>{{.Name}}</td></tr>
 {{end}}</table>
-<p class="note">As carve stats --by site prints it: the objects of each call site (carve record of a go test joins its heap profile to the trace by size), with the types allocated there; the objects of a size several sites share are in none.</p>
+<p class="note">As carve stats --by site prints it: the objects of each call site (carve record of a go test joins its heap profile to the trace by size), with the types allocated there; an object of a size several sites share was given one of them by share, and one of a size the profile does not count none.</p>
 {{end}}
 {{range .MapCharts}}<figure>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}

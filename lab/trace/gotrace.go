@@ -75,7 +75,7 @@ type goState struct {
 	bound   *GoBound // in front of tr
 	classes *goClasses
 	stacks  bool // ReaderOptions.GoStacks
-	sites   func(size uint64) string
+	sites   func(size, id uint64) (string, bool)
 	// siteLabels are the labels of (type, site) pairs, by type ID and
 	// site: a type's own label (goType.label) is its objects' of no site.
 	siteLabels map[goSite]uint32
@@ -518,14 +518,17 @@ func (r *Reader) goAlloc(id, typ uint64) error {
 			size = t.size
 		}
 	}
-	site := ""
+	site, byShare := "", false
 	if g.sites != nil {
-		if site = g.sites(size); site != "" {
+		if site, byShare = g.sites(size, r.nextID); site != "" {
 			r.stats.GoSiteBytes += size
+			if byShare {
+				r.stats.GoShareBytes += size
+			}
 		}
 	}
 	r.stats.GoBytes += size
-	label, err := r.goLabel(typ, site)
+	label, err := r.goLabel(typ, site, byShare)
 	if err != nil {
 		return err
 	}
@@ -591,14 +594,15 @@ func (r *Reader) goFree(id uint64) {
 
 // goSite is a type of the generation and a site its objects come from.
 type goSite struct {
-	typ  uint64
-	site string
+	typ     uint64
+	site    string
+	byShare bool
 }
 
 // goLabel returns the label of the generation's type typ allocated at
-// site ("": none known), interning it at its first object; 0 for no
-// type.
-func (r *Reader) goLabel(typ uint64, site string) (uint32, error) {
+// site ("": none known; byShare: drawn by share), interning it at its
+// first object; 0 for no type.
+func (r *Reader) goLabel(typ uint64, site string, byShare bool) (uint32, error) {
 	if typ == 0 {
 		return 0, nil
 	}
@@ -611,7 +615,7 @@ func (r *Reader) goLabel(typ uint64, site string) (uint32, error) {
 	if site == "" && t.label != 0 {
 		return t.label, nil
 	}
-	if l, ok := g.siteLabels[goSite{typ, site}]; ok && site != "" {
+	if l, ok := g.siteLabels[goSite{typ, site, byShare}]; ok && site != "" {
 		return l, nil
 	}
 	attrs := []Attr{
@@ -619,6 +623,9 @@ func (r *Reader) goLabel(typ uint64, site string) (uint32, error) {
 	}
 	if site != "" {
 		attrs = append(attrs, Attr{AttrSite, site})
+	}
+	if byShare {
+		attrs = append(attrs, Attr{AttrSiteByShare, "1"})
 	}
 	attrs = append(attrs, Attr{AttrSize, fmt.Sprint(t.size)})
 	l, err := r.labels.Intern(Label{Name: t.name, Attrs: attrs})
@@ -629,7 +636,7 @@ func (r *Reader) goLabel(typ uint64, site string) (uint32, error) {
 		if g.siteLabels == nil {
 			g.siteLabels = map[goSite]uint32{}
 		}
-		g.siteLabels[goSite{typ, site}] = l
+		g.siteLabels[goSite{typ, site, byShare}] = l
 		return l, nil
 	}
 	t.label = l

@@ -34,6 +34,10 @@ const (
 	// program's own code (see package record's sites). A type allocated
 	// at several sites has a label per site, each named as the type.
 	AttrSite = "site"
+	// AttrSiteByShare is "1" on a label whose objects' site was drawn by
+	// share: their size has several sites, each object given one in
+	// proportion to the sites' allocations of that size.
+	AttrSiteByShare = "siteshare"
 )
 
 // AtSite reports whether site, as a label gives it ("main.(*Cache).Set

@@ -135,8 +135,9 @@ type ReaderStats struct {
 	GoStacks int64
 	// GoBytes and GoSiteBytes are the bytes of the Go objects allocated
 	// (their sizes, their spans' classes) and of those whose label
-	// carries a site (ReaderOptions.Sites).
-	GoBytes, GoSiteBytes uint64
+	// carries a site (ReaderOptions.Sites), GoShareBytes of those whose
+	// site was drawn by share.
+	GoBytes, GoSiteBytes, GoShareBytes uint64
 }
 
 // ReaderOptions tune a Reader. The zero value is NewReader's with Auto.
@@ -164,10 +165,11 @@ type ReaderOptions struct {
 	ProcessRSS   []ClockedRSS
 	ProcessRSSOf string
 	// Sites, when not nil, gives the reader of a Go execution trace the
-	// allocation site of the objects of a size ("" for none, or for a
-	// size of several sites): each object's label is then its type and
-	// that site (AttrSite). Readers of other formats ignore it.
-	Sites func(size uint64) string
+	// allocation site of an object of a size, by its ID ("" for none),
+	// and whether it was drawn by share among the sites of that size:
+	// each object's label is then its type and that site (AttrSite, and
+	// AttrSiteByShare). Readers of other formats ignore it.
+	Sites func(size, id uint64) (site string, byShare bool)
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name
