@@ -230,7 +230,7 @@ func printSites(c *cli, res record.Result) {
 	case res.Sites != nil && res.Import.GoBytes > 0:
 		sampled := "every allocation profiled (-memprofilerate=1) but those of package initialisation, before the testing package sets the rate: sampled one in 512 KiB"
 		if res.SitesSampled {
-			sampled = "the profile sampled at the run's own -memprofilerate: the sites of sizes it saw"
+			sampled = "the profile sampled at the program's own rate (a service's allocs profile before and after the trace, or the test's own -memprofilerate): every site a share of its size's"
 		}
 		one := res.Import.GoSiteBytes - res.Import.GoShareBytes
 		fmt.Fprintf(c.stderr, "carve record: sites: %s of the %s allocated (%.1f%%) have one, their size's allocations all from one call site in the heap profile; %s more (%.1f%%) one drawn by share among the sites of their size; the rest none, the profile not counting their size (%s)\n",

@@ -43,8 +43,9 @@ var goRecorder = &recorder{
 			"heap metrics; for go test, each object's allocation site (a heap profile taken beside the trace, " +
 			"-memprofilerate=1, joined by size: a size of several sites gives each object one by share); chosen by " +
 			"itself for a go test command and a binary that traces itself",
-		Loses: "call stacks (a site per object in go test, by share where sites share a size; none for a service " +
-			"or a binary that traces itself); the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
+		Loses: "call stacks (a site per object in go test, by share where sites share a size; for a service, sites " +
+			"by share from its allocs profile before and after the trace; none for a binary that traces itself); " +
+			"the moment an object dies (frees come at sweep, after the GC cycle that found it dead); " +
 			"requested sizes (objects are sized by Go's size classes); the tiny objects packed into one 16-byte " +
 			"block (one object); goroutine stacks (kept on request)",
 		Processes: "the test binary of one package (go test -trace takes one); the service; the binary that traces itself",

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"github.com/google/pprof/profile"
+
 	"bytes"
 	"context"
 	"errors"
@@ -78,9 +80,26 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "service.trace")
+	// The allocation sites: the service's allocs profile (sampled at its
+	// own rate) before and after the trace, the allocations between
+	// them; without it, no sites.
+	before, berr := fetchProfile(ctx, u, "allocs")
 	n, err := download(ctx, u, d, limit, path)
 	if err != nil {
 		return res, err
+	}
+	if berr != nil {
+		res.SitesErr = berr
+	} else if after, err := fetchProfile(ctx, u, "allocs"); err != nil {
+		res.SitesErr = err
+	} else if sites, err := sitesOf(after, before, stdPackages(ctx, os.Environ()), "the service's allocs profile"); err != nil {
+		res.SitesErr = err
+	} else if traced, err := tracedSizes(path, opt); err != nil {
+		res.SitesErr = err
+	} else {
+		sites.Sampled = true
+		sites.cover(traced)
+		res.Sites, res.SitesSampled, opt.sites = sites, true, sites
 	}
 	comment := fmt.Sprintf("recorded by carve record --from %s --seconds %s\nfrom the execution trace of the service (net/http/pprof, GODEBUG=traceallocfree=1)",
 		Redacted(base), seconds(d))
@@ -93,6 +112,36 @@ func FromService(ctx context.Context, base string, d time.Duration, out io.Write
 		return res, fmt.Errorf("record: GET %s: the trace ends in the middle of its data, after %d bytes: the service's answer was cut short: %w", shown, n, err)
 	}
 	return res, err
+}
+
+// maxProfileBytes bounds a profile fetchProfile reads.
+const maxProfileBytes = 256 << 20
+
+// fetchProfile gets the service's profile name (net/http/pprof's
+// /debug/pprof/NAME) beside its trace at tu.
+func fetchProfile(ctx context.Context, tu *url.URL, name string) (*profile.Profile, error) {
+	pu := *tu
+	pu.Path = strings.TrimSuffix(pu.Path, "/trace") + "/" + name
+	pu.RawQuery = ""
+	ctx, cancel := context.WithTimeout(ctx, serviceSlack)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pu.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("record: GET %s: cannot make the request", pu.Redacted())
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, serviceError(ctx, pu.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("record: GET %s: %s", pu.Redacted(), resp.Status)
+	}
+	p, err := profile.Parse(io.LimitReader(resp.Body, maxProfileBytes))
+	if err != nil {
+		return nil, fmt.Errorf("record: GET %s: %w", pu.Redacted(), err)
+	}
+	return p, nil
 }
 
 // Redacted returns a service's address as given to FromService, with the

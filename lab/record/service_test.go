@@ -84,6 +84,15 @@ func TestFromService(t *testing.T) {
 		t.Errorf("the trace does not start with the recording's comment:\n%.300s", out.Bytes())
 	}
 	replays(t, out.Bytes(), "main.header")
+	// The sites: the service's allocs profile before and after the
+	// trace, sampled at its own rate: shares.
+	if res.SitesErr != nil || res.Sites == nil || !res.SitesSampled || !res.Sites.Sampled {
+		t.Errorf("sites %+v, sampled %v, error %v: want the allocs profile's, sampled", res.Sites, res.SitesSampled, res.SitesErr)
+	}
+	t.Logf("sites: %d of %d bytes, all by share: %d", res.Import.GoSiteBytes, res.Import.GoBytes, res.Import.GoShareBytes)
+	if res.Import.GoSiteBytes != res.Import.GoShareBytes {
+		t.Errorf("a service's sites: %d bytes with a site, %d by share: want every one by share", res.Import.GoSiteBytes, res.Import.GoShareBytes)
+	}
 }
 
 // TestFromServiceErrors: what cannot be recorded is told, with the

@@ -50,6 +50,9 @@ type Sites struct {
 	// covered are the sizes whose one site counts at least MinSiteCover
 	// of the trace's objects of that size (cover); nil until then.
 	covered map[uint64]bool
+	// Sampled says the profile sampled the allocations (a service's,
+	// at its own rate): every site is a share, never a count.
+	Sampled bool
 	// Objects and Bytes are every profiled allocation's; OneSite the
 	// bytes of those whose size has one site (and the trace's objects of
 	// that size counted: cover).
@@ -70,11 +73,11 @@ func (s *Sites) Of(size, id uint64) (site string, byShare bool) {
 		return "", false
 	}
 	ss := s.bySize[size]
-	switch len(ss) {
-	case 0:
+	switch {
+	case len(ss) == 0:
 		return "", false
-	case 1:
-		return ss[0].Site, false
+	case len(ss) == 1:
+		return ss[0].Site, s.Sampled
 	}
 	var total int64
 	for _, sh := range ss {
@@ -134,6 +137,13 @@ func readSites(path string, std map[string]bool) (*Sites, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return sitesOf(p, nil, std, path)
+}
+
+// sitesOf returns the sites of heap profile p's allocations, less those
+// of before (an earlier profile of the same process, or nil): the
+// allocations between the two. name is p's in errors.
+func sitesOf(p, before *profile.Profile, std map[string]bool, name string) (*Sites, error) {
 	objects, space := -1, -1
 	for i, st := range p.SampleType {
 		switch st.Type {
@@ -144,33 +154,49 @@ func readSites(path string, std map[string]bool) (*Sites, error) {
 		}
 	}
 	if objects < 0 || space < 0 {
-		return nil, fmt.Errorf("%s: not a heap profile (no alloc_objects and alloc_space)", path)
+		return nil, fmt.Errorf("%s: not a heap profile (no alloc_objects and alloc_space)", name)
 	}
 	type key struct {
 		size uint64
 		site string
 	}
 	counts := map[key]*SiteShare{}
+	// add counts the allocations of prof's samples, sign times.
+	add := func(prof *profile.Profile, sign int64) {
+		for _, smp := range prof.Sample {
+			if objects >= len(smp.Value) || space >= len(smp.Value) {
+				continue
+			}
+			n, b := smp.Value[objects], smp.Value[space]
+			if n <= 0 {
+				continue
+			}
+			size := uint64(b / n)
+			if v := smp.NumLabel["bytes"]; len(v) > 0 && v[0] > 0 {
+				size = uint64(v[0])
+			}
+			k := key{size, siteOf(smp.Location, std)}
+			c := counts[k]
+			if c == nil {
+				c = &SiteShare{Site: k.site}
+				counts[k] = c
+			}
+			c.Objects += sign * n
+			c.Bytes += sign * b
+		}
+	}
+	add(p, 1)
+	if before != nil {
+		add(before, -1)
+	}
 	s := &Sites{bySize: map[uint64][]SiteShare{}}
-	for _, smp := range p.Sample {
-		n, b := smp.Value[objects], smp.Value[space]
-		if n <= 0 {
+	for k, c := range counts {
+		if c.Objects <= 0 || c.Bytes <= 0 {
+			delete(counts, k)
 			continue
 		}
-		size := uint64(b / n)
-		if v := smp.NumLabel["bytes"]; len(v) > 0 && v[0] > 0 {
-			size = uint64(v[0])
-		}
-		k := key{size, siteOf(smp.Location, std)}
-		c := counts[k]
-		if c == nil {
-			c = &SiteShare{Site: k.site}
-			counts[k] = c
-		}
-		c.Objects += n
-		c.Bytes += b
-		s.Objects += n
-		s.Bytes += b
+		s.Objects += c.Objects
+		s.Bytes += c.Bytes
 	}
 	for k, c := range counts {
 		s.bySize[k.size] = append(s.bySize[k.size], *c)
