@@ -321,6 +321,11 @@ type Target struct {
 	Saved int     `json:"saved_at"`
 	// LowPercent is Low over the baseline's peak RSS, in percent.
 	LowPercent float64 `json:"saving_low_percent"`
+	// Rounding, for a heap move of a type of many sizes, is what High
+	// and Highs count above the replays: the most a heap given the
+	// program's requests holds less than the size classes the trace
+	// gives (see rounded).
+	Rounding int64 `json:"rounding_bytes,omitempty"`
 	// Error says why a replay of the move failed (an arena that never
 	// resets outgrowing the row's budget, say): its savings are 0.
 	Error string `json:"error,omitempty"`
@@ -544,6 +549,10 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 			continue
 		}
 		cd.NoiseBound = noiseBound(cd.Bytes, c.GOGC, adv.Baseline)
+		if len(cd.Sizes) > 1 {
+			rounding := classRounding(cd.Sizes, cd.Bytes)
+			cd.Rounding = &rounding
+		}
 		for i := range cd.Targets {
 			tg := &cd.Targets[i]
 			tg.Late = measure(&tg.Move, late)
@@ -552,13 +561,12 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 				tg.Early = measure(&tg.Move, early)
 			}
 			tg.bound(baseLate, baseEarly)
+			if r := cd.Rounding; r != nil && tg.Move.Into == replay.IntoHeap && tg.Error == "" {
+				tg.rounded(int64(r.MostPercent / 100 * float64(cd.Bytes)))
+			}
 		}
 		cd.choose(len(adv.GOGCs))
 		cd.Suggested = cd.passes(len(adv.GOGCs))
-		if len(cd.Sizes) > 1 {
-			rounding := classRounding(cd.Sizes, cd.Bytes)
-			cd.Rounding = &rounding
-		}
 		adv.Tried = append(adv.Tried, cd)
 	}
 	// The best lower bound first.
@@ -702,6 +710,20 @@ func noiseBound(bytes uint64, gogc int, base Measured) int64 {
 		n += int64(min(float64(bytes)/float64(live), 1) * float64(base.PeakRSS-live))
 	}
 	return min(n, base.PeakRSS)
+}
+
+// rounded raises a heap move's upper bound by what its replay cannot
+// see: the trace sizes each object by its size class, and a heap given
+// the program's n bytes holds up to by less (ClassRounding: the most the
+// classes can be above the requests, of the type's bytes at the peak).
+// The lower bound keeps the classes: the program's requests may fill
+// them.
+func (tg *Target) rounded(by int64) {
+	tg.Rounding = by
+	tg.High += by
+	for i := range tg.Highs {
+		tg.Highs[i] += by
+	}
 }
 
 // placement is where a replay's frees are: spread over the spans where
@@ -862,7 +884,7 @@ func assumes(paced bool, gogcs []int) []string {
 
 // What every advice assumes about sizes and the GOGC rule.
 const (
-	classesAssumed = "a type's objects keep the sizes the trace gives them, their size classes, in every target: pools of those sizes hold what the program's would; pool.NewOf[T] holds each at the type's own size; a heap given the program's n bytes would hold less than the class (said below the table, where a type comes in many sizes)"
+	classesAssumed = "a type's objects keep the sizes the trace gives them, their size classes, in every target: pools of those sizes hold what the program's would; pool.NewOf[T] holds each at the type's own size; a heap given the program's n bytes would hold less than the class (said below the table, where a type comes in many sizes), and a heap's upper bound counts the most it can hold less"
 	ruleAssumed    = "the rule \"a live byte costs 1 + GOGC/100 bytes on the Go heap and one in a pool\" is shown beside what was measured, not instead of it"
 )
 
@@ -1192,7 +1214,8 @@ func (a *TypeAdvice) targetLines(t TypeTrial) []string {
 	if r := t.Rounding; r != nil {
 		lines = append(lines, fmt.Sprintf("  its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
 			"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+
-			"about %s of its %s at the peak, by which a heap's saving is under-stated", r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes))))
+			"about %s of its %s at the peak, by which a heap's saving is under-stated: a heap's upper bound counts the most, %s",
+			r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes)), size.Format(int64(r.MostPercent/100*float64(t.Bytes)))))
 	}
 	return lines
 }
