@@ -94,17 +94,20 @@ func Code(ms []Move) string {
 	}
 	var b strings.Builder
 	b.WriteString(codeImports)
+	seen := map[string]int{} // a name made for an earlier move -> how many have it
 	for i, m := range ms {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		m.code(&b, i)
+		m.code(&b, i, seen)
 	}
 	return b.String()
 }
 
-// code writes one move's code; i numbers it, for names.
-func (m Move) code(b *strings.Builder, i int) {
+// code writes one move's code; i numbers it, for names, and seen counts
+// the names given so far: a second move of one type (at another site)
+// gets its own ("bufs2").
+func (m Move) code(b *strings.Builder, i int, seen map[string]int) {
 	pkg, name := splitType(m.Type)
 	elem := strings.TrimPrefix(name, "[]")
 	in := ""
@@ -121,6 +124,13 @@ func (m Move) code(b *strings.Builder, i int) {
 			v = "bufs"
 		}
 	}
+	seen[v]++
+	suffix := ""
+	if n := seen[v]; n > 1 {
+		suffix = strconv.Itoa(n)
+	}
+	base := v // the pools' names are made from it
+	v += suffix
 	check := "if err != nil {\n\treturn err\n}\n"
 	switch m.Kind() {
 	case "pool.NewOf":
@@ -158,11 +168,12 @@ func (m Move) code(b *strings.Builder, i int) {
 		if elem != "byte" {
 			unit = fmt.Sprintf("n*%d", m.Elem)
 		}
-		sz := strings.TrimSuffix(v, "Bufs") + "Sizes"
-		if v == "bufs" {
+		sz := strings.TrimSuffix(base, "Bufs") + "Sizes"
+		if base == "bufs" {
 			sz = "bufSizes"
 		}
 		ps := strings.TrimSuffix(sz, "Sizes") + "Pools"
+		sz, ps = sz+suffix, ps+suffix
 		fmt.Fprintf(b, "// %s%s in pools, one per size the trace gives its objects (%d: their size classes), in place of make(%s, n)\n", name, in, len(m.Sizes), name)
 		fmt.Fprintf(b, "%s := []int{%s}\n", sz, strings.Join(sizes, ", "))
 		fmt.Fprintf(b, "%s := make([]*pool.Pool, len(%s))\n", ps, sz)

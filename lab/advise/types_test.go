@@ -454,3 +454,16 @@ func TestAdviseBySite(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeNames: two moves of one type (at two sites) get names of their
+// own, so that their declarations can stand side by side.
+func TestCodeNames(t *testing.T) {
+	a := Move{Type: "[]byte", Label: "uint8", Elem: 1, Into: replay.IntoPools, Sizes: []int{512}, Site: "main.a (a.go:1)"}
+	b := Move{Type: "[]byte", Label: "uint8", Elem: 1, Into: replay.IntoPools, Sizes: []int{4096}, Site: "main.b (b.go:2)"}
+	code := Code([]Move{a, b})
+	for _, want := range []string{"bufSizes := []int{512}", "bufSizes2 := []int{4096}", "bufPools2 := make([]*pool.Pool, len(bufSizes2))"} {
+		if !strings.Contains(code, want) {
+			t.Errorf("the code lacks %q:\n%s", want, code)
+		}
+	}
+}
