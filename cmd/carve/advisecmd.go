@@ -63,7 +63,7 @@ it allocates, where it allocates it.`,
 		var tc advise.TypeConfig
 		fs.IntVar(&tc.GOGC, "gogc", rows.DefaultGOGC, "for a Go program's trace: the Go heap's `GOGC`")
 		fs.IntVar(&tc.Repeats, "repeats", 5, "for a Go program's trace: replays of each candidate and of the Go heap, at GOGCs 2 apart around --gogc, the savings counted at the same GOGC (where the collections fall moves a peak); at most "+strconv.Itoa(advise.MaxRepeats))
-		fs.IntVar(&tc.Candidates, "types", 5, "for a Go program's trace: try the `N` pointer-free types largest at the peak")
+		fs.IntVar(&tc.Candidates, "types", 5, "for a Go program's trace: try the `N` pointer-free types (or sites of a type, where most of its bytes have one) largest at the peak")
 		floor := advise.DefaultFloor
 		fs.Func("min-type", "for a Go program's trace: the least a type holds at the trace's peak to be tried: a `SHARE` of the peak marked heap (1%), bytes (1MiB), both (1%,1MiB: the larger), or 0 for none (default "+advise.DefaultFloor.String()+")", func(v string) error {
 			f, err := advise.ParseFloor(v)

@@ -151,8 +151,9 @@ type TypeConfig struct {
 	Trace traces.Trace
 	// GOGC is the go row's (0: rows.DefaultGOGC).
 	GOGC int
-	// Candidates is how many pointer-free types at or above the Floor,
-	// by their bytes at the trace's peak, are tried (5 when 0); Repeats
+	// Candidates is how many pointer-free types at or above the Floor
+	// (or sites of a type tried site by site), by their bytes at the
+	// trace's peak, are tried (5 when 0); Repeats
 	// how many times each replay is made, at GOGCs GOGCStep apart around
 	// GOGC (5 when 0, at most MaxRepeats); Jobs the replays at once (1
 	// when 0).
