@@ -478,8 +478,11 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 	defer r.Close()
 	defer func() { res.Import = r.Stats() }()
 	w := trace.NewWriter(out)
-	if hasPeak {
-		if err := w.SetLabels(&trace.Labels{}); err != nil {
+	if labels := r.Labels(); labels != nil || hasPeak {
+		if labels == nil {
+			labels = &trace.Labels{}
+		}
+		if err := w.SetLabels(labels); err != nil {
 			return err
 		}
 	}

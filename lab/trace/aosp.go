@@ -17,14 +17,16 @@ import (
 //
 // Pointers are hexadecimal (with or without 0x), the rest decimal. Newer
 // recorders append the start and end time of the call in nanoseconds
-// (thread_done: the end time only); they are read and dropped.
+// (thread_done: the end time only); they are read and dropped. carve's
+// recorder adds the call stacks of the allocations: its "stack" and
+// "module" lines, and "@<stack>" at the end of a record (see cstack.go).
 
 const (
 	aospLine     = `"<tid>: <action> <ptr> [<args>]"`
-	aospMalloc   = `"<tid>: malloc <ptr> <size> [<start ns> <end ns>]"`
-	aospCalloc   = `"<tid>: calloc <ptr> <nmemb> <size> [<start ns> <end ns>]"`
-	aospMemalign = `"<tid>: memalign <ptr> <alignment> <size> [<start ns> <end ns>]"`
-	aospRealloc  = `"<tid>: realloc <new ptr> <old ptr> <size> [<start ns> <end ns>]"`
+	aospMalloc   = `"<tid>: malloc <ptr> <size> [<start ns> <end ns>] [@<stack>]"`
+	aospCalloc   = `"<tid>: calloc <ptr> <nmemb> <size> [<start ns> <end ns>] [@<stack>]"`
+	aospMemalign = `"<tid>: memalign <ptr> <alignment> <size> [<start ns> <end ns>] [@<stack>]"`
+	aospRealloc  = `"<tid>: realloc <new ptr> <old ptr> <size> [<start ns> <end ns>] [@<stack>]"`
 	aospFree     = `"<tid>: free <ptr> [<start ns> <end ns>]"`
 	aospDone     = `"<tid>: thread_done 0x0 [<end ns>]"`
 )
@@ -35,6 +37,13 @@ const (
 func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 	if cut {
 		return false, r.longError("line", line)
+	}
+	r.site = 0
+	switch {
+	case hasAt(line, 0, "stack "):
+		return r.parseAOSPStack(line)
+	case hasAt(line, 0, "module "):
+		return r.parseAOSPModule(line)
 	}
 	tid, i, ok := dec(line, 0)
 	if !ok || !hasAt(line, i, ": ") || tid > 1<<32-1 {
@@ -52,6 +61,7 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 	if act, p, size, j, ok := aospCommon(line, i); ok && j == len(line) {
 		return r.aospApply(act, p, size, ev)
 	}
+	// The general path: a record's fields, then aospRest's end.
 	var p, a, b uint64
 	act, j := aospAction(line, i)
 	switch act {
@@ -59,8 +69,11 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 		if p, i, ok = xptrField(line, j); ok {
 			a, i, ok = decField(line, i)
 		}
-		if !ok || i != len(line) && !aospEnd(line, i, 2) {
+		if !ok {
 			return false, r.syntaxError("malloc", aospMalloc, line)
+		}
+		if err := r.aospRest(line, i, 2, "malloc", aospMalloc); err != nil {
+			return false, err
 		}
 		return r.born(p, ev, Event{Op: Alloc, Size: a})
 	case aospFreeOp:
@@ -79,8 +92,11 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 				b, i, ok = decField(line, i)
 			}
 		}
-		if !ok || i != len(line) && !aospEnd(line, i, 2) {
+		if !ok {
 			return false, r.syntaxError("calloc", aospCalloc, line)
+		}
+		if err := r.aospRest(line, i, 2, "calloc", aospCalloc); err != nil {
+			return false, err
 		}
 		c, ok := callocEvent(0, a, b)
 		if !ok && p == 0 {
@@ -97,8 +113,11 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 				b, i, ok = decField(line, i)
 			}
 		}
-		if !ok || i != len(line) && !aospEnd(line, i, 2) {
+		if !ok {
 			return false, r.syntaxError("memalign", aospMemalign, line)
+		}
+		if err := r.aospRest(line, i, 2, "memalign", aospMemalign); err != nil {
+			return false, err
 		}
 		align, ok := roundAlign(a)
 		if !ok {
@@ -112,8 +131,11 @@ func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
 				a, i, ok = decField(line, i)
 			}
 		}
-		if !ok || i != len(line) && !aospEnd(line, i, 2) {
+		if !ok {
 			return false, r.syntaxError("realloc", aospRealloc, line)
+		}
+		if err := r.aospRest(line, i, 2, "realloc", aospRealloc); err != nil {
+			return false, err
 		}
 		return r.reallocCall(old, p, a, ev)
 	case aospDoneOp:
@@ -180,10 +202,12 @@ func aospCommon(b []byte, i int) (act int, p, size uint64, j int, ok bool) {
 // aospCommonLine is a common AOSP line: its fields, and its length with
 // its line feed.
 type aospCommonLine struct {
-	tid     uint32
-	act     int
-	p, size uint64
-	n       int
+	tid      uint32
+	act      int
+	p, size  uint64
+	stack    uint64 // the malloc's stack, when hasStack
+	hasStack bool
+	n        int
 }
 
 // aospBuffered reads a common line (see aospCommon) at the start of b,
@@ -197,10 +221,21 @@ func aospBuffered(b []byte) (l aospCommonLine, ok bool) {
 		return aospCommonLine{}, false
 	}
 	act, p, size, j, ok := aospCommon(b, i+2)
-	if !ok || j >= len(b) || b[j] != '\n' {
+	if !ok || j >= len(b) {
 		return aospCommonLine{}, false
 	}
-	return aospCommonLine{uint32(t), act, p, size, j + 1}, true
+	l = aospCommonLine{tid: uint32(t), act: act, p: p, size: size}
+	if b[j] == ' ' && j+1 < len(b) && b[j+1] == '@' && act == aospMallocOp {
+		if l.stack, j, ok = dec(b, j+2); !ok || j >= len(b) {
+			return aospCommonLine{}, false
+		}
+		l.hasStack = true
+	}
+	if b[j] != '\n' {
+		return aospCommonLine{}, false
+	}
+	l.n = j + 1
+	return l, true
 }
 
 // nextAOSP records the next line and returns its event if it is a common
@@ -210,6 +245,12 @@ func (r *Reader) nextAOSP(ev *Event) (ok bool, err error) {
 	line, ok := aospBuffered(l.buf[l.r:l.w])
 	if !ok {
 		return false, nil
+	}
+	r.site = 0
+	if line.hasStack {
+		if r.site, ok = r.cstacks.stackLabel(line.stack); !ok {
+			return false, nil // the general path says so
+		}
 	}
 	l.r += line.n
 	l.n++

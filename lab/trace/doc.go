@@ -122,6 +122,7 @@
 //	a <id> <size> [<align>] [@<label>]     an Alloc of an object with that label
 //	c <id> <n> <size> [@<label>]           a Calloc, labelled
 //	m <id> <align> <size> [@<label>]       a Memalign, labelled
+//	r <id> <size> [@<label>]               a Realloc, which gives the object that label
 //	g <objects bytes> <goal bytes>         the Go heap here: its objects and goal
 //
 // A label is defined before the first event that uses it; its number is

@@ -59,9 +59,11 @@ func (o Op) Valid() bool { return o != 0 && o < numOps }
 //     bytes: the same bytes, zeroed alike).
 //   - Size is the requested size of Alloc, Calloc and Memalign, and the
 //     new size of Realloc; Free has none.
-//   - Label is 0 but for Alloc, Calloc and Memalign, where it may name
+//   - Label is 0 for Free. For Alloc, Calloc and Memalign it may name
 //     the object's label in its trace's table (see Labels); a Realloc
-//     keeps the object's label.
+//     keeps the object's label when it is 0, and one other than 0 is the
+//     object's label from then on (a C program's realloc called at
+//     another site than the allocation: see stack.go).
 //
 // What is not checked, because it is the trace's content rather than its
 // form: whether a Free or Realloc names a live object, and whether an
@@ -76,8 +78,8 @@ type Event struct {
 	// N is the element count of Calloc.
 	N uint32
 	// Label is the label of the object that Alloc, Calloc or Memalign
-	// starts (for a Go trace, its type): a number in the trace's label
-	// table, or 0 for none.
+	// starts (for a Go trace, its type), or that a Realloc gives it: a
+	// number in the trace's label table, or 0 for none.
 	Label uint32
 	// ID names the object. Importers number objects 1, 2, 3... in order
 	// of birth; the native format keeps whatever IDs it was given, and an
@@ -106,7 +108,7 @@ func (e Event) check() string {
 		return fmt.Sprintf("alignment %d is not a power of two", e.Align)
 	case e.Op == Calloc && e.N != 0 && e.Size%uint64(e.N) != 0:
 		return fmt.Sprintf("calloc size %d is not a multiple of the count %d", e.Size, e.N)
-	case e.Label != 0 && (e.Op == Free || e.Op == Realloc):
+	case e.Label != 0 && e.Op == Free:
 		return fmt.Sprintf("a %v carries no label (label %d)", e.Op, e.Label)
 	}
 	return ""

@@ -73,7 +73,7 @@ func ExampleError() {
 	}
 	// Output:
 	// systemui.txt 2 malloc
-	// systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>]", got "202: malloc 0xb4827400"
+	// systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>] [@<stack>]", got "202: malloc 0xb4827400"
 }
 
 // The block-allocator article's connection scenario, three connections small: three scratch

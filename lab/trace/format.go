@@ -156,6 +156,8 @@ func detectLine(l []byte) Format {
 		return Mtrace
 	case valgrindPrefix(l) > 0 || valgrindMessage(l):
 		return Valgrind
+	case hasAt(l, 0, "module 0x") || hasAt(l, 0, "stack "):
+		return AOSP // carve's recorder's modules and stacks, before its first record
 	}
 	if v, i, ok := dec(l, 0); ok {
 		_ = v

@@ -32,6 +32,7 @@ const (
 	nativeAllocV2    = `"a <id> <size> [<align>] [@<label>]"`
 	nativeCallocV2   = `"c <id> <n> <size> [@<label>]"`
 	nativeMemalignV2 = `"m <id> <align> <size> [@<label>]"`
+	nativeReallocV2  = `"r <id> <size> [@<label>]"`
 	nativeLabel      = `"l <label> <name> [<key>=<value> ...]"`
 	nativeAnyV2      = `a line "a", "f", "r", "c", "m", "t", "l" or "g" and its fields, or "#" and a comment`
 	nativeAnyV3      = `a line "a", "f", "r", "c", "m", "t", "l", "g", "G" or "R" and its fields, or "#" and a comment`
@@ -119,11 +120,14 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		if id, i, ok = decField(line, 1); ok {
 			a, i, ok = decField(line, i)
 		}
-		if !ok || !blank(line, i) {
-			return false, r.syntaxError("realloc", nativeRealloc, line)
+		if !ok {
+			return false, r.syntaxError("realloc", r.nativeSyntax(nativeRealloc, nativeReallocV2), line)
 		}
 		*ev = Event{Op: Realloc, ID: id, Size: a, Thread: r.native.thread}
-		return true, nil
+		if blank(line, i) {
+			return true, nil
+		}
+		return r.labelRef(line, i, "realloc", nativeRealloc, nativeReallocV2, ev)
 	case 'c':
 		if id, i, ok = decField(line, 1); ok {
 			if a, i, ok = decField(line, i); ok {

@@ -46,7 +46,7 @@ type Reader struct {
 	lastLines []int64 // the line of each event of the last Read
 
 	stats  ReaderStats
-	labels *Labels      // the labels of a native v2 trace or a Go trace; else nil
+	labels *Labels      // the labels of a native v2 trace, a Go trace or a C trace (its sites); else nil
 	goHeap goHeapSeries // the Go heap's metrics, of those traces
 	cycles goCycles     // a Go program's collections (GoCycles)
 	rss    processRSS   // the recorded program's RSS (ProcessRSS)
@@ -55,6 +55,7 @@ type Reader struct {
 	addrs  addrMap // live address -> ID
 	nextID uint64  // the ID the next object gets
 	tid    uint32  // the thread of the line being read
+	site   uint32  // the label of the line's call stack (a C trace's), 0 for none
 	pend   Event   // an event due after the one just returned
 	npend  bool
 
@@ -68,8 +69,9 @@ type Reader struct {
 		old     uint64 // the address of a "<" line, waiting for its ">"
 		pending bool
 	}
-	heap heaptrackState
-	gotr *goState // a Go execution trace's
+	heap    heaptrackState
+	cstacks cStacks  // a C trace's call stacks (carve's recorder, heaptrack)
+	gotr    *goState // a Go execution trace's
 }
 
 // ReaderStats counts what a Reader read, and what it had to make of the
@@ -170,6 +172,11 @@ type ReaderOptions struct {
 	// each object's label is then its type and that site (AttrSite, and
 	// AttrSiteByShare). Readers of other formats ignore it.
 	Sites func(size, id uint64) (site string, byShare bool)
+	// Symbolizer names the return addresses of the call stacks of a C
+	// trace (carve's recorder's log, heaptrack's raw data), each
+	// allocation labelled with its site (see stack.go); nil names them
+	// by module and offset. Readers of other formats ignore it.
+	Symbolizer Symbolizer
 }
 
 // NewReader returns a Reader of the trace in rd. name is the trace's name
@@ -231,10 +238,12 @@ func NewReaderOptions(rd io.Reader, name string, opt ReaderOptions) (*Reader, er
 		r.parse = (*Reader).parseValgrind
 	case Heaptrack:
 		r.parse = (*Reader).parseHeaptrack
+		r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
 	case Mtrace:
 		r.parse = (*Reader).parseMtrace
 	case AOSP:
 		r.parse = (*Reader).parseAOSP
+		r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
 	default:
 		r.Close()
 		return nil, fmt.Errorf("trace: NewReader(%q): unknown format %d", name, format)
@@ -518,11 +527,11 @@ func (r *Reader) alloc(addr uint64, ev *Event) (*Event, error) {
 	if !replaced && r.addrs.len() > MaxLive {
 		return nil, r.liveError()
 	}
-	*ev = Event{ID: id, Thread: r.tid}
+	*ev = Event{ID: id, Thread: r.tid, Label: r.site}
 	if replaced {
 		r.stats.MissedFrees++
 		*ev = Event{Op: Free, ID: old, Thread: r.tid}
-		r.pend = Event{ID: id, Thread: r.tid}
+		r.pend = Event{ID: id, Thread: r.tid, Label: r.site}
 		r.npend = true
 		return &r.pend, nil
 	}
@@ -570,7 +579,7 @@ func (r *Reader) realloc(old, addr, size uint64, ev *Event) error {
 		e.Op, e.Size = Alloc, size
 		return nil
 	}
-	*ev = Event{Op: Realloc, ID: id, Size: size, Thread: r.tid}
+	*ev = Event{Op: Realloc, ID: id, Size: size, Thread: r.tid, Label: r.site}
 	if other, replaced := r.addrs.put(addr, id); replaced {
 		// addr held another live object: the recorder missed its free.
 		r.stats.MissedFrees++

@@ -116,7 +116,7 @@ func TestErrors(t *testing.T) {
 // expected and what was found.
 func TestErrorMessage(t *testing.T) {
 	_, _, err := readString("systemui.txt", "202: malloc 0xb4827400 1024\n202: malloc 0xb4827400\n", AOSP)
-	want := `systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>]", got "202: malloc 0xb4827400"`
+	want := `systemui.txt:2: malloc: want "<tid>: malloc <ptr> <size> [<start ns> <end ns>] [@<stack>]", got "202: malloc 0xb4827400"`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}

@@ -204,8 +204,15 @@ func SummarizeFrom(src Source) (Summary, error) {
 				}
 				s.request(e.Size)
 				cur = cur.sub(old.size).add(e.Size)
+				if e.Label != 0 && e.Label != old.label { // the object is the realloc's site's from now on
+					ls.change(old.label, -1, -int64(old.size))
+					ls.change(e.Label, 1, int64(e.Size))
+					ls.allocated(e.Label, e.Size)
+					old.label = e.Label
+				} else {
+					ls.change(old.label, 0, int64(e.Size)-int64(old.size))
+				}
 				live.Set(e.ID, obj{e.Size, old.born, old.label})
-				ls.change(old.label, 0, int64(e.Size)-int64(old.size))
 			case Free:
 				old, ok := live.Get(e.ID)
 				if !ok {
@@ -502,9 +509,14 @@ func (s Summary) LabelCells(n int) [][]string {
 
 // SiteCells formats s.Sites as LabelCells formats s.Labels, each named
 // by its site and the types allocated there ("goconn.Run (goconn.go:48):
-// []byte"). It is nil for a trace whose labels carry no sites.
+// []byte"; a C program's, its site alone). It is nil for a trace whose labels carry no sites.
 func (s Summary) SiteCells(n int) [][]string {
-	return s.cells(s.Sites, n, func(l LabelStat) string { return l.Site + ": " + l.Name })
+	return s.cells(s.Sites, n, func(l LabelStat) string {
+		if l.Name == "" { // a C program's site: no type
+			return l.Site
+		}
+		return l.Site + ": " + l.Name
+	})
 }
 
 // cells formats the first n of all (all of them when n is 0 or less)
