@@ -52,6 +52,7 @@ its peak only. carve prints the peak. A service's trace (--from) has none.`,
 		}
 		rec := fs.String("recorder", record.Default, "the `RECORDER`: "+strings.Join(names, ", "))
 		list := fs.Bool("recorders", false, "describe the recorders, what each keeps and loses, and stop")
+		stacks := fs.Bool("stacks", true, "carve's recorder: keep each allocation's call stack, its site (false: the recorder's speed without)")
 		from := fs.String("from", "", "record the running Go service at `URL` (net/http/pprof) instead of a COMMAND")
 		seconds := fs.Float64("seconds", 5, "with --from, trace the service for `N` seconds")
 		var tf traceFlags
@@ -98,7 +99,7 @@ its peak only. carve prints the peak. A service's trace (--from) has none.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, recErr := record.Record(ctx, cmd, o, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, MaxGoGeneration: int64(tf.maxGoGeneration)})
+			res, recErr := record.Record(ctx, cmd, o, record.Options{Recorder: *rec, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, MaxGoGeneration: int64(tf.maxGoGeneration), NoStacks: !*stacks})
 			var exit *record.ExitError
 			errors.As(recErr, &exit)
 			written := recErr == nil || exit != nil && !errors.Is(recErr, record.ErrNoEvents) ||
@@ -222,11 +223,23 @@ func printRSS(c *cli, res record.Result) {
 }
 
 // printSites says how many of a go test's allocated bytes got a site
-// from its heap profile (see package record's sites), or why none did.
+// from its heap profile (see package record's sites), or why none did;
+// of a C program's, how many have a call stack, at how many sites.
 func printSites(c *cli, res record.Result) {
 	switch {
 	case res.SitesErr != nil:
 		fmt.Fprintf(c.stderr, "carve record: no allocation sites: %v\n", res.SitesErr)
+	case res.CSites.Allocs > 0:
+		cs := res.CSites
+		fmt.Fprintf(c.stderr, "carve record: sites: %s of the %s allocated (%.1f%%) have a call stack, at %s (carve stats --by site)",
+			size.Format(int64(cs.Bytes)), size.Format(int64(cs.AllBytes)), 100*float64(cs.Bytes)/float64(max(cs.AllBytes, 1)), text.Count(int64(cs.Sites), "site"))
+		if cs.Unnamed > 0 {
+			fmt.Fprintf(c.stderr, "; %d named by address only, no symbol covering it (a stripped binary names its exported functions only)", cs.Unnamed)
+		}
+		fmt.Fprintln(c.stderr)
+		for _, m := range cs.NoSymbols {
+			fmt.Fprintf(c.stderr, "carve record: no symbols read: %s\n", m)
+		}
 	case res.Sites != nil && res.Import.GoBytes > 0:
 		sampled := "every allocation profiled (-memprofilerate=1) but those of package initialisation, before the testing package sets the rate: sampled one in 512 KiB"
 		if res.SitesSampled {

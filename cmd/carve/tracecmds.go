@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -132,12 +133,12 @@ var statsCommand = &command{
 		var tf traceFlags
 		tf.register(fs)
 		tf.registerFrees(fs)
-		by := fs.String("by", "type", "for a trace of labels, list its objects by `WHAT`: type, or site (where a Go test allocated them: carve record's heap profile)")
+		by := fs.String("by", "", "for a trace of labels, list its objects by `WHAT`: type, or site (where the program allocated them: a go test's heap profile, a C program's call stacks, as carve record keeps them); default type, or site for a trace of sites and no types (a C program's)")
 		return func(c *cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("want one TRACE, got %d arguments", len(args))
 			}
-			if *by != "type" && *by != "site" {
+			if *by != "" && *by != "type" && *by != "site" {
 				return badUsage("--by %q: want type or site", *by)
 			}
 			t, err := tf.resolve(args[0])
@@ -179,9 +180,18 @@ var statsCommand = &command{
 					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
 				writeCycles(w, s.Cycles)
+				if *by == "" {
+					*by = "type"
+					if len(s.Sites) > 0 && !slices.ContainsFunc(s.Labels, func(l trace.LabelStat) bool { return l.Name != "" }) {
+						*by = "site" // a C program's: sites, no types
+					}
+				}
 				switch {
 				case *by == "site" && len(s.Sites) == 0:
-					fmt.Fprintln(w, "\nsites: none (the trace's labels carry no sites: record a go test with this carve, which takes a heap profile beside the trace)")
+					fmt.Fprintln(w, "\nsites: none (the trace's labels carry no sites: record a go test with this carve, which takes a heap profile beside the trace, or a C program with carve's recorder or heaptrack, which keep call stacks)")
+				case *by == "site" && !slices.ContainsFunc(s.Sites, func(l trace.LabelStat) bool { return l.Name != "" }):
+					fmt.Fprintln(w, "\nsites by bytes live at the peak (each the function that called the allocator, from the call stack the recorder kept: a realloc's bytes are its caller's)")
+					return s.WriteSites(w, 20)
 				case *by == "site":
 					fmt.Fprintln(w, "\nsites by bytes live at the peak (each a call site and the types allocated there; an object of a size several sites share was given one by share, in proportion to their allocations of that size; one of a size the heap profile does not count has none)")
 					return s.WriteSites(w, 20)

@@ -192,7 +192,22 @@ type SizeCount struct {
 	Size     int   `json:"size"`
 	Requests int64 `json:"requests"`
 	Bytes    int64 `json:"bytes"` // Size × Requests
+	// Sites are, in a trace whose labels carry allocation sites (a C
+	// program's call stacks, a Go test's heap profile), the sites that
+	// ask for the size most, at most MaxSites of them, most first: where
+	// in the program a pool of the size takes its requests from.
+	Sites []SiteCount `json:"sites,omitempty"`
 }
+
+// SiteCount is how many of a size's requests one site made (the
+// allocations labelled with the site, and the reallocs that name it).
+type SiteCount struct {
+	Site     string `json:"site"`
+	Requests int64  `json:"requests"`
+}
+
+// MaxSites is the most sites a SizeCount lists.
+const MaxSites = 3
 
 // poolCandidates reads the trace once and returns the sizes to replay a
 // pool for: the n most requested and the n taking the most bytes, most
@@ -208,6 +223,9 @@ func poolCandidates(s traces.Trace, n int) ([]SizeCount, []trace.Event, error) {
 	}
 	defer closer.Close()
 	counts := map[uint64]int64{}
+	labels := trace.LabelsOf(src)
+	siteOf := map[uint32]string{}           // label -> its site, "" for none, as found
+	bySite := map[uint64]map[string]int64{} // size -> site -> requests
 	held := []trace.Event{}
 	buf := make([]trace.Event, 4096)
 	for {
@@ -224,6 +242,21 @@ func poolCandidates(s traces.Trace, n int) ([]SizeCount, []trace.Event, error) {
 			}
 			if e.Size >= uint64(pool.LinkSize) && e.Size <= maxPoolChunk {
 				counts[e.Size]++
+				if e.Label == 0 {
+					continue
+				}
+				site, seen := siteOf[e.Label]
+				if !seen {
+					l, _ := labels.Label(e.Label)
+					site, _ = l.Attr(trace.AttrSite)
+					siteOf[e.Label] = site
+				}
+				if site != "" {
+					if bySite[e.Size] == nil {
+						bySite[e.Size] = map[string]int64{}
+					}
+					bySite[e.Size][site]++
+				}
 			}
 		}
 		if err == io.EOF {
@@ -251,6 +284,15 @@ func poolCandidates(s traces.Trace, n int) ([]SizeCount, []trace.Event, error) {
 		}
 	}
 	all = slices.DeleteFunc(all, func(c SizeCount) bool { return !picked[c.Size] })
+	for i := range all {
+		for site, n := range bySite[uint64(all[i].Size)] {
+			all[i].Sites = append(all[i].Sites, SiteCount{site, n})
+		}
+		slices.SortFunc(all[i].Sites, func(a, b SiteCount) int {
+			return cmp.Or(cmp.Compare(b.Requests, a.Requests), strings.Compare(a.Site, b.Site))
+		})
+		all[i].Sites = all[i].Sites[:min(len(all[i].Sites), MaxSites)]
+	}
 	return all, held, nil
 }
 
@@ -728,6 +770,11 @@ func (a *Advice) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%d B\t%d\t%s (%.2f%%)\t%s\t%s\t%s\t%s\t\n", i+1, p.Size, p.Requests, size.Format(p.Saving), p.SavingPercent, size.Format(p.PeakFootprint), size.Format(p.Footprint), size.Format(p.Live), size.Format(p.Waste))
 	}
 	tw.Flush()
+	for i, p := range a.Pools {
+		if sites := a.sitesOf(p.Size); sites != "" {
+			ew.printf("pool %d (%d B) takes its requests from %s\n", i+1, p.Size, sites)
+		}
+	}
 	saved := a.Baseline.PeakFootprint - a.FinalPeakFootprint
 	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", size.Format(a.FinalPeakFootprint), size.Format(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive))
 	ew.printf("stopped: %s\n\n", a.Stop)
@@ -735,6 +782,21 @@ func (a *Advice) WriteText(w io.Writer) error {
 		ew.printf("\t%s", line)
 	}
 	return ew.err
+}
+
+// sitesOf lists the sites that request size most, each with its share
+// of the size's requests, or "" in a trace without sites.
+func (a *Advice) sitesOf(size int) string {
+	i := slices.IndexFunc(a.Candidates, func(c SizeCount) bool { return c.Size == size })
+	if i < 0 || len(a.Candidates[i].Sites) == 0 {
+		return ""
+	}
+	c := a.Candidates[i]
+	var parts []string
+	for _, st := range c.Sites {
+		parts = append(parts, fmt.Sprintf("%s (%.1f%%)", st.Site, 100*float64(st.Requests)/float64(c.Requests)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fpOverLive returns fp / live, or 0 when live is.

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/carvelab/carve/lab/symbol"
 	"github.com/carvelab/carve/lab/trace"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// MaxTraceBytes bounds the execution trace FromService downloads;
 	// 0 is DefaultMaxTraceBytes.
 	MaxTraceBytes int64
+
+	// NoStacks makes carve's recorder leave out the allocations' call
+	// stacks (and so their sites): its cost is then the lock and the
+	// record alone (see Cost in the package documentation).
+	NoStacks bool
 
 	sites *Sites // the go recorder's, read from the run's heap profile
 }
@@ -89,6 +95,10 @@ type Result struct {
 	// stopped. It is 0 for the C recorders and for a trace that records
 	// no such pause.
 	StartPause time.Duration
+	// CSites describes the allocation sites of a C recorder's trace
+	// (carve's recorder, heaptrack): the call stacks it kept, each
+	// allocation's site its innermost frame (see trace.SiteName).
+	CSites CSites
 	// CHeapOnly reports the trace of a Go program built with cgo,
 	// recorded by a C recorder: it holds the program's C allocations
 	// only, not its Go heap.
@@ -121,6 +131,18 @@ type Result struct {
 	RSSSampled int
 	RSSAtExit  bool
 	NoRSS      string
+}
+
+// CSites counts the sites of a C program's trace: Allocs is the
+// allocations (reallocs included) whose call stack the recorder kept,
+// Bytes their bytes, of AllBytes allocated in all; Sites the distinct
+// sites, Unnamed those named by address only (no symbol covers the
+// return address: a stripped binary names its exported functions only),
+// and NoSymbols the binaries carve could not read, each with why.
+type CSites struct {
+	Allocs, Sites, Unnamed int
+	Bytes, AllBytes        uint64
+	NoSymbols              []string
 }
 
 // Process is one program run that a recorder logged: a process, or a
@@ -216,6 +238,9 @@ func Record(ctx context.Context, cmd []string, out io.Writer, opt Options) (Resu
 	argv, env, err := rec.prepare(dir, cmd)
 	if err != nil {
 		return res, err
+	}
+	if opt.NoStacks && rec == carveRecorder {
+		env = append(env, stacksVar+"=0")
 	}
 	rss := newRSSSampler("")
 	pid, runErr := run(ctx, argv, environ(os.Environ(), opt.Env, env), opt, rss)
@@ -471,11 +496,14 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 	if l.size >= 0 {
 		rd = io.LimitReader(f, l.size)
 	}
-	r, err := trace.NewReader(rd, l.path, format)
+	syms := symbol.New()
+	defer syms.Close()
+	r, err := trace.NewReaderOptions(rd, l.path, trace.ReaderOptions{Format: format, Symbolizer: syms})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	defer func() { res.CSites = cSites(res.CSites, r.Labels(), syms) }()
 	defer func() { res.Import = r.Stats() }()
 	w := trace.NewWriter(out)
 	if labels := r.Labels(); labels != nil || hasPeak {
@@ -514,6 +542,13 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 				return err
 			}
 			res.Events++
+			if e.Op != trace.Free {
+				res.CSites.AllBytes += e.Size
+				if e.Label != 0 {
+					res.CSites.Allocs++
+					res.CSites.Bytes += e.Size
+				}
+			}
 		}
 		if err == io.EOF || errors.Is(err, trace.ErrNoEvent) && res.Events == 0 {
 			break // a log of no call: the caller says so (ErrNoEvents)
@@ -538,6 +573,26 @@ func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment
 		res.ProcessRSS = []trace.ProcessRSS{peak}
 	}
 	return nil
+}
+
+// cSites completes c, counted as the events were written, with the
+// sites of labels and the binaries syms could not read.
+func cSites(c CSites, labels *trace.Labels, syms *symbol.Table) CSites {
+	for l := uint32(1); int(l) <= labels.Len(); l++ {
+		lab, _ := labels.Label(l)
+		site, ok := lab.Attr(trace.AttrSite)
+		if !ok {
+			continue
+		}
+		c.Sites++
+		if trace.SiteUnnamed(site) {
+			c.Unnamed++
+		}
+	}
+	for _, p := range syms.Failed() {
+		c.NoSymbols = append(c.NoSymbols, p+": "+syms.Err(p).Error())
+	}
+	return c
 }
 
 // write writes e and notes its thread in threads (last: the thread of

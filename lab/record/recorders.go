@@ -105,12 +105,16 @@ func recorderNamed(name string) (*recorder, error) {
 // libraries (preload/carve.c, preload/mtrace.c).
 const dirVar = "CARVE_RECORD_DIR"
 
+// stacksVar set to 0 makes carve's library leave out call stacks.
+const stacksVar = "CARVE_RECORD_STACKS"
+
 var carveRecorder = &recorder{
 	RecorderInfo: RecorderInfo{
 		Name: "carve",
 		Keeps: "every call of malloc, free, calloc, realloc, reallocarray, memalign, posix_memalign, " +
-			"aligned_alloc, valloc and pvalloc, with its alignment and calloc's count, and the thread " +
-			"that made it, in one order across threads",
+			"aligned_alloc, valloc and pvalloc, with its alignment and calloc's count, the thread " +
+			"that made it, in one order across threads, and its call stack (8 frames, unwound by the " +
+			"binaries' .eh_frame; its site the innermost; --stacks=false leaves them out)",
 		Loses: "calls made before the library is loaded (none in practice); the one call a process " +
 			"is in when a signal ends it (each record goes whole into a shared mapping of the log, which " +
 			"outlives the process however it ends); the calls after its log cannot grow (a full disk: " +

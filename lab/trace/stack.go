@@ -3,6 +3,7 @@ package trace
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Call stacks of C programs: carve's recorder (its "stack" and "module"
@@ -68,4 +69,10 @@ func SiteName(frames []Frame, m Module, ret uint64) string {
 		return "0x" + strconv.FormatUint(ret, 16) + " (" + mod + ")"
 	}
 	return mod + "+0x" + strconv.FormatUint(ret-m.Base, 16)
+}
+
+// SiteUnnamed reports whether site, as SiteName names it, is an address
+// that no symbol named ("module+0x..." or "0x...").
+func SiteUnnamed(site string) bool {
+	return strings.HasPrefix(site, "0x") || strings.Contains(site, "+0x") && !strings.Contains(site, " ")
 }

@@ -16,6 +16,16 @@
  *     <tid>: realloc <new ptr> <old ptr> <size>
  *     <tid>: free <ptr>
  *
+ * With call stacks (unless CARVE_RECORD_STACKS=0), an allocation's
+ * record ends with " @<stack>", and the stacks and the modules they run
+ * in are records of their own, each written before the first record
+ * that needs it (package trace's cstack.go reads them):
+ *
+ *     module <base> <lo> <hi> <path>
+ *     stack <id> <return address> ...
+ *
+ * See "Call stacks" below.
+ *
  * Sections: the log (where records go), the real functions (and the
  * bootstrap buffer that serves dlsym's own allocations), the wrappers,
  * and the process's life (constructor, fork).
@@ -60,6 +70,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -79,7 +91,7 @@
 enum {
 	MAP_FIRST = 64 << 10, /* the log's first mapping */
 	MAP_STEP = 64 << 20,  /* the most the mapping grows by at once */
-	LINE_MAX_LEN = 128,   /* longer than any record */
+	LINE_MAX_LEN = 4352,  /* longer than any record: a module's path is cut at PATH_CUT */
 	FD_MIN = 256,         /* the log's descriptor is moved at or above this */
 };
 
@@ -97,6 +109,7 @@ static size_t used;    /* the bytes of complete records */
 static char scratch[LINE_MAX_LEN]; /* where a record goes once the log is off */
 static char dir[4096];
 static char base[sizeof dir + 64]; /* <dir>/<pid>-<k>: the log's path, less ".log" */
+static char exe[4096];             /* the executable's path, for its module record */
 
 /* A page the kernel zeroes in a forked child (MADV_WIPEONFORK), 1 in the
  * process that opened the log: 0 tells a child forked without the fork
@@ -105,6 +118,7 @@ static char base[sizeof dir + 64]; /* <dir>/<pid>-<k>: the log's path, less ".lo
 static volatile char *owner;
 
 static TLS int inside; /* this thread is in a wrapper */
+static int stacks_on;  /* CARVE_RECORD_STACKS is not "0": see Call stacks */
 static TLS pid_t tid;
 
 static char *put_str(char *s, const char *t)
@@ -217,6 +231,7 @@ static int grow(void)
 }
 
 static void open_log(void);
+static void stacks_reset(void);
 
 /* reopen leaves the log of the process this one was forked from and
  * opens its own: from the fork handler, or at the first record of a
@@ -233,15 +248,22 @@ static void reopen(void)
 	open_log();
 }
 
+/* begin starts a record with nothing in it: where its bytes go. Lock
+ * held. The caller appends them and passes the end to done. */
+static char *begin(void)
+{
+	if (owner != NULL && *owner == 0)
+		reopen(); /* a child forked by the raw system call */
+	if (state == STATE_ON && (used + LINE_MAX_LEN <= mapped || grow() == 0))
+		return map + used;
+	return scratch;
+}
+
 /* line starts a record: "<tid>: <op> ". Lock held. The caller appends
  * the fields and passes the end to done. */
 static char *line(const char *op)
 {
-	char *s = scratch;
-	if (owner != NULL && *owner == 0)
-		reopen(); /* a child forked by the raw system call */
-	if (state == STATE_ON && (used + LINE_MAX_LEN <= mapped || grow() == 0))
-		s = map + used;
+	char *s = begin();
 	if (tid == 0)
 		tid = (pid_t)syscall(SYS_gettid);
 	s = put_dec(s, (uint64_t)tid);
@@ -318,14 +340,17 @@ static void open_log(void)
 	if (owner != NULL)
 		*owner = 1;
 
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
 	side(".exe", exe, n > 0 ? (size_t)n : 0);
+	stacks_reset();
 }
 
 /* start reads CARVE_RECORD_DIR and opens the log. It runs once, from
  * the constructor or from the first allocation if that comes before it
  * (from another library's constructor, maybe on another thread). */
+static void find_self(void);
+
 static void start(void)
 {
 	const char *d = getenv("CARVE_RECORD_DIR");
@@ -334,6 +359,10 @@ static void start(void)
 		return;
 	}
 	strcpy(dir, d);
+	const char *st = getenv("CARVE_RECORD_STACKS");
+	stacks_on = st == NULL || strcmp(st, "0") != 0;
+	if (stacks_on)
+		find_self();
 	open_log();
 }
 
@@ -351,6 +380,252 @@ static inline int recording(void)
 		pthread_once(&started, start);
 	}
 	return state == STATE_ON;
+}
+
+/* ---- Call stacks ------------------------------------------------------- *
+ *
+ * Each allocation's call stack is taken by glibc's backtrace(), which
+ * unwinds by the binaries' .eh_frame tables (Debian builds its programs
+ * without frame pointers), before the lock: up to STACK_DEPTH return
+ * addresses, those inside this library left out, innermost first. Its
+ * first call loads the unwinder (libgcc_s), which allocates: the
+ * constructor makes it with `inside` set, and so does every wrapper (an
+ * allocation the unwinder makes is not the program's). Stacks are kept
+ * in a hash table of their own memory (mmap: this library must not
+ * allocate from the allocator it records), numbered 1, 2, 3... as first
+ * seen; a new stack is written once as a "stack" record, and every
+ * allocation then ends with its number. The modules (dl_iterate_phdr:
+ * each binary's path, load bias and the span of its segments) are
+ * written when the log opens and again, all of them, whenever a stack is
+ * new and the loader's count of objects added (dlpi_adds) has changed
+ * since: a library a program dlopened is written before the first stack
+ * that runs in it. A forked child's log starts with no stack and the
+ * modules again. A table that cannot grow (mmap refused) stops the
+ * stacks, not the recording: allocations are then written without one. */
+
+enum {
+	STACK_DEPTH = 8,      /* return addresses kept of each stack */
+	STACK_TAKE = 24,      /* taken, this library's frames included */
+	STACK_FIRST = 1 << 12, /* the table's first capacity (entries, a power of two) */
+	PATH_CUT = 4096,      /* a module's path is cut at this many bytes */
+};
+
+struct stack {
+	uint64_t hash; /* 0: an empty slot */
+	uint32_t id;
+	uint32_t n;
+	uintptr_t pc[STACK_DEPTH];
+};
+
+static uintptr_t self_lo, self_hi;      /* this library's segments */
+static struct stack *table;             /* lock held; NULL: none yet */
+static size_t table_cap, table_len;     /* slots, and stacks in them */
+static uint32_t next_stack;             /* the last stack's number */
+static unsigned long long modules_adds; /* dlpi_adds when the modules were last written */
+
+/* segments returns in *lo and *hi the span of info's loaded segments. */
+static void segments(struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = UINTPTR_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
+	}
+}
+
+static int find_self_in(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t lo, hi, me = (uintptr_t)data;
+	segments(info, &lo, &hi);
+	if (lo <= me && me < hi) {
+		self_lo = lo;
+		self_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+/* find_self finds this library's segments, whose frames stacks leave out. */
+static void find_self(void)
+{
+	dl_iterate_phdr(find_self_in, (void *)(uintptr_t)find_self);
+}
+
+static int adds_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1; /* the count is every object's: the first tells */
+}
+
+/* write_module writes the record of one module. Lock held. */
+static int write_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	const char *path = info->dlpi_name;
+	if (path == NULL || path[0] == '\0')
+		path = exe; /* the executable */
+	if (path[0] != '/')
+		return 0; /* the vDSO: no file */
+	uintptr_t lo, hi;
+	segments(info, &lo, &hi);
+	if (lo >= hi)
+		return 0;
+	char *s = put_str(begin(), "module ");
+	s = put_hex(s, info->dlpi_addr);
+	*s++ = ' ';
+	s = put_hex(s, lo);
+	*s++ = ' ';
+	s = put_hex(s, hi);
+	*s++ = ' ';
+	for (size_t i = 0; path[i] != '\0' && path[i] != '\n' && i < PATH_CUT; i++)
+		*s++ = path[i];
+	done(s);
+	return 0;
+}
+
+/* write_modules writes every module's record, if objects were loaded
+ * since they were last written (always, with force). Lock held. */
+static void write_modules(int force)
+{
+	unsigned long long adds = 0;
+	dl_iterate_phdr(adds_of, &adds);
+	if (!force && adds == modules_adds)
+		return;
+	modules_adds = adds;
+	dl_iterate_phdr(write_module, NULL);
+}
+
+/* stacks_reset forgets the stacks (a new log defines its own) and writes
+ * the modules into the log just opened. */
+static void stacks_reset(void)
+{
+	if (!stacks_on)
+		return;
+	if (table != NULL)
+		munmap(table, table_cap * sizeof *table);
+	table = NULL;
+	table_cap = table_len = 0;
+	next_stack = 0;
+	write_modules(1);
+}
+
+/* A stack taken, before it is numbered. */
+struct frames {
+	int n;
+	uintptr_t pc[STACK_DEPTH];
+};
+
+/* take takes the calling thread's stack, this library's frames left out.
+ * inside is set: what the unwinder allocates is not logged. */
+static void take(struct frames *f)
+{
+	void *pcs[STACK_TAKE];
+	int n = backtrace(pcs, STACK_TAKE), i = 0;
+	while (i < n && (uintptr_t)pcs[i] >= self_lo && (uintptr_t)pcs[i] < self_hi)
+		i++;
+	f->n = 0;
+	for (; i < n && f->n < STACK_DEPTH; i++)
+		f->pc[f->n++] = (uintptr_t)pcs[i];
+}
+
+static uint64_t hash_frames(const struct frames *f)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)f->n;
+	for (int i = 0; i < f->n; i++) {
+		h ^= f->pc[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return h | 1; /* never 0, an empty slot's */
+}
+
+/* grow_table doubles the table (allocates the first). Lock held. */
+static int grow_table(void)
+{
+	size_t cap = table_cap ? table_cap * 2 : STACK_FIRST;
+	struct stack *t = mmap(NULL, cap * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < table_cap; i++) {
+		if (table[i].hash == 0)
+			continue;
+		size_t j = table[i].hash & (cap - 1);
+		while (t[j].hash != 0)
+			j = (j + 1) & (cap - 1);
+		t[j] = table[i];
+	}
+	if (table != NULL)
+		munmap(table, table_cap * sizeof *table);
+	table = t;
+	table_cap = cap;
+	return 0;
+}
+
+/* stack_id returns the number of stack f, writing it (and the modules,
+ * if a library was loaded since they were written) at its first use; 0
+ * for none. Lock held, before the record that uses it begins. */
+static uint32_t stack_id(const struct frames *f)
+{
+	if (f->n == 0 || state != STATE_ON)
+		return 0;
+	if (table_len * 2 >= table_cap && grow_table() != 0) {
+		stacks_on = 0;
+		return 0;
+	}
+	uint64_t h = hash_frames(f);
+	size_t j = h & (table_cap - 1);
+	for (; table[j].hash != 0; j = (j + 1) & (table_cap - 1)) {
+		struct stack *e = &table[j];
+		if (e->hash == h && e->n == (uint32_t)f->n && memcmp(e->pc, f->pc, (size_t)f->n * sizeof f->pc[0]) == 0)
+			return e->id;
+	}
+	write_modules(0);
+	struct stack *e = &table[j];
+	e->hash = h;
+	e->id = ++next_stack;
+	e->n = (uint32_t)f->n;
+	memcpy(e->pc, f->pc, (size_t)f->n * sizeof f->pc[0]);
+	table_len++;
+	char *s = put_dec(put_str(begin(), "stack "), e->id);
+	for (int i = 0; i < f->n; i++) {
+		*s++ = ' ';
+		s = put_hex(s, f->pc[i]);
+	}
+	done(s);
+	return e->id;
+}
+
+/* at ends an allocation's record at s with " @<stack>", when it has one. */
+static char *at(char *s, uint32_t id)
+{
+	if (id == 0)
+		return s;
+	*s++ = ' ';
+	*s++ = '@';
+	return put_dec(s, id);
+}
+
+/* enter takes the stack (when stacks are on and f is not NULL), then the
+ * lock, and returns the stack's number (0: none). */
+static inline uint32_t enter_at(struct frames *f)
+{
+	inside = 1;
+	if (f != NULL && stacks_on)
+		take(f);
+	else if (f != NULL)
+		f->n = 0;
+	pthread_mutex_lock(&lock);
+	return f != NULL ? stack_id(f) : 0;
 }
 
 static inline void enter(void)
@@ -465,12 +740,13 @@ EXPORT void *malloc(size_t size)
 		return boot_alloc(size);
 	if (!recording())
 		return real.malloc(size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.malloc(size);
 	if (p != NULL) {
 		char *s = put_hex(line("malloc"), (uintptr_t)p);
 		*s++ = ' ';
-		done(put_dec(s, size));
+		done(at(put_dec(s, size), id));
 	}
 	leave();
 	return p;
@@ -500,14 +776,15 @@ EXPORT void *calloc(size_t n, size_t size)
 	}
 	if (!recording())
 		return real.calloc(n, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.calloc(n, size);
 	if (p != NULL) {
 		char *s = put_hex(line("calloc"), (uintptr_t)p);
 		*s++ = ' ';
 		s = put_dec(s, n);
 		*s++ = ' ';
-		done(put_dec(s, size));
+		done(at(put_dec(s, size), id));
 	}
 	leave();
 	return p;
@@ -515,7 +792,7 @@ EXPORT void *calloc(size_t n, size_t size)
 
 /* log_realloc logs realloc(old, size) = p; NULL results are left out
  * unless the call freed old (size 0). Lock held. */
-static void log_realloc(void *p, void *old, size_t size)
+static void log_realloc(void *p, void *old, size_t size, uint32_t id)
 {
 	if (p == NULL && (old == NULL || size != 0))
 		return;
@@ -523,7 +800,8 @@ static void log_realloc(void *p, void *old, size_t size)
 	*s++ = ' ';
 	s = put_hex(s, (uintptr_t)old);
 	*s++ = ' ';
-	done(put_dec(s, size));
+	s = put_dec(s, size);
+	done(p != NULL ? at(s, id) : s); /* realloc(p, 0) freed p: no site */
 }
 
 /* boot_realloc moves a bootstrap block to the real allocator. */
@@ -547,9 +825,10 @@ EXPORT void *realloc(void *old, size_t size)
 		return boot_alloc(size);
 	if (!recording())
 		return real.realloc(old, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.realloc(old, size);
-	log_realloc(p, old, size);
+	log_realloc(p, old, size, id);
 	leave();
 	return p;
 }
@@ -569,21 +848,22 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		return realloc(old, total);
 	if (!recording())
 		return real.reallocarray(old, n, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.reallocarray(old, n, size);
-	log_realloc(p, old, total);
+	log_realloc(p, old, total, id);
 	leave();
 	return p;
 }
 
 /* log_memalign logs an aligned allocation. Lock held. */
-static void log_memalign(void *p, size_t align, size_t size)
+static void log_memalign(void *p, size_t align, size_t size, uint32_t id)
 {
 	char *s = put_hex(line("memalign"), (uintptr_t)p);
 	*s++ = ' ';
 	s = put_dec(s, align);
 	*s++ = ' ';
-	done(put_dec(s, size));
+	done(at(put_dec(s, size), id));
 }
 
 EXPORT void *memalign(size_t align, size_t size)
@@ -592,10 +872,11 @@ EXPORT void *memalign(size_t align, size_t size)
 		return NULL;
 	if (!recording())
 		return real.memalign(align, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.memalign(align, size);
 	if (p != NULL)
-		log_memalign(p, align, size);
+		log_memalign(p, align, size, id);
 	leave();
 	return p;
 }
@@ -606,10 +887,11 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return ENOMEM;
 	if (!recording())
 		return real.posix_memalign(out, align, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	int err = real.posix_memalign(out, align, size);
 	if (err == 0)
-		log_memalign(*out, align, size);
+		log_memalign(*out, align, size, id);
 	leave();
 	return err;
 }
@@ -620,10 +902,11 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 		return NULL;
 	if (!recording())
 		return real.aligned_alloc(align, size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.aligned_alloc(align, size);
 	if (p != NULL)
-		log_memalign(p, align, size);
+		log_memalign(p, align, size, id);
 	leave();
 	return p;
 }
@@ -634,10 +917,11 @@ EXPORT void *valloc(size_t size)
 		return NULL;
 	if (!recording())
 		return real.valloc(size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.valloc(size);
 	if (p != NULL)
-		log_memalign(p, (size_t)sysconf(_SC_PAGESIZE), size);
+		log_memalign(p, (size_t)sysconf(_SC_PAGESIZE), size, id);
 	leave();
 	return p;
 }
@@ -650,12 +934,13 @@ EXPORT void *pvalloc(size_t size)
 		return NULL;
 	if (!recording())
 		return real.pvalloc(size);
-	enter();
+	struct frames f;
+	uint32_t id = enter_at(&f);
 	void *p = real.pvalloc(size);
 	if (p != NULL) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t rounded = size == 0 ? page : (size + page - 1) & ~(page - 1);
-		log_memalign(p, page, rounded);
+		log_memalign(p, page, rounded, id);
 	}
 	leave();
 	return p;
@@ -700,6 +985,13 @@ __attribute__((constructor)) static void init(void)
 	pthread_once(&started, start);
 	if (state != STATE_ON)
 		return;
+	if (stacks_on) {
+		/* The unwinder's first use loads it, which allocates. */
+		struct frames f;
+		inside = 1;
+		take(&f);
+		inside = 0;
+	}
 	inside = 1;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	inside = 0;
