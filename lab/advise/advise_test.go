@@ -3,7 +3,7 @@ package advise
 import (
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,8 +161,8 @@ func TestAdviseCandidates(t *testing.T) {
 	// By requests: 16 (5); by bytes: 100000. The 4-byte requests are too
 	// small for a chunk; the memalign(64) of 48 does not count, the
 	// realloc to 48 does.
-	want := []SizeCount{{16, 5, 80}, {100000, 1, 100000}}
-	if !slices.Equal(got, want) {
+	want := []SizeCount{{16, 5, 80, nil}, {100000, 1, 100000, nil}}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("poolCandidates(1) = %v, want %v", got, want)
 	}
 	if len(held) != id+2 {
@@ -172,8 +172,8 @@ func TestAdviseCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []SizeCount{{16, 5, 80}, {32, 4, 128}, {48, 4, 192}, {100000, 1, 100000}}
-	if !slices.Equal(got, want) {
+	want = []SizeCount{{16, 5, 80, nil}, {32, 4, 128, nil}, {48, 4, 192, nil}, {100000, 1, 100000, nil}}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("poolCandidates(8) = %v, want %v", got, want)
 	}
 }

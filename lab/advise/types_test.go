@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -304,8 +305,8 @@ func TestLabelSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := all["uint8"]
-	want := []SizeCount{{4096, 2, 8192}, {512, 10, 5120}, {2048, 1, 2048}, {1024, 1, 1024}, {16, 3, 48}, {4, 1, 4}}
-	if !slices.Equal(sizes, want) || len(all) != 1 {
+	want := []SizeCount{{4096, 2, 8192, nil}, {512, 10, 5120, nil}, {2048, 1, 2048, nil}, {1024, 1, 1024, nil}, {16, 3, 48, nil}, {4, 1, 4, nil}}
+	if !reflect.DeepEqual(sizes, want) || len(all) != 1 {
 		t.Fatalf("labelSizes = %+v, want uint8: %+v", all, want)
 	}
 	// The classes' bytes against the requests they stand for: 512 B

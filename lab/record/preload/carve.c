@@ -248,12 +248,19 @@ static void reopen(void)
 	open_log();
 }
 
+/* reopen_if_forked reopens the log in a child forked by the raw system
+ * call, whose fork handler did not run. Lock held. */
+static void reopen_if_forked(void)
+{
+	if (owner != NULL && *owner == 0)
+		reopen();
+}
+
 /* begin starts a record with nothing in it: where its bytes go. Lock
  * held. The caller appends them and passes the end to done. */
 static char *begin(void)
 {
-	if (owner != NULL && *owner == 0)
-		reopen(); /* a child forked by the raw system call */
+	reopen_if_forked();
 	if (state == STATE_ON && (used + LINE_MAX_LEN <= mapped || grow() == 0))
 		return map + used;
 	return scratch;
@@ -405,7 +412,7 @@ static inline int recording(void)
 
 enum {
 	STACK_DEPTH = 8,      /* return addresses kept of each stack */
-	STACK_TAKE = 24,      /* taken, this library's frames included */
+	STACK_TAKE = STACK_DEPTH + 3, /* taken: this library's frames (the wrapper, take) come first */
 	STACK_FIRST = 1 << 12, /* the table's first capacity (entries, a power of two) */
 	PATH_CUT = 4096,      /* a module's path is cut at this many bytes */
 };
@@ -576,6 +583,7 @@ static int grow_table(void)
  * for none. Lock held, before the record that uses it begins. */
 static uint32_t stack_id(const struct frames *f)
 {
+	reopen_if_forked(); /* before the lookup: reopening forgets the stacks */
 	if (f->n == 0 || state != STATE_ON)
 		return 0;
 	if (table_len * 2 >= table_cap && grow_table() != 0) {
