@@ -102,7 +102,7 @@ it allocates, where it allocates it.`,
 			if cfg.Trace, err = tf.resolve(args[0]); err != nil {
 				return inputError{err}
 			}
-			if cfg.Base == "" && advise.Labelled(cfg.Trace) {
+			if cfg.Base == "" && advise.Typed(cfg.Trace) {
 				if tc.Repeats < 1 || tc.Candidates < 1 || tc.GOGC < 1 {
 					return badUsage("--repeats, --types and --gogc want 1 or more")
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,5 +77,49 @@ func TestGoNames(t *testing.T) {
 	rs := replayRows(t, "replay", "--alloc", "first-fit", "--pool", "type=main.session", "--pool", "64", "--format", "json", goTrace)
 	if got := rs[len(rs)-1]; got.Allocator != "first-fit+pool(64)+pool(type=main.session)" || got.Routed == nil || got.Routed.Allocs == 0 {
 		t.Errorf("row %s, routed %+v: want first-fit+pool(64)+pool(type=main.session), with what its routes held", got.Allocator, got.Routed)
+	}
+}
+
+// cSitesTrace writes a C program's trace whose labels are allocation
+// sites of no type, as carve's recorder writes them: make_node's 48-byte
+// blocks, make_name's of 32 to 40 bytes, half of each freed.
+func cSitesTrace(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# carve trace v2\nl 1 \"\" site=\"make_node (prog.c:6)\"\nl 2 \"\" site=\"make_name (prog.c:7)\"\n")
+	id := 0
+	for i := range 2000 {
+		id++
+		fmt.Fprintf(&b, "a %d 48 @1\n", id)
+		id++
+		fmt.Fprintf(&b, "a %d %d @2\n", id, 32+i%9)
+		if i%2 == 1 {
+			fmt.Fprintf(&b, "f %d\nf %d\n", id-3, id-2)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.trace")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCSiteRoutes: a C program's sites route its objects (site= alone),
+// a type asked of it says that its labels are sites of no type, and a
+// misspelt site gets the nearest.
+func TestCSiteRoutes(t *testing.T) {
+	tr := cSitesTrace(t)
+	rs := replayRows(t, "replay", "--alloc", "first-fit", "--pool", "site=make_node", "--format", "json", tr)
+	if len(rs) != 2 || rs[1].Allocator != "first-fit+pool(site=make_node)" || rs[1].Error != "" || rs[1].PeakFootprint >= rs[0].PeakFootprint {
+		t.Errorf("rows %+v, want first-fit and first-fit+pool(site=make_node), the pool's footprint lower", rs)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"type=main.node", `no type "main.node" in ` + tr + ": its labels are a C program's allocation sites, of no type"},
+		{"site=make_nodes", `no site "make_nodes" in ` + tr + "; did you mean make_node?"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"replay", "--pool", tc.arg, tr}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("--pool %s: exit %d, stderr %q; want exit 2 and %q", tc.arg, code, stderr.String(), tc.want)
+		}
 	}
 }

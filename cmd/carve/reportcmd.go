@@ -117,7 +117,7 @@ func writeReport(c *cli, cfg replayConfig, f *replayFlags, o reportOptions) erro
 	prog.stop()
 	if o.advise {
 		for i, t := range cfg.traces {
-			if !advise.Labelled(t) {
+			if !advise.Typed(t) {
 				continue
 			}
 			text, err := adviseText(c, advise.TypeConfig{Trace: t, Jobs: cfg.jobs, MaxRequest: cfg.opt.MaxRequest, MaxRSS: cfg.opt.MaxRSS})

@@ -1221,19 +1221,25 @@ func (a *TypeAdvice) targetLines(t TypeTrial) []string {
 	return lines
 }
 
-// Labelled reports whether the trace's objects carry labels (a Go
-// program's types), from its first events: the trace AdviseTypes is for.
-func Labelled(t traces.Trace) bool {
+// Typed reports whether the trace's objects carry Go types (labels of a
+// name: a Go program's trace), from its first events: the trace
+// AdviseTypes is for. A C program's call-stack sites are labels of no
+// name: such a trace is advised by size, as one of no labels.
+func Typed(t traces.Trace) bool {
 	src, closer, err := t.Open()
 	if err != nil {
 		return false
 	}
 	defer closer.Close()
+	labelled, _ := src.(interface{ Labels() *trace.Labels })
 	buf := make([]trace.Event, 4096)
 	for range 16 {
 		n, err := src.Read(buf)
 		for _, e := range buf[:n] {
-			if e.Label != 0 {
+			if e.Label == 0 || labelled == nil {
+				continue
+			}
+			if l, ok := labelled.Labels().Label(e.Label); ok && l.Name != "" {
 				return true
 			}
 		}

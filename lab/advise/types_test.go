@@ -112,8 +112,8 @@ func TestAdviseTypes(t *testing.T) {
 		t.Skip("replays the Go heap in child processes")
 	}
 	tr := churnTrace(t)
-	if !Labelled(tr) {
-		t.Fatal("Labelled: false for a trace of labelled objects")
+	if !Typed(tr) {
+		t.Fatal("Typed: false for a trace of typed objects")
 	}
 	planned := 0
 	adv, err := AdviseTypes(TypeConfig{Trace: tr, Repeats: 3, Jobs: 2, Planned: func(n int) { planned = n }})
@@ -211,11 +211,23 @@ func TestAdviseTypesNoLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Labelled(tr) {
-		t.Error("Labelled: true for a trace without labels")
+	if Typed(tr) {
+		t.Error("Typed: true for a trace without labels")
 	}
 	if _, err := AdviseTypes(TypeConfig{Trace: tr}); !errors.Is(err, ErrNoTypes) {
 		t.Errorf("AdviseTypes: %v, want ErrNoTypes", err)
+	}
+
+	// A C program's call-stack sites are labels of no type.
+	path := filepath.Join(t.TempDir(), "c.trace")
+	if err := os.WriteFile(path, []byte("# carve trace v2\nl 1 \"\" site=\"make_node (prog.c:6)\"\na 1 48 @1\nf 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err = traces.Resolve(path); err != nil {
+		t.Fatal(err)
+	}
+	if Typed(tr) {
+		t.Error("Typed: true for a trace of C sites")
 	}
 }
 

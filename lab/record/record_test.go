@@ -676,6 +676,51 @@ func TestLogFull(t *testing.T) {
 	}
 }
 
+// TestRecordStacks records testdata/sites.c with call stacks: the sites
+// by bytes at the peak are its named functions, each at its line, with
+// the bytes it holds; with NoStacks the trace has no label.
+func TestRecordStacks(t *testing.T) {
+	needRecorder(t, "carve")
+	prog := buildC(t, "sites", "-O2", "-g")
+	var out, programOut bytes.Buffer
+	res, err := record.Record(context.Background(), []string{prog}, &out, record.Options{Recorder: "carve", Stdout: &programOut, Stderr: &programOut})
+	if err != nil {
+		t.Fatalf("Record = %v\n%s", err, programOut.Bytes())
+	}
+	r, err := trace.NewReader(bytes.NewReader(out.Bytes()), "recorded", trace.Native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := trace.Summarize(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		site  string
+		bytes uint64
+	}{{"make_big (sites.c:12)", 40 * 65536}, {"make_mid (sites.c:13)", 400 * 1000}, {"make_small (sites.c:14)", 1000 * 48}}
+	if len(sum.Sites) < len(want) {
+		t.Fatalf("sites %+v, want %d at least", sum.Sites, len(want))
+	}
+	for i, w := range want {
+		if got := sum.Sites[i]; got.Site != w.site || got.Bytes != w.bytes {
+			t.Errorf("site %d: %q with %d bytes at the peak, want %q with %d", i+1, got.Site, got.Bytes, w.site, w.bytes)
+		}
+	}
+	if cs := res.CSites; cs.Allocs < 1000+400+40+1000 || cs.Sites < 4 || len(cs.NoSymbols) > 0 && strings.Contains(strings.Join(cs.NoSymbols, ""), prog) {
+		t.Errorf("CSites = %+v, want every allocation with a stack, the program's symbols read", cs)
+	}
+
+	out.Reset()
+	res, err = record.Record(context.Background(), []string{prog}, &out, record.Options{Recorder: "carve", NoStacks: true, Stdout: &programOut, Stderr: &programOut})
+	if err != nil {
+		t.Fatalf("Record(NoStacks) = %v", err)
+	}
+	if bytes.Contains(out.Bytes(), []byte("site=")) || res.CSites.Allocs != 0 {
+		t.Errorf("NoStacks: the trace has sites (%d allocations with a stack)", res.CSites.Allocs)
+	}
+}
+
 // TestForkExec records testdata/dies.c forking a child that makes 100000
 // malloc and free pairs (by fork, and by the raw system call, which runs
 // no fork handlers), and replacing itself by exec with itself doing

@@ -116,7 +116,10 @@ func (sc scanned) resolve(r replay.Route, name string) (replay.Route, error) {
 		}
 		return r, fmt.Errorf("no request of %s is of %d bytes%s", name, r.Size, sc.nearSizes(r.Size))
 	}
-	if !slices.ContainsFunc(sc.labels, func(s trace.LabelStat) bool { return s.Name != "" }) {
+	if typed := slices.ContainsFunc(sc.labels, func(s trace.LabelStat) bool { return s.Name != "" }); !typed && (r.Label != "" || len(sc.sites) == 0) {
+		if len(sc.sites) > 0 {
+			return r, fmt.Errorf("no type %q in %s: its labels are a C program's allocation sites, of no type (route them by site=PATTERN alone)", r.Label, name)
+		}
 		return r, fmt.Errorf("no type %q in %s: its events carry no labels (a Go program's trace, recorded by carve record, has its types)", r.Label, name)
 	}
 	if r.Site != "" {
@@ -161,7 +164,7 @@ func (sc scanned) resolveSite(r replay.Route, name string) error {
 		sites = append(sites, fn, strings.TrimSuffix(at, ")"))
 	}
 	if len(sites) == 0 {
-		return fmt.Errorf("no site %q in %s: its labels carry no sites (carve record of a go test gives them)", r.Site, name)
+		return fmt.Errorf("no site %q in %s: its labels carry no sites (carve record of a go test, or of a C program by the carve or heaptrack recorder, gives them)", r.Site, name)
 	}
 	return fmt.Errorf("no site %q in %s%s", r.Site, name, didYouMean(r.Site, sites))
 }
