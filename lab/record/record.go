@@ -484,8 +484,9 @@ func stopped(path string) string {
 // allocation is no trace: frees before the first allocation (of blocks
 // allocated before recording began) are held back until one comes, and
 // nothing at all is written if none does. With a peak of the program's
-// RSS (hasPeak), the trace is of version 3, with no labels, and ends
-// with the peak's "R" line (res.ProcessRSS).
+// RSS (hasPeak), the trace is of version 3 and ends with the peak's "R"
+// line (res.ProcessRSS). A log whose allocations have call stacks gives
+// them labels of their sites, named by package symbol (res.CSites).
 func convert(res *Result, l logFile, format trace.Format, out io.Writer, comment string, peak trace.ProcessRSS, hasPeak bool) error {
 	f, err := os.Open(l.path)
 	if err != nil {

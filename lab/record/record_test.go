@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carvelab/carve/lab/internal/testneed"
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
@@ -60,18 +61,8 @@ func goBuild(name, pkg string, env []string, flags ...string) (string, error) {
 }
 
 // need skips the test when a tool it needs is missing (err), or fails it
-// under CI=true, where every tool is installed and a skip would hide a
-// test that did not run.
-func need(t testing.TB, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing under CI=true: %v", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
+// under CI=true (testneed.Tool).
+var need = testneed.Tool
 
 // needRecorder skips (or fails, in CI) unless the recorder can run.
 func needRecorder(t testing.TB, name string) {

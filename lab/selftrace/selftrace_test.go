@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/lab/internal/testneed"
 	"github.com/carvelab/carve/lab/selftrace"
 	ctrace "github.com/carvelab/carve/lab/trace"
 )
@@ -24,17 +25,8 @@ type thing struct {
 var sink []*thing
 
 // need skips the test when a tool it needs is missing (err), or fails it
-// under CI=true, where a skip would hide a test that did not run.
-func need(t testing.TB, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing under CI=true: %v", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
+// under CI=true (testneed.Tool).
+var need = testneed.Tool
 
 // readTrace reads the Go execution trace at path with carve's Go
 // importer and returns its number of events and, for each label, its

@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"bytes"
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"errors"
@@ -163,18 +164,8 @@ func (b *binary) indexUnits() error {
 		}
 		r.SkipChildren()
 	}
-	slices.SortFunc(b.cus, func(x, y cuRange) int { return compare(x.lo, y.lo) })
+	slices.SortFunc(b.cus, func(x, y cuRange) int { return cmp.Compare(x.lo, y.lo) })
 	return nil
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // A unit is one compilation unit's line table and scopes.
@@ -244,7 +235,7 @@ func (b *binary) readUnit(off dwarf.Offset) *unit {
 			prev, have = e, !e.EndSequence
 		}
 		u.files = lr.Files()
-		slices.SortStableFunc(u.lines, func(x, y lineRange) int { return compare(x.lo, y.lo) })
+		slices.SortStableFunc(u.lines, func(x, y lineRange) int { return cmp.Compare(x.lo, y.lo) })
 	}
 	if !cu.Children {
 		return u

@@ -10,21 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/lab/internal/testneed"
 	"github.com/carvelab/carve/lab/trace"
 )
 
 // need skips the test when a tool it needs is missing (err), or fails it
-// under CI=true, where every tool is installed.
-func need(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing under CI=true: %v", what, err)
-	}
-	t.Skipf("%s is missing: %v", what, err)
-}
+// under CI=true (testneed.Tool).
+var need = testneed.Tool
 
 // prog prints the return address of where's call in inner (inlined in
 // outer), and main's address, from which the test finds the load bias.

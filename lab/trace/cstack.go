@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -56,19 +57,9 @@ func (c *cStacks) load(m Module) error {
 	if len(c.modules) >= MaxModules {
 		return errTooManyStacks{"modules"}
 	}
-	i, _ := slices.BinarySearchFunc(c.modules, m.Lo, func(o Module, lo uint64) int { return cmpUint(o.Lo, lo) })
+	i, _ := slices.BinarySearchFunc(c.modules, m.Lo, func(o Module, lo uint64) int { return cmp.Compare(o.Lo, lo) })
 	c.modules = slices.Insert(c.modules, i, m)
 	return nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // siteLabel returns the label of the site whose innermost return address

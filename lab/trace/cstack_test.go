@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -141,17 +142,9 @@ func TestReallocLabelRoundTrip(t *testing.T) {
 	a, _ := labels.Intern(Label{Attrs: []Attr{{AttrSite, "f (a.c:1)"}}})
 	b, _ := labels.Intern(Label{Attrs: []Attr{{AttrSite, "g (a.c:2)"}}})
 	evs := []Event{{Op: Alloc, ID: 1, Size: 8, Label: a}, {Op: Realloc, ID: 1, Size: 16, Label: b}, {Op: Realloc, ID: 1, Size: 32}, {Op: Free, ID: 1}}
-	var out bytes.Buffer
-	w := NewWriter(&out)
+	out := writeLabelled(t, labels, evs)
+	w := NewWriter(io.Discard)
 	if err := w.SetLabels(labels); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Write(Event{Op: Free, ID: 1, Label: a}); err == nil {

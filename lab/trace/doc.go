@@ -199,6 +199,11 @@
 // plain allocations without their alignment, and does not record
 // realloc(p, 0); interpreted data also lose which object a free frees
 // (the Reader frees the newest live object of the same size and stack).
+// Each allocation's call stack is kept as its site, a label of no type
+// (see stack.go): raw data's instruction pointers named by
+// [ReaderOptions].Symbolizer through its module records ("m"),
+// interpreted data's by the function, file and line heaptrack wrote
+// ("i", whose first frame is the innermost, inlined ones included).
 // See heaptrack.go.
 //
 // Mtrace, the log of glibc's mtrace(): "@ <caller> + <ptr> <size>",
@@ -212,6 +217,10 @@
 // <nmemb> <size>", "memalign <ptr> <alignment> <size>", "realloc <new>
 // <old> <size>", "free <ptr>", "thread_done 0x0", with optional start and
 // end times, which are dropped. It keeps everything, threads included.
+// carve's recorder adds its call stacks: "module <bias> <lo> <hi>
+// <path>" and "stack <id> <return address>..." lines (hexadecimal,
+// innermost first), and " @<id>" at the end of an allocation's record;
+// each allocation gets its stack's site as heaptrack's do.
 //
 // Go, an execution trace of a Go program (runtime/trace, go test -trace,
 // /debug/pprof/trace) recorded with GODEBUG=traceallocfree=1, the

@@ -187,20 +187,8 @@ func checkReader(t *testing.T, r *Reader, format Format, in []byte) {
 	if format != Native || err != io.EOF {
 		return
 	}
-	var buf bytes.Buffer
-	w := NewWriter(&buf)
-	if err := w.SetLabels(r.Labels()); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	back, err := NewReader(&buf, "back", Native)
+	buf := writeLabelled(t, r.Labels(), evs)
+	back, err := NewReader(buf, "back", Native)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,4 +218,23 @@ func checkReader(t *testing.T, r *Reader, format Format, in []byte) {
 			t.Fatalf("round trip: event %d %v (label %v), want %v (label %v)", i, e, g, evs[i], w)
 		}
 	}
+}
+
+// writeLabelled writes evs, with the table labels, in the native format.
+func writeLabelled(t testing.TB, labels *Labels, evs []Event) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.SetLabels(labels); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
 }
