@@ -202,12 +202,13 @@ func (z *smallZone) check() (asked int64, err error) {
 	owner := make([]map[uint32]int, numClasses)
 	var used int64
 	nSlabs := 0
+	kept := map[int]bool{}
 	for pg, s := range z.slabs {
 		if (s.class == 0) != z.free.has(pg) {
 			return 0, fmt.Errorf("page %d: slab class %d, free %t", pg, s.class, z.free.has(pg))
 		}
 		if s.class == 0 {
-			if s != (slab{}) {
+			if s != (slab{}) { // kept included: a kept slab is a slab
 				return 0, fmt.Errorf("page %d: free, its record %+v", pg, s)
 			}
 			continue
@@ -250,13 +251,16 @@ func (z *smallZone) check() (asked int64, err error) {
 		switch {
 		case nfree != int(s.nfree):
 			return 0, fmt.Errorf("page %d: %d slots free, its record says %d", pg, nfree, s.nfree)
-		case nfree >= cl.slots:
-			return 0, fmt.Errorf("page %d: a slab of the %d-byte class with every slot free", pg, cl.size)
+		case nfree >= cl.slots && !s.kept:
+			return 0, fmt.Errorf("page %d: a slab of the %d-byte class with every slot free, not kept", pg, cl.size)
 		case cl.partial.has(pg) != (nfree > 0):
 			return 0, fmt.Errorf("page %d: %d slots free, in the partial set: %t", pg, nfree, cl.partial.has(pg))
 		}
 		if nfree > 0 {
 			partial[c]++
+		}
+		if s.kept {
+			kept[pg] = true
 		}
 		inUse[c] += int64(cl.slots - nfree)
 		slabs[c]++
@@ -295,6 +299,16 @@ func (z *smallZone) check() (asked int64, err error) {
 		if n != cl.nspare {
 			return 0, fmt.Errorf("the %d-byte class: %d bitmaps on the spare list, it counts %d", cl.size, n, cl.nspare)
 		}
+	}
+	if z.kept.n > maxKept || z.kept.n != len(kept) {
+		return 0, fmt.Errorf("%d slabs kept, %d marked kept", z.kept.n, len(kept))
+	}
+	for i := range z.kept.n {
+		pg := int(z.kept.pages[(z.kept.head+i)%maxKept])
+		if !kept[pg] {
+			return 0, fmt.Errorf("the kept ring holds page %d twice, or a page not marked kept", pg)
+		}
+		delete(kept, pg)
 	}
 	if used != z.used || nSlabs != z.nSlabs {
 		return 0, fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.used, z.nSlabs)

@@ -259,10 +259,10 @@ func (h *Heap) released(id zoneID, lo, hi int) {
 	h.enforce()
 }
 
-// enforce purges the oldest dirty pages while more than Retain of them
-// wait.
+// enforce purges the oldest dirty pages while they and the kept empty
+// slabs are more than Retain.
 func (h *Heap) enforce() {
-	for h.dirty > h.retain && h.ring.n > 0 {
+	for h.dirty+h.small.kept.n > h.retain && h.ring.n > 0 {
 		h.purgeRun(h.ring.pop())
 	}
 }

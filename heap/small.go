@@ -24,15 +24,45 @@ import (
 // lowest slab with a free slot (its partial set's first member), and a
 // new slab takes a free page still resident if the purge ring holds one,
 // else the zone's lowest free page: both keep the live slots packed
-// towards the bottom of the zone, so that slabs high up drain. A
-// slab whose last slot is freed gives its page back to the zone at once:
-// the page is free, dirty until the purge ring gives it back to the OS.
+// towards the bottom of the zone, so that slabs high up drain.
+//
+// A slab whose last slot is freed stays a slab of its class, kept, in
+// case the class asks again (a request and its free in turn would
+// otherwise make and unmake a slab each time): the zone keeps the
+// slabs emptied last, at most keepBound of them, in the order they
+// emptied. When one more empties past the bound, the oldest kept goes:
+// its page, if the slab is still empty, goes back to the zone, free and
+// dirty until the purge ring gives it back to the OS. The decay is
+// counted in slabs emptied, so a replay is the same every time; the
+// kept slabs count against Retain with the dirty pages (see enforce).
 
 // slab is what the heap keeps of one page of the small zone.
 type slab struct {
 	class uint8  // 0: the page is not a slab
+	kept  bool   // in the kept ring (empty when it went in; maybe used since)
 	nfree uint16 // free slots
 	bits  uint32 // which of the class's bitmaps is the slab's
+}
+
+// maxKept is the most empty slabs the small zone keeps (256 KiB).
+const maxKept = 64
+
+// keptRing is the slabs kept, the oldest first: pages of the zone.
+type keptRing struct {
+	pages   [maxKept]int32
+	head, n int
+}
+
+func (k *keptRing) push(pg int) {
+	k.pages[(k.head+k.n)%maxKept] = int32(pg)
+	k.n++
+}
+
+func (k *keptRing) pop() int {
+	pg := int(k.pages[k.head])
+	k.head = (k.head + 1) % maxKept
+	k.n--
+	return pg
 }
 
 // class is one size class.
@@ -60,6 +90,7 @@ type smallZone struct {
 	classes [numClasses]class
 	used    int64 // bytes of slots in use: Used's part
 	nSlabs  int
+	kept    keptRing // the empty slabs kept
 
 	slabEvents int64 // slabs made and freed, for Metadata
 }
@@ -336,10 +367,52 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 			cl.next = pg + 1
 		}
 	}
-	if int(s.nfree) == cl.slots {
-		h.freeSlab(cl, pg)
+	if int(s.nfree) == cl.slots && !s.kept {
+		h.keep(pg)
 	}
 	return nil
+}
+
+// keepBound is how many empty slabs the small zone keeps: 1/32 of the
+// heap's Footprint in pages (at least one), at most maxKept and the
+// Retain in pages (none with Retain(0)).
+func (h *Heap) keepBound() int {
+	return min(maxKept, h.retain, max(1, int(h.Footprint()>>pageShift)/32))
+}
+
+// keep keeps the slab at pg, just emptied, making room by letting the
+// oldest kept go.
+func (h *Heap) keep(pg int) {
+	z := &h.small
+	bound := h.keepBound()
+	for z.kept.n > 0 && z.kept.n >= bound {
+		h.unkeep(z.kept.pop())
+	}
+	if bound == 0 {
+		h.unkeep(pg)
+		return
+	}
+	z.kept.push(pg)
+	z.slabs[pg].kept = true
+	h.enforce() // a kept slab counts against Retain
+}
+
+// unkeep lets go of the slab at pg, out of the kept ring: its page goes
+// back to the zone if it is still empty.
+func (h *Heap) unkeep(pg int) {
+	z := &h.small
+	s := &z.slabs[pg]
+	s.kept = false
+	if cl := &z.classes[s.class]; s.class != 0 && int(s.nfree) == cl.slots {
+		h.freeSlab(cl, pg)
+	}
+}
+
+// unkeepAll lets go of every kept slab.
+func (h *Heap) unkeepAll() {
+	for h.small.kept.n > 0 {
+		h.unkeep(h.small.kept.pop())
+	}
 }
 
 // freeSlab gives back the page of the empty slab at pg, of class cl.

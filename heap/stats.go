@@ -28,6 +28,11 @@ type Stats struct {
 	// Slots counts the slots in use, Slabs the pages that are slabs, and
 	// SlotBytes is the bytes of the slots in use (their class sizes).
 	Slots, Slabs, SlotBytes int64
+	// Kept counts the slabs the heap keeps after they emptied, for their
+	// class to reuse (among Slabs; some may be in use again since): at
+	// most 64, 1/32 of the Footprint's pages (at least one) and the
+	// Retain's; their pages count against the Retain with Dirty.
+	Kept int64
 	// Blocks counts the best-fit blocks in use, BlockBytes their sizes
 	// (headers included), FreeBlocks and FreeBytes the free ones, and
 	// Largest is the largest free block.
@@ -79,6 +84,7 @@ func (h *Heap) Stats() Stats {
 			Metadata:  h.Metadata(),
 		},
 		Slabs:       int64(h.small.nSlabs),
+		Kept:        int64(h.small.kept.n),
 		SlotBytes:   h.small.used,
 		Blocks:      h.mid.blocks,
 		BlockBytes:  h.mid.used,
@@ -143,9 +149,10 @@ func (h *Heap) metadata() int64 {
 	return n
 }
 
-// Trim gives every free page back to the OS now, whatever the Retain, and
-// returns how many bytes it gave back: Footprint drops by as much. Blocks
-// and slabs in use stay where they are.
+// Trim gives every free page back to the OS now, whatever the Retain,
+// the kept empty slabs' included, and returns how many bytes it gave
+// back: Footprint drops by as much. Blocks and slabs in use stay where
+// they are.
 func (h *Heap) Trim() (int64, error) {
 	if invariants.Enabled {
 		if err := h.enter(); err != nil {
@@ -156,6 +163,7 @@ func (h *Heap) Trim() (int64, error) {
 	if h.small.base == nil {
 		return 0, h.unusable()
 	}
+	h.unkeepAll()
 	n := h.purgeAll()
 	h.checkSlow()
 	return n, nil

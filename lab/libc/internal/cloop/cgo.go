@@ -8,6 +8,11 @@ package cloop
 /*
 #cgo noescape carve_cloop_run
 #cgo nocallback carve_cloop_run
+#cgo noescape carve_cloop_pairs
+#cgo nocallback carve_cloop_pairs
+#cgo noescape carve_cloop_window
+#cgo nocallback carve_cloop_window
+#include <stdlib.h>
 #include "cloop.h"
 */
 import "C"
@@ -36,4 +41,34 @@ func run(ops []libc.Op, slots int) (done, status int) {
 	p := (*C.struct_carve_cloop_op)(unsafe.Pointer(unsafe.SliceData(ops)))
 	st := C.carve_cloop_run(p, C.size_t(len(ops)), C.size_t(slots), &n)
 	return int(n), int(st)
+}
+
+// pairs makes n pairs of malloc(size) and free in C.
+func pairs(n, size int) int {
+	return int(C.carve_cloop_pairs(C.size_t(n), C.size_t(size)))
+}
+
+// window is carve_cloop_window over w's ring and sizes.
+func (w *Window) run(from, n int) int {
+	return int(C.carve_cloop_window((*unsafe.Pointer)(unsafe.Pointer(w.ring)), C.size_t(w.live),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(w.sizes))), C.size_t(len(w.sizes)), C.size_t(from), C.size_t(n)))
+}
+
+// newRing returns a ring of live block pointers in C memory (a Go slice
+// may not hold C's pointers across calls as Go pointers), all NULL.
+func newRing(live int) (unsafe.Pointer, error) {
+	p := C.calloc(C.size_t(live), C.size_t(unsafe.Sizeof(uintptr(0))))
+	if p == nil {
+		return nil, libc.ErrNoMemory
+	}
+	return p, nil
+}
+
+// freeRing frees the ring's blocks and the ring.
+func freeRing(ring unsafe.Pointer, live int) {
+	blocks := unsafe.Slice((*unsafe.Pointer)(ring), live)
+	for _, b := range blocks {
+		C.free(b)
+	}
+	C.free(ring)
 }

@@ -12,6 +12,7 @@ package cloop
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/carvelab/carve/lab/libc"
 )
@@ -72,3 +73,66 @@ const (
 	runMap         // the pointer array could not be mapped
 	runUnavailable // no cgo
 )
+
+// Pairs makes n pairs of malloc(size), a write of the block's first
+// byte, and free, in one C loop: the yardstick of an allocator's fast
+// path (BenchmarkHeapPair in package libc).
+func Pairs(n, size int) error {
+	switch pairs(n, size) {
+	case runOK:
+		return nil
+	case runUnavailable:
+		return libc.ErrUnavailable
+	}
+	return fmt.Errorf("%w: malloc(%d)", libc.ErrNoMemory, size)
+}
+
+// A Window is a ring of live blocks of the process's malloc, of which
+// Run replaces the oldest, one per step, by a block of the next size:
+// BenchmarkHeapWindow's C side.
+type Window struct {
+	ring  unsafe.Pointer // live pointers, in C memory
+	live  int
+	sizes []int32
+	next  int // the step Run makes next
+}
+
+// NewWindow returns a window of live blocks, the first of sizes (taken
+// in turn, from the first again past the last), each first byte
+// written.
+func NewWindow(live int, sizes []int32) (*Window, error) {
+	if live < 1 || len(sizes) == 0 {
+		return nil, fmt.Errorf("cloop: a window of %d blocks of %d sizes", live, len(sizes))
+	}
+	ring, err := newRing(live)
+	if err != nil {
+		return nil, err
+	}
+	w := &Window{ring: ring, live: live, sizes: sizes}
+	if err := w.Run(live); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Run makes n steps: each frees the oldest block and allocates one of
+// the next size in its place.
+func (w *Window) Run(n int) error {
+	switch w.run(w.next, n) {
+	case runOK:
+		w.next += n
+		return nil
+	case runUnavailable:
+		return libc.ErrUnavailable
+	}
+	return fmt.Errorf("%w: a window's block", libc.ErrNoMemory)
+}
+
+// Close frees the window's blocks.
+func (w *Window) Close() {
+	if w.ring != nil {
+		freeRing(w.ring, w.live)
+		w.ring = nil
+	}
+}
