@@ -84,7 +84,7 @@ func (h *Heap) check() error {
 		}
 	}
 	fp := h.Footprint()
-	used := h.small.used + h.mid.used
+	used := h.small.usedBytes() + h.mid.used
 	switch {
 	case fp > h.limit:
 		return fmt.Errorf("footprint %d above the limit %d", fp, h.limit)
@@ -279,6 +279,8 @@ func (z *smallZone) check() (asked int64, err error) {
 			return 0, fmt.Errorf("the %d-byte class: %d partial slabs, its set holds %d", cl.size, partial[c], cl.partial.n)
 		case cl.next != cl.partial.first()+1:
 			return 0, fmt.Errorf("the %d-byte class: next %d, its lowest partial slab %d", cl.size, cl.next, cl.partial.first())
+		case cl.next != 0 && cl.cur != int(z.slabs[cl.next-1].bits)*2*cl.words:
+			return 0, fmt.Errorf("the %d-byte class: its next slab's bitmaps at %d, cur says %d", cl.size, int(z.slabs[cl.next-1].bits)*2*cl.words, cl.cur)
 		case len(cl.bits)%max(2*cl.words, 1) != 0 || (cl.words > 0 && len(cl.bits)/(2*cl.words) != slabs[c]+cl.nspare):
 			return 0, fmt.Errorf("the %d-byte class: %d bitmap words for %d slabs and %d spare", cl.size, len(cl.bits), slabs[c], cl.nspare)
 		}
@@ -310,8 +312,8 @@ func (z *smallZone) check() (asked int64, err error) {
 		}
 		delete(kept, pg)
 	}
-	if used != z.used || nSlabs != z.nSlabs {
-		return 0, fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.used, z.nSlabs)
+	if used != z.usedBytes() || nSlabs != z.nSlabs {
+		return 0, fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.usedBytes(), z.nSlabs)
 	}
 	return asked, nil
 }

@@ -214,7 +214,7 @@ func (h *Heap) Alloc(size, align int) ([]byte, error) {
 	if uint(size) <= MaxSmall && uint(align) <= 8 && align&(align-1) == 0 {
 		c := sizeToClass[(size+7)>>3]
 		if cl := &h.small.classes[c]; cl.next != 0 {
-			p := h.small.take(cl, cl.next-1, size)
+			p := h.small.take(cl, size)
 			h.live += int64(size)
 			return h.small.bytes(p, size), nil
 		}

@@ -72,6 +72,7 @@ func (k *keptRing) pop() int {
 //	next = 1 + partial's first member, or 0 if partial is empty
 type class struct {
 	next    int       // 1 + the page of the lowest slab with a free slot; 0: none (so a zero class has none)
+	cur     int       // with next: where in bits that slab's bitmaps start (setNext)
 	size    uintptr   // slot size
 	magic   uint64    // ceil(2^32 / size): a slot's index is (offset in page * magic) >> 32
 	slots   int       // slots per slab
@@ -88,7 +89,6 @@ type smallZone struct {
 	zonePages
 	slabs   []slab // per committed page
 	classes [numClasses]class
-	used    int64 // bytes of slots in use: Used's part
 	nSlabs  int
 	kept    keptRing // the empty slabs kept
 
@@ -159,32 +159,52 @@ func (z *smallZone) last(cl *class, p offset) *byte {
 
 // take hands out the lowest free slot of the slab at page pg, a partial
 // slab of class cl, for a request of size bytes.
-func (z *smallZone) take(cl *class, pg, size int) offset {
-	s := &z.slabs[pg]
-	w := cl.bits[int(s.bits)*2*cl.words:][:2*cl.words]
-	var slot uint
-	for i, m := range w[:cl.words] {
-		if m != 0 {
-			w[i] = m & (m - 1)
-			slot = uint(i)*64 + uint(bits.TrailingZeros64(m))
+func (z *smallZone) take(cl *class, size int) offset {
+	pg, base := cl.next-1, cl.cur
+	slot := -1
+	for i := base; i < base+cl.words; i++ {
+		if m := cl.bits[i]; m != 0 {
+			cl.bits[i] = m & (m - 1)
+			slot = (i-base)*64 + bits.TrailingZeros64(m)
 			break
 		}
 	}
+	if slot < 0 {
+		panic("heap: the lowest partial slab of a class has no free slot")
+	}
+	s := &z.slabs[pg]
 	if s.nfree--; s.nfree == 0 {
 		cl.partial.remove(pg)
-		cl.next = cl.partial.first() + 1
+		z.setNext(cl, cl.partial.first())
 	}
 	cl.inUse++
-	z.used += int64(cl.size)
 	p := offset(pg<<pageShift) + offset(slot)*offset(cl.size)
 	if invariants.Enabled {
 		verifySlot(z.bytes(p, int(cl.size)), p)
 	}
 	if slack := cl.size - uintptr(size); slack != 0 {
-		w[uint(cl.words)+slot/64] |= 1 << (slot % 64)
+		cl.bits[base+cl.words+slot/64] |= 1 << (slot % 64)
 		*z.last(cl, p) = byte(slack - 1)
 	}
 	return p
+}
+
+// setNext makes the slab at page pg (-1: none) the one class cl takes
+// its slots from: its lowest partial slab.
+func (z *smallZone) setNext(cl *class, pg int) {
+	cl.next = pg + 1
+	if pg >= 0 {
+		cl.cur = int(z.slabs[pg].bits) * 2 * cl.words
+	}
+}
+
+// usedBytes returns the bytes of the slots in use: Used's part.
+func (z *smallZone) usedBytes() int64 {
+	var n int64
+	for c := 1; c < numClasses; c++ {
+		n += z.classes[c].inUse * int64(z.classes[c].size)
+	}
+	return n
 }
 
 // allocSmall returns size bytes from a slot of class c, making a slab
@@ -197,7 +217,7 @@ func (h *Heap) allocSmall(c uint8, size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	p := z.take(cl, cl.next-1, size)
+	p := z.take(cl, size)
 	h.live += int64(size)
 	return z.bytes(p, size), nil
 }
@@ -245,7 +265,7 @@ func (h *Heap) newSlab(c uint8) error {
 	}
 	cl.partial.grow(pg + 1)
 	cl.partial.add(pg)
-	cl.next = cl.partial.first() + 1
+	z.setNext(cl, cl.partial.first())
 	cl.slabs++
 	z.nSlabs++
 	z.slabEvents++
@@ -342,13 +362,18 @@ func (z *smallZone) inUse(b []byte, off uintptr) (w int, bit uint64, err error) 
 // committed pages; b is the caller's slice.
 func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	z := &h.small
-	w, bit, err := z.slot(off)
-	if err != nil {
-		return err
-	}
+	// slot's work, inline: the slab, the slot's index and its bit.
 	pg := int(off >> pageShift)
 	s := &z.slabs[pg]
-	cl := &z.classes[s.class]
+	cl := &z.classes[s.class] // class 0, of a free page, is a zero class
+	o := uint64(off & (pageSize - 1))
+	i := uint(o * cl.magic >> 32)
+	w := int(s.bits)*2*cl.words + int(i/64)
+	bit := uint64(1) << (i % 64)
+	if s.class == 0 || uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) || cl.bits[w]&bit != 0 {
+		_, _, err := z.slot(off) // which error
+		return err
+	}
 	n := z.asked(cl, off, w, bit)
 	if cap(b) == 0 && n != 0 {
 		return pastEnd(addr(b), n)
@@ -359,12 +384,11 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 		poison(z.bytes(offset(off), int(cl.size)))
 	}
 	cl.inUse--
-	z.used -= int64(cl.size)
 	h.live -= int64(n)
 	if s.nfree++; s.nfree == 1 {
 		cl.partial.add(pg)
 		if cl.next == 0 || pg < cl.next-1 {
-			cl.next = pg + 1
+			z.setNext(cl, pg)
 		}
 	}
 	if int(s.nfree) == cl.slots && !s.kept {
@@ -420,7 +444,7 @@ func (h *Heap) freeSlab(cl *class, pg int) {
 	z := &h.small
 	cl.partial.remove(pg)
 	if cl.next == pg+1 {
-		cl.next = cl.partial.first() + 1
+		z.setNext(cl, cl.partial.first())
 	}
 	// The slab's bitmap goes on the class's spare list, linked through
 	// its own first word, so that the list costs no memory of its own.

@@ -79,13 +79,13 @@ func (h *Heap) Stats() Stats {
 	st := Stats{
 		Stats: carve.Stats{
 			Live:      h.live,
-			Used:      h.small.used + h.mid.used,
+			Used:      h.small.usedBytes() + h.mid.used,
 			Footprint: h.Footprint(),
 			Metadata:  h.Metadata(),
 		},
 		Slabs:       int64(h.small.nSlabs),
 		Kept:        int64(h.small.kept.n),
-		SlotBytes:   h.small.used,
+		SlotBytes:   h.small.usedBytes(),
 		Blocks:      h.mid.blocks,
 		BlockBytes:  h.mid.used,
 		FreeBlocks:  h.mid.freeBlocks,
