@@ -76,8 +76,8 @@ func (h *Heap) check() error {
 		return fmt.Errorf("%d pages dirty, the heap counts %d", dirty, h.dirty)
 	}
 	if canPurge() {
-		if h.dirty > h.retain {
-			return fmt.Errorf("%d pages dirty, more than the %d retained", h.dirty, h.retain)
+		if h.dirty > h.budget() && h.ring.n > 0 {
+			return fmt.Errorf("%d pages dirty, more than the %d retained", h.dirty, h.budget())
 		}
 		if err := h.checkRing(); err != nil {
 			return err

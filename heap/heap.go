@@ -47,10 +47,17 @@ const (
 	// MaxLimit is the largest Limit (32 GiB): the best-fit zone's links
 	// are 32-bit numbers of 16-byte granules, which address 64 GiB.
 	MaxLimit = 32 << 30
-	// DefaultRetain is how many bytes of free pages the heap keeps in
+	// DefaultRetain is the most bytes of free memory the heap keeps in
 	// physical memory, for reuse without a page fault, when no Retain
-	// option says otherwise (64 KiB).
-	DefaultRetain = 64 << 10
+	// option says otherwise (64 MiB): within it, the heap keeps
+	// RetainFloor, or 1/RetainShare of its Footprint if that is more.
+	DefaultRetain = 64 << 20
+	// RetainFloor is what the heap keeps resident of its free memory
+	// whatever its size, within the Retain (64 KiB).
+	RetainFloor = 64 << 10
+	// RetainShare: a heap keeps resident up to 1/RetainShare of its
+	// Footprint of free memory (0.4%), within the Retain.
+	RetainShare = 256
 
 	// pageSize is the heap's page: the slab of a size class, and the unit
 	// in which it tracks which free memory it gave back to the OS. It is
@@ -70,7 +77,7 @@ type Heap struct {
 
 	live   int64 // Stats.Live: bytes asked for by blocks in use
 	limit  int64 // most bytes Footprint may reach
-	retain int   // free resident pages kept before purging: Retain in pages
+	retain int   // the Retain in pages: the cap of budget
 	dirty  int   // free pages of both zones that are not clean
 	ring   purgeRing
 	purges int64 // Stats.Purges
@@ -108,12 +115,15 @@ func Limit(n int64) Option {
 	}}
 }
 
-// Retain sets how many bytes of free pages the heap keeps in physical
-// memory before it gives the oldest back to the OS (default
-// DefaultRetain, or the Limit if that is smaller; rounded up to whole
-// pages). Retained pages are reused
-// without a page fault; Retain(0) gives every free page back at once,
-// the least RSS for the most system calls. n must be from 0 to the Limit.
+// Retain caps the bytes of free memory the heap keeps in physical memory
+// (default DefaultRetain, or the Limit if that is smaller; rounded up to
+// whole pages): its free pages not given back yet and the empty slabs it
+// keeps for their class. Within the cap it keeps RetainFloor, or
+// 1/RetainShare of its Footprint if that is more, and gives the free
+// pages that waited longest back to the OS past that. Retained pages are
+// reused without a page fault; Retain(0) gives every free page back at
+// once and keeps no empty slab, the least RSS for the most system calls.
+// n must be from 0 to the Limit.
 func Retain(n int64) Option {
 	return Option{func(c *config) error {
 		if n < 0 || n > MaxLimit {

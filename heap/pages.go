@@ -259,10 +259,18 @@ func (h *Heap) released(id zoneID, lo, hi int) {
 	h.enforce()
 }
 
-// enforce purges the oldest dirty pages while they and the kept empty
-// slabs are more than Retain.
+// budget is how many free pages the heap keeps resident (dirty):
+// RetainFloor, or 1/RetainShare of the Footprint if more, at most the
+// Retain. The kept empty slabs are bounded beside it (keepBound).
+func (h *Heap) budget() int {
+	return min(h.retain, max(RetainFloor>>pageShift, int(h.Footprint()>>pageShift)/RetainShare))
+}
+
+// enforce purges the oldest dirty pages while they are more than the
+// budget. A purge lowers the Footprint, and so the budget, by less than
+// the pages it gives back: the loop ends.
 func (h *Heap) enforce() {
-	for h.dirty+h.small.kept.n > h.retain && h.ring.n > 0 {
+	for h.dirty > h.budget() && h.ring.n > 0 {
 		h.purgeRun(h.ring.pop())
 	}
 }

@@ -34,7 +34,7 @@ import (
 // its page, if the slab is still empty, goes back to the zone, free and
 // dirty until the purge ring gives it back to the OS. The decay is
 // counted in slabs emptied, so a replay is the same every time; the
-// kept slabs count against Retain with the dirty pages (see enforce).
+// kept slabs are bounded beside the free pages kept (see keepBound).
 
 // slab is what the heap keeps of one page of the small zone.
 type slab struct {
@@ -397,11 +397,16 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	return nil
 }
 
-// keepBound is how many empty slabs the small zone keeps: 1/32 of the
-// heap's Footprint in pages (at least one), at most maxKept and the
-// Retain in pages (none with Retain(0)).
+// keepBound is how many empty slabs the small zone keeps, beside the
+// budget of free pages kept resident: a quarter of that budget, at most
+// 1/32 of the heap's Footprint in pages and maxKept, and at least one
+// unless the budget is none (Retain(0)).
 func (h *Heap) keepBound() int {
-	return min(maxKept, h.retain, max(1, int(h.Footprint()>>pageShift)/32))
+	b := h.budget()
+	if b == 0 {
+		return 0
+	}
+	return max(1, min(maxKept, b/4, int(h.Footprint()>>pageShift)/32))
 }
 
 // keep keeps the slab at pg, just emptied, making room by letting the
@@ -418,7 +423,6 @@ func (h *Heap) keep(pg int) {
 	}
 	z.kept.push(pg)
 	z.slabs[pg].kept = true
-	h.enforce() // a kept slab counts against Retain
 }
 
 // unkeep lets go of the slab at pg, out of the kept ring: its page goes

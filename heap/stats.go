@@ -30,8 +30,8 @@ type Stats struct {
 	Slots, Slabs, SlotBytes int64
 	// Kept counts the slabs the heap keeps after they emptied, for their
 	// class to reuse (among Slabs; some may be in use again since): at
-	// most 64, 1/32 of the Footprint's pages (at least one) and the
-	// Retain's; their pages count against the Retain with Dirty.
+	// most 64, 1/32 of the Footprint's pages and a quarter of the free
+	// pages it keeps resident (at least one, none with Retain(0)).
 	Kept int64
 	// Blocks counts the best-fit blocks in use, BlockBytes their sizes
 	// (headers included), FreeBlocks and FreeBytes the free ones, and
@@ -163,8 +163,9 @@ func (h *Heap) Trim() (int64, error) {
 	if h.small.base == nil {
 		return 0, h.unusable()
 	}
+	before := h.Footprint()
 	h.unkeepAll()
-	n := h.purgeAll()
+	h.purgeAll()
 	h.checkSlow()
-	return n, nil
+	return before - h.Footprint(), nil
 }
