@@ -144,7 +144,18 @@
 // most align-1 bytes to alignment per request and the unused tail of each
 // full block.
 //
-// Neither is safe for concurrent use: give each goroutine its own, or
+// heap: Alloc of a request up to 256 bytes (and of the exact classes
+// near 512, 1024, 2048, 4096) is a class lookup and the first set bit of
+// its lowest partial slab's bitmap, with two counters; its Free finds the
+// slot by a multiply, checks it, and sets a bit. A slab that empties is
+// kept a while for its class, so neither path makes or unmakes a slab in
+// the common case. Other requests take a best-fit block: a bin or a
+// treap search, the block's tags and the page bitmaps. Free pages past
+// what the heap keeps resident (64 KiB, or 1/256 of its footprint) go
+// back to the OS by madvise inside the call that frees them: see package
+// heap's costs.
+//
+// None is safe for concurrent use: give each goroutine its own, or
 // guard one with a mutex; lockfree is the pool to share.
 //
 // # Checked builds

@@ -161,21 +161,17 @@ func (z *smallZone) last(cl *class, p offset) *byte {
 // slab of class cl, for a request of size bytes.
 func (z *smallZone) take(cl *class, size int) offset {
 	pg, base := cl.next-1, cl.cur
-	slot := -1
-	for i := base; i < base+cl.words; i++ {
-		if m := cl.bits[i]; m != 0 {
-			cl.bits[i] = m & (m - 1)
-			slot = (i-base)*64 + bits.TrailingZeros64(m)
-			break
-		}
+	i := base
+	for cl.bits[i] == 0 { // the slab has a free slot: the loop stops within its words
+		i++
 	}
-	if slot < 0 {
-		panic("heap: the lowest partial slab of a class has no free slot")
-	}
-	s := &z.slabs[pg]
-	if s.nfree--; s.nfree == 0 {
-		cl.partial.remove(pg)
-		z.setNext(cl, cl.partial.first())
+	m := cl.bits[i]
+	cl.bits[i] = m & (m - 1)
+	slot := (i-base)*64 + bits.TrailingZeros64(m)
+	if s := &z.slabs[pg]; s.nfree == 1 {
+		z.fill(cl, pg)
+	} else {
+		s.nfree--
 	}
 	cl.inUse++
 	p := offset(pg<<pageShift) + offset(slot)*offset(cl.size)
@@ -187,6 +183,15 @@ func (z *smallZone) take(cl *class, size int) offset {
 		*z.last(cl, p) = byte(slack - 1)
 	}
 	return p
+}
+
+// fill takes the last free slot's count of the slab at pg, the lowest
+// partial slab of class cl: the slab leaves the partial set, and the
+// next one up is the class's.
+func (z *smallZone) fill(cl *class, pg int) {
+	z.slabs[pg].nfree = 0
+	cl.partial.remove(pg)
+	z.setNext(cl, cl.partial.first())
 }
 
 // setNext makes the slab at page pg (-1: none) the one class cl takes
