@@ -613,3 +613,85 @@ func TestUsableSize(t *testing.T) {
 	}
 	heaptest.MustCheck(t, h, "UsableSize")
 }
+
+// TestKeptSlabs: a slab that empties stays for its class, so a request
+// and its free in turn make one slab, not one each time; the kept slabs
+// go, oldest first, past their bound; Retain(0) keeps none; Trim gives
+// the kept slabs back with the free pages.
+func TestKeptSlabs(t *testing.T) {
+	h := newHeap(t)
+	for i := range 1000 {
+		b, err := h.Alloc(64, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Free(b); err != nil {
+			t.Fatal(err)
+		}
+		if st := h.Stats(); st.Slabs != 1 || st.Kept != 1 || st.Slots != 0 {
+			t.Fatalf("pair %d: %d slabs, %d kept, %d slots; want the one slab kept", i, st.Slabs, st.Kept, st.Slots)
+		}
+	}
+	heaptest.MustCheck(t, h, "pairs")
+
+	// One slab of each of 40 classes, emptied one after the other: the
+	// heap (a few pages) keeps one, the last.
+	var bs [][]byte
+	for c := range 40 {
+		b, err := h.Alloc(8*(c+1), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	for _, b := range bs {
+		if err := h.Free(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := h.Stats()
+	if st.Kept != 1 || st.Slabs != 1 {
+		t.Errorf("after 40 slabs emptied in a small heap: %d slabs, %d kept; want 1 and 1 (the bound)", st.Slabs, st.Kept)
+	}
+	heaptest.MustCheck(t, h, "emptied")
+	n, err := h.Trim()
+	if after := h.Stats(); err != nil || after.Slabs != 0 || after.Kept != 0 || after.Footprint != st.Footprint-n {
+		t.Errorf("Trim() = %d, %v: then %d slabs, %d kept, footprint %d (from %d)", n, err, after.Slabs, after.Kept, after.Footprint, st.Footprint)
+	}
+
+	none := newHeap(t, heap.Retain(0))
+	b, _ := none.Alloc(64, 8)
+	if err := none.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if st := none.Stats(); st.Slabs != 0 || st.Kept != 0 {
+		t.Errorf("Retain(0): %d slabs, %d kept after the last slot's free; want none", st.Slabs, st.Kept)
+	}
+}
+
+// TestRetainShare: a large heap keeps 1/RetainShare of its footprint of
+// free pages resident, more than the floor, and no more.
+func TestRetainShare(t *testing.T) {
+	h := newHeap(t)
+	const n = 1024 // blocks of 64 KiB: 64 MiB
+	var bs [][]byte
+	for range n {
+		b, err := h.Alloc(64<<10, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heaptest.Fill(b, 3) // resident
+		bs = append(bs, b)
+	}
+	for i := 0; i < n; i += 2 { // holes: every other block
+		if err := h.Free(bs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := checkStats(t, h)
+	budget := max(int64(heap.RetainFloor), st.Footprint/heap.RetainShare)
+	if st.Dirty > budget || st.Dirty <= heap.RetainFloor {
+		t.Errorf("footprint %d: %d bytes of free pages resident, want above the floor %d and at most %d", st.Footprint, st.Dirty, heap.RetainFloor, budget)
+	}
+	heaptest.MustCheck(t, h, "holes")
+}
