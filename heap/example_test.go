@@ -118,7 +118,7 @@ func Example_cache() {
 	// Output:
 	// 2000 values; key9990 holds 231 bytes starting key9990
 	// full:   live 39.5 MiB, footprint 40.3 MiB
-	// shrunk: live  3.9 MiB, footprint 10.9 MiB
+	// shrunk: live  3.9 MiB, footprint 10.8 MiB
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -669,14 +669,15 @@ func TestKeptSlabs(t *testing.T) {
 	}
 }
 
-// TestRetainShare: a large heap keeps 1/RetainShare of its footprint of
-// free pages resident, more than the floor, and no more.
+// TestRetainShare: a large heap keeps up to 1/RetainShare of its
+// footprint of free pages resident, more than the floor, and no more
+// (after a burst of purges, at least half of that, less the last run).
 func TestRetainShare(t *testing.T) {
 	h := newHeap(t)
-	const n = 1024 // blocks of 64 KiB: 64 MiB
+	const n = 8192 // blocks of 16 KiB: 128 MiB
 	var bs [][]byte
 	for range n {
-		b, err := h.Alloc(64<<10, 1)
+		b, err := h.Alloc(16<<10, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -690,7 +691,7 @@ func TestRetainShare(t *testing.T) {
 	}
 	st := checkStats(t, h)
 	budget := max(int64(heap.RetainFloor), st.Footprint/heap.RetainShare)
-	if st.Dirty > budget || st.Dirty <= heap.RetainFloor {
+	if st.Dirty > budget || st.Dirty < budget/2-16<<10 || st.Dirty <= heap.RetainFloor {
 		t.Errorf("footprint %d: %d bytes of free pages resident, want above the floor %d and at most %d", st.Footprint, st.Dirty, heap.RetainFloor, budget)
 	}
 	heaptest.MustCheck(t, h, "holes")

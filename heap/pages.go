@@ -269,8 +269,16 @@ func (h *Heap) budget() int {
 // enforce purges the oldest dirty pages while they are more than the
 // budget. A purge lowers the Footprint, and so the budget, by less than
 // the pages it gives back: the loop ends.
+//
+// Past the budget it purges down to half of it, so that the system calls
+// come in bursts, one every budget/2 pages freed rather than one per
+// page, and the pages given back in one burst are more often neighbours
+// (purgeRun gives each stretch back in one call).
 func (h *Heap) enforce() {
-	for h.dirty > h.budget() && h.ring.n > 0 {
+	if h.dirty <= h.budget() {
+		return
+	}
+	for h.dirty > h.budget()/2 && h.ring.n > 0 {
 		h.purgeRun(h.ring.pop())
 	}
 }
@@ -302,16 +310,21 @@ func (h *Heap) purgeRun(run pageRun) {
 		if a < 0 {
 			break
 		}
-		b := a + 1
-		for b < hi && z.free.has(b) && !z.clean.has(b) {
-			b++
+		// The stretch runs on over free pages, clean ones included (the
+		// OS has nothing to do for those), to the last dirty one before
+		// a page in use: one call for dirty pages that clean ones part.
+		b, dirty := a+1, 1
+		for j := a + 1; j < hi && z.free.has(j); j++ {
+			if !z.clean.has(j) {
+				b, dirty = j+1, dirty+1
+			}
 		}
 		if err := z.vm.purge(int64(a)<<pageShift, int64(b)<<pageShift); err == nil {
 			for j := a; j < b; j++ {
 				z.clean.set(j)
 			}
-			z.nClean += b - a
-			h.dirty -= b - a
+			z.nClean += dirty
+			h.dirty -= dirty
 			h.purges++
 		}
 		i = b
