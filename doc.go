@@ -87,11 +87,12 @@
 // it measured of them:
 //
 //	heap       requests up to 256 bytes in 29 header-free size classes
-//	           (one-page slabs, two bits per slot in Go memory), a slab's
-//	           page given back as soon as it empties; four exact classes
-//	           of 512 B to 4 KiB; the rest best fit with boundary tags;
-//	           free pages anywhere in the heap given back to the OS
-//	           (MADV_DONTNEED) once more than Retain of them are resident.
+//	           (one-page slabs, two bits per slot in Go memory), the few
+//	           slabs that emptied last kept for their class, older ones'
+//	           pages given back; four exact classes of 512 B to 4 KiB; the
+//	           rest best fit with boundary tags; free pages anywhere in the
+//	           heap given back to the OS (MADV_DONTNEED) once more than 64
+//	           KiB, or 1/256 of the heap, are resident (at most Retain).
 //	fit        one region, an 8-byte boundary-tag header per block (16-byte
 //	           granule, 32-byte minimum: two 16-byte requests land 32 bytes
 //	           apart with 24 usable, as glibc's), free neighbours coalesced,

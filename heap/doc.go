@@ -115,8 +115,8 @@
 // names its lowest partial slab and where that slab's bitmap starts, the
 // first set bit of at most 8 words, two counters and, for a request
 // shorter than its slot, a bit and a byte: no call and no branch taken
-// on the common path, about 1.3 times glibc's malloc and free per pair
-// (BenchmarkHeapPair in lab/libc, below). When the class has no free
+// on the common path, about 1.2 times glibc's malloc and free per pair
+// (BenchmarkHeapPair in package lab/libc). When the class has no free
 // slot, a new slab: a resident free page from the purge queue (a scan of
 // its at most 64 ranges) or the zone's lowest free page (one word read
 // per 16 MiB of the zone) and, every so often, an mprotect to commit

@@ -26,6 +26,9 @@ var sink []byte
 // 4096 pairs (impl=libc: glibc unless LD_PRELOAD says otherwise).
 //
 //	taskset -c 1 go test -run '^$' -bench HeapPair -count 8 ./lab/libc | benchstat -col /impl -
+//
+// The loops count to b.N rather than use b.Loop, whose guarantee that
+// results stay live spills them to the stack on every iteration.
 func BenchmarkHeapPair(b *testing.B) {
 	const size = 64
 	b.Run("impl=heap", func(b *testing.B) {
@@ -34,7 +37,8 @@ func BenchmarkHeapPair(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer h.Close()
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			p, err := h.Alloc(size, 8)
 			if err != nil {
 				b.Fatal(err)
@@ -46,7 +50,8 @@ func BenchmarkHeapPair(b *testing.B) {
 		}
 	})
 	b.Run("impl=make", func(b *testing.B) {
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			p := make([]byte, size)
 			p[0] = 1
 			sink = p
@@ -54,7 +59,8 @@ func BenchmarkHeapPair(b *testing.B) {
 	})
 	b.Run("impl=sync.Pool", func(b *testing.B) {
 		sp := sync.Pool{New: func() any { p := make([]byte, size); return &p }}
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			p := sp.Get().(*[]byte)
 			(*p)[0] = 1
 			sp.Put(p)
@@ -66,7 +72,8 @@ func BenchmarkHeapPair(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.Close()
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			c, err := p.Alloc()
 			if err != nil {
 				b.Fatal(err)
@@ -124,7 +131,8 @@ func BenchmarkHeapWindow(b *testing.B) {
 			}
 		}
 		i := live
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			slot := i % live
 			if err := h.Free(ring[slot]); err != nil {
 				b.Fatal(err)
@@ -144,7 +152,8 @@ func BenchmarkHeapWindow(b *testing.B) {
 			ring[i] = make([]byte, sizes[i])
 		}
 		i := live
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			p := make([]byte, sizes[i%len(sizes)])
 			p[0] = 1
 			ring[i%live] = p
