@@ -20,10 +20,12 @@ import (
 // For the small zone:
 //
 //	a page is free exactly when it is no slab; a slab's nfree is the count
-//	of its bitmap's set bits, 0 <= nfree < slots (an empty slab is freed);
-//	a slab is in its class's partial set exactly when nfree > 0, and the
-//	class's next is 1 + the set's first member; every bitmap is one slab's or
-//	spare, once; inUse = sum of (slots - nfree); used = sum of inUse*size;
+//	of its bitmap's set bits, 0 <= nfree <= slots, nfree == slots only for
+//	a slab in the kept ring, which holds each slab marked kept once; a
+//	slab is in its class's partial set exactly when nfree > 0, and the
+//	class's next is 1 + the set's first member, cur where that slab's
+//	bitmaps start; every bitmap is one slab's or spare, once; inUse = sum
+//	of (slots - nfree); Used sums inUse*size over the classes;
 //	a slot's slack bit is set only if the slot is in use, and then its last
 //	byte is below its size (the slack less 1, at most size - 1).
 //

@@ -266,10 +266,11 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 // 0 identifies only a block of 0 bytes: at a larger block's start it is
 // what b[len(b):] is, which Go gives b's own pointer, and is refused.
 //
-// A slot goes back to its slab, and a slab left empty gives its page
-// back; a best-fit block merges with its free neighbours, and the whole
-// pages inside the free block that results go back to the OS once more
-// than the Retain bytes of free pages are resident.
+// A slot goes back to its slab, and a slab left empty is kept for its
+// class, the oldest kept giving its page back past their bound; a
+// best-fit block merges with its free neighbours, and the whole pages
+// inside the free block that results go back to the OS once more free
+// pages are resident than the heap keeps (see Retain).
 //
 // Free refuses, changing nothing, a slice that does not start at a block
 // in use: ErrForeign for nil, memory outside the heap, a slice into the

@@ -60,7 +60,7 @@ func TestRandomFreeLarge(t *testing.T) {
 
 // TestRandomFreeSmall is the same with blocks of 16 to 256 bytes, whose
 // slabs hold 16 to 256 slots each: only a slab all of whose slots die
-// gives its page back, so the heap keeps most of its pages (what it
+// gives its page back (past the few kept), so the heap keeps most of its pages (what it
 // reaches is logged). It must give back at least one page in twenty.
 func TestRandomFreeSmall(t *testing.T) {
 	if mem.PageSize() != heap.PageSize {

@@ -68,7 +68,8 @@ func (k *keptRing) pop() int {
 // class is one size class.
 //
 //	inUse = sum over the class's slabs of (slots - nfree)
-//	a slab is in partial exactly when 0 < nfree < slots (an empty slab is freed)
+//	a slab is in partial exactly when nfree > 0 (an empty one only while kept)
+//	cur = where the bitmaps of the slab at next-1 start, when next != 0
 //	next = 1 + partial's first member, or 0 if partial is empty
 type class struct {
 	next    int       // 1 + the page of the lowest slab with a free slot; 0: none (so a zero class has none)

@@ -499,7 +499,7 @@ var LabelColumns = []string{"bytes at peak", "share", "objects", "own peak", "al
 // such attribute), and its name as a Go programmer writes the type
 // (LabelStat.GoName: "[]byte"). It is nil for a trace without labels.
 func (s Summary) LabelCells(n int) [][]string {
-	return s.cells(s.Labels, n, func(l LabelStat) string {
+	return s.cells(s.Labels, n, "labels", func(l LabelStat) string {
 		if l.Label == 0 {
 			return "(no label)"
 		}
@@ -511,7 +511,7 @@ func (s Summary) LabelCells(n int) [][]string {
 // by its site and the types allocated there ("goconn.Run (goconn.go:48):
 // []byte"; a C program's, its site alone). It is nil for a trace whose labels carry no sites.
 func (s Summary) SiteCells(n int) [][]string {
-	return s.cells(s.Sites, n, func(l LabelStat) string {
+	return s.cells(s.Sites, n, "sites", func(l LabelStat) string {
 		if l.Name == "" { // a C program's site: no type
 			return l.Site
 		}
@@ -520,8 +520,9 @@ func (s Summary) SiteCells(n int) [][]string {
 }
 
 // cells formats the first n of all (all of them when n is 0 or less)
-// and a row for the rest, each named by name.
-func (s Summary) cells(all []LabelStat, n int, name func(LabelStat) string) [][]string {
+// and a row for the rest ("(12 more labels)", of what), each named by
+// name.
+func (s Summary) cells(all []LabelStat, n int, what string, name func(LabelStat) string) [][]string {
 	rows := all
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
@@ -554,7 +555,7 @@ func (s Summary) cells(all []LabelStat, n int, name func(LabelStat) string) [][]
 			objects += l.Objects
 			bytes += l.Bytes
 		}
-		out = append(out, []string{size.Digits3(bytes), share(bytes), strconv.FormatInt(objects, 10), "", "", "", "", "", fmt.Sprintf("(%d more labels)", len(rest))})
+		out = append(out, []string{size.Digits3(bytes), share(bytes), strconv.FormatInt(objects, 10), "", "", "", "", "", fmt.Sprintf("(%d more %s)", len(rest), what)})
 	}
 	return out
 }
