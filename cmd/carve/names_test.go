@@ -123,3 +123,21 @@ func TestCSiteRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestCStats: carve stats lists a C program's objects by site by
+// default, and --by type says the trace has no types.
+func TestCStats(t *testing.T) {
+	tr := cSitesTrace(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stats", tr}, "make_node (prog.c:6)"},
+		{[]string{"stats", "--by", "type", tr}, "types: none (a C program's trace"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("carve %v: exit %d, stdout %q, stderr %q; want %q", tc.args, code, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+}

@@ -180,16 +180,19 @@ var statsCommand = &command{
 					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
 				writeCycles(w, s.Cycles)
+				typed := slices.ContainsFunc(s.Labels, func(l trace.LabelStat) bool { return l.Name != "" })
 				if *by == "" {
 					*by = "type"
-					if len(s.Sites) > 0 && !slices.ContainsFunc(s.Labels, func(l trace.LabelStat) bool { return l.Name != "" }) {
+					if len(s.Sites) > 0 && !typed {
 						*by = "site" // a C program's: sites, no types
 					}
 				}
 				switch {
+				case *by == "type" && len(s.Sites) > 0 && !typed:
+					fmt.Fprintln(w, "\ntypes: none (a C program's trace: its labels are the allocation sites of its call stacks, --by site)")
 				case *by == "site" && len(s.Sites) == 0:
 					fmt.Fprintln(w, "\nsites: none (the trace's labels carry no sites: record a go test with this carve, which takes a heap profile beside the trace, or a C program with carve's recorder or heaptrack, which keep call stacks)")
-				case *by == "site" && !slices.ContainsFunc(s.Sites, func(l trace.LabelStat) bool { return l.Name != "" }):
+				case *by == "site" && !typed:
 					fmt.Fprintln(w, "\nsites by bytes live at the peak (each the function that called the allocator, from the call stack the recorder kept: a realloc's bytes are its caller's)")
 					return s.WriteSites(w, 20)
 				case *by == "site":
