@@ -58,7 +58,8 @@
 // top) is free; the heap keeps RetainFloor (64 KiB) of free pages
 // resident, or 1/RetainShare (1/256) of its Footprint if that is more,
 // at most the Retain (DefaultRetain, 64 MiB), and past that gives back
-// the pages that have been free longest (a queue of 64 page ranges) with
+// the pages that have been free longest (a queue of 64 page ranges), down
+// to half of that, in one burst, with
 // MADV_DONTNEED, which keeps the mapping: RSS drops at once, and the page reads as zero
 // when it is next used, without a system call. So a hole between two live
 // blocks costs the partial pages at its ends and nothing else, and the
@@ -112,10 +113,10 @@
 // # Costs
 //
 // Alloc of a small request: a table lookup for the class, whose record
-// names its lowest partial slab and where that slab's bitmap starts, the
-// first set bit of at most 8 words, two counters and, for a request
-// shorter than its slot, a bit and a byte: no call and no branch taken
-// on the common path, about 1.2 times glibc's malloc and free per pair
+// names its lowest partial slab and where that slab's bitmap starts, one
+// call (take), the first set bit of at most 8 words, three counters and,
+// for a request shorter than its slot, a bit and a byte: with its Free,
+// about 1.2 times glibc's malloc and free per pair
 // (BenchmarkHeapPair in package lab/libc). When the class has no free
 // slot, a new slab: a resident free page from the purge queue (a scan of
 // its at most 64 ranges) or the zone's lowest free page (one word read

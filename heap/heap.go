@@ -47,7 +47,7 @@ const (
 	// MaxLimit is the largest Limit (32 GiB): the best-fit zone's links
 	// are 32-bit numbers of 16-byte granules, which address 64 GiB.
 	MaxLimit = 32 << 30
-	// DefaultRetain is the most bytes of free memory the heap keeps in
+	// DefaultRetain is the most bytes of free pages the heap keeps in
 	// physical memory, for reuse without a page fault, when no Retain
 	// option says otherwise (64 MiB): within it, the heap keeps
 	// RetainFloor, or 1/RetainShare of its Footprint if that is more.
@@ -115,15 +115,16 @@ func Limit(n int64) Option {
 	}}
 }
 
-// Retain caps the bytes of free memory the heap keeps in physical memory
-// (default DefaultRetain, or the Limit if that is smaller; rounded up to
-// whole pages): its free pages not given back yet and the empty slabs it
-// keeps for their class. Within the cap it keeps RetainFloor, or
-// 1/RetainShare of its Footprint if that is more, and gives the free
-// pages that waited longest back to the OS past that. Retained pages are
-// reused without a page fault; Retain(0) gives every free page back at
-// once and keeps no empty slab, the least RSS for the most system calls.
-// n must be from 0 to the Limit.
+// Retain caps the bytes of free pages the heap keeps in physical memory,
+// not given back to the OS yet (default DefaultRetain, or the Limit if
+// that is smaller; rounded up to whole pages). Within the cap it keeps
+// RetainFloor, or 1/RetainShare of its Footprint if that is more; past
+// that it gives back the pages that waited longest, down to half of it,
+// in one burst. Beside them it keeps up to a quarter as many slabs that
+// emptied, for their class. Retained pages are reused without a page
+// fault; Retain(0) gives every free page back at once and keeps no empty
+// slab, the least RSS for the most system calls. n must be from 0 to the
+// Limit.
 func Retain(n int64) Option {
 	return Option{func(c *config) error {
 		if n < 0 || n > MaxLimit {

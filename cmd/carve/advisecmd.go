@@ -23,7 +23,9 @@ var adviseCommand = &command{
 each candidate size (the sizes requested most often and those taking the most
 bytes), keeps the pool that lowered the peak footprint most, and repeats with
 the remaining candidates: every figure is a measured replay. It prints the
-savings and the Go code that makes the pools.
+savings and the Go code that makes the pools; on a C program's trace whose
+objects carry their allocation sites (carve's recorder and heaptrack keep
+call stacks), the sites each pool takes its requests from, at most ` + strconv.Itoa(advise.MaxSites) + `.
 
 For a Go program's trace (carve record -- go test ..., its objects labelled
 with their types) and no --base, it advises on types instead: it replays the

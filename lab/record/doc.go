@@ -121,8 +121,8 @@
 // 800,000 calls, pinned to one core, medians of seven interleaved runs:
 // 0.27 s alone, 0.40 s under carve's library without stacks (1.5×, as
 // before stacks existed), 1.90 s with them (6.7×); the whole of Record,
-// three runs each: carve 2.54 s, carve without stacks 0.80 s, heaptrack
-// (whose libunwind caches each frame's unwinding rule) 1.11 s.
+// three runs each, medians: carve 2.54 s, carve without stacks 0.81 s,
+// heaptrack (whose libunwind caches each frame's unwinding rule) 1.12 s.
 //
 // carve's lock is paid by threaded programs: eight threads making 2.8
 // million calls ran in 0.22 s alone and 1.4 to 2.1 s recorded.
