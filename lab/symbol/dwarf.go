@@ -122,12 +122,8 @@ func buildID(f *elf.File) []byte {
 
 // checksum returns the CRC-32 of the file at path, .gnu_debuglink's.
 func checksum(path string) (uint32, error) {
-	st, err := os.Stat(path)
-	if err != nil {
+	if err := regular(path); err != nil {
 		return 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("%s: not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -167,17 +167,27 @@ func (t *Table) binary(path string) *binary {
 
 // openELF opens the ELF file at path, which must be a regular file.
 func openELF(path string) (*elf.File, error) {
+	if err := regular(path); err != nil {
+		return nil, err
+	}
+	return elf.Open(path)
+}
+
+// regular returns an error unless path names a regular file: a trace's
+// module paths may name a device or a pipe, which reading would block on
+// or never end.
+func regular(path string) error {
 	if path == "" {
-		return nil, errors.New("no path")
+		return errors.New("no path")
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
+		return fmt.Errorf("%s: not a regular file", path)
 	}
-	return elf.Open(path)
+	return nil
 }
 
 func hasSection(f *elf.File, name string) bool {
