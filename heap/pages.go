@@ -266,19 +266,17 @@ func (h *Heap) budget() int {
 	return min(h.retain, max(RetainFloor>>pageShift, int(h.Footprint()>>pageShift)/RetainShare))
 }
 
-// enforce purges the oldest dirty pages while they are more than the
-// budget. A purge lowers the Footprint, and so the budget, by less than
-// the pages it gives back: the loop ends.
-//
-// Past the budget it purges down to half of it, so that the system calls
+// enforce purges the oldest dirty pages once they are more than the
+// budget, down to half of it, so that the system calls
 // come in bursts, one every budget/2 pages freed rather than one per
 // page, and the pages given back in one burst are more often neighbours
 // (purgeRun gives each stretch back in one call).
 func (h *Heap) enforce() {
-	if h.dirty <= h.budget() {
+	b := h.budget()
+	if h.dirty <= b {
 		return
 	}
-	for h.dirty > h.budget()/2 && h.ring.n > 0 {
+	for h.dirty > b/2 && h.ring.n > 0 {
 		h.purgeRun(h.ring.pop())
 	}
 }

@@ -300,30 +300,47 @@ func (h *Heap) dirtySmallPage() int {
 }
 
 // slot finds the slot in use that starts at offset off of the zone, in
-// its committed pages: the index in its class's bits of the word of its
-// free bitmap that holds its bit (the word of its slack bitmap is words
-// further on), and the bit. It refuses anything else, reading nothing of
+// its committed pages: its class, the index in the class's bits of the
+// word of its free bitmap that holds its bit (the word of its slack
+// bitmap is words further on), and the bit. It refuses anything else, reading nothing of
 // the zone's memory.
-func (z *smallZone) slot(off uintptr) (w int, bit uint64, err error) {
-	pg := int(off >> pageShift)
-	s := &z.slabs[pg]
+func (z *smallZone) slot(off uintptr) (cl *class, w int, bit uint64, err error) {
+	_, cl, w, bit, ok := z.locate(off)
+	if !ok || cl.bits[w]&bit != 0 {
+		return nil, 0, 0, z.notSlot(off)
+	}
+	return cl, w, bit, nil
+}
+
+// locate is slot's work, small enough to inline into Free's path: the
+// slab at offset off, its class, the word and bit of the slot there, and
+// whether a slot starts there (in use if cl.bits[w]&bit == 0).
+func (z *smallZone) locate(off uintptr) (s *slab, cl *class, w int, bit uint64, ok bool) {
+	s = &z.slabs[off>>pageShift]
+	cl = &z.classes[s.class] // class 0, of a free page, has no slots: never ok
+	o := uint64(off & (pageSize - 1))
+	i := uint(o * cl.magic >> 32)
+	w = int(s.bits)*2*cl.words + int(i/64)
+	bit = 1 << (i % 64)
+	ok = i < uint(cl.slots) && uintptr(i)*cl.size == uintptr(o)
+	return s, cl, w, bit, ok
+}
+
+// notSlot says why offset off of the zone, in its committed pages, is
+// not the start of a slot in use.
+func (z *smallZone) notSlot(off uintptr) error {
+	s := &z.slabs[off>>pageShift]
 	if s.class == 0 {
-		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
+		return fmt.Errorf("%w: %#x (offset %d of the small zone) lies in a free page",
 			ErrDoubleFree, uintptr(z.base)+off, off)
 	}
 	cl := &z.classes[s.class]
 	o := uint64(off & (pageSize - 1))
-	i := uint(o * cl.magic >> 32)
-	if uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) {
-		return 0, 0, fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
+	if i := uint(o * cl.magic >> 32); uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) {
+		return fmt.Errorf("%w: %#x (offset %d of the small zone) is not the start of a slot of its %d-byte slab",
 			ErrForeign, uintptr(z.base)+off, off, cl.size)
 	}
-	w = int(s.bits)*2*cl.words + int(i/64)
-	bit = 1 << (i % 64)
-	if cl.bits[w]&bit != 0 {
-		return 0, 0, fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
-	}
-	return w, bit, nil
+	return fmt.Errorf("%w: %#x (a free slot of the %d-byte class)", ErrDoubleFree, uintptr(z.base)+off, cl.size)
 }
 
 // classAt returns the class of the slab at offset off of the zone.
@@ -355,9 +372,9 @@ func (z *smallZone) setAsked(cl *class, off uintptr, w int, bit uint64, n int) {
 // refuses an empty slice of capacity 0 if the slot holds more than 0
 // bytes (see pastEnd).
 func (z *smallZone) inUse(b []byte, off uintptr) (w int, bit uint64, err error) {
-	w, bit, err = z.slot(off)
+	cl, w, bit, err := z.slot(off)
 	if err == nil && cap(b) == 0 {
-		if n := z.asked(z.classAt(off), off, w, bit); n != 0 {
+		if n := z.asked(cl, off, w, bit); n != 0 {
 			return 0, 0, pastEnd(addr(b), n)
 		}
 	}
@@ -368,18 +385,11 @@ func (z *smallZone) inUse(b []byte, off uintptr) (w int, bit uint64, err error) 
 // committed pages; b is the caller's slice.
 func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	z := &h.small
-	// slot's work, inline: the slab, the slot's index and its bit.
-	pg := int(off >> pageShift)
-	s := &z.slabs[pg]
-	cl := &z.classes[s.class] // class 0, of a free page, is a zero class
-	o := uint64(off & (pageSize - 1))
-	i := uint(o * cl.magic >> 32)
-	w := int(s.bits)*2*cl.words + int(i/64)
-	bit := uint64(1) << (i % 64)
-	if s.class == 0 || uintptr(i)*cl.size != uintptr(o) || i >= uint(cl.slots) || cl.bits[w]&bit != 0 {
-		_, _, err := z.slot(off) // which error
-		return err
+	s, cl, w, bit, ok := z.locate(off)
+	if !ok || cl.bits[w]&bit != 0 {
+		return z.notSlot(off)
 	}
+	pg := int(off >> pageShift)
 	n := z.asked(cl, off, w, bit)
 	if cap(b) == 0 && n != 0 {
 		return pastEnd(addr(b), n)
