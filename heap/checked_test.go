@@ -45,6 +45,27 @@ func TestPoisonBlock(t *testing.T) {
 	_ = guard
 }
 
+// TestSharedPoison writes into a block of a Shared heap after another
+// goroutine freed it: the goroutine whose Alloc hands the slot out again
+// panics, naming the write after free.
+func TestSharedPoison(t *testing.T) {
+	s, err := heap.NewShared(heap.Shards(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	keep, _ := s.Alloc(64, 1)
+	b, _ := s.Alloc(64, 1)
+	done := make(chan error)
+	go func() { done <- s.Free(b) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b[10] = 0 // written after another goroutine freed it
+	heaptest.MustPanic(t, "written after free", func() { s.Alloc(64, 1) })
+	_ = keep
+}
+
 // TestBusy holds the heap's busy mark from another goroutine, as a call
 // running there would, and checks that every call refuses to run: those
 // that return an error return ErrBusy, Stats and Map panic, and nothing
@@ -101,13 +122,13 @@ func TestBusy(t *testing.T) {
 	}
 }
 
-// TestSharedMisuse shares one heap between two goroutines, which the
+// TestUnlockedSharing shares one Heap between two goroutines, which the
 // contract forbids: in a checked build each call runs alone or is refused
 // with ErrBusy, changing nothing, so the heap stays whole and Live exact
 // (in release builds the two corrupt the heap: a fault, or overlapping
 // blocks). Run it with -race too: the heap's Go memory is only touched
 // inside the busy mark.
-func TestSharedMisuse(t *testing.T) {
+func TestUnlockedSharing(t *testing.T) {
 	h := newHeap(t)
 	const n = 20000
 	var busy atomic.Int64

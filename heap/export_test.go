@@ -1,6 +1,7 @@
 package heap
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -54,3 +55,18 @@ func (h *Heap) At(a uintptr, n int) []byte {
 // that stands for the one inside the heap.
 func (h *Heap) Enter() error { return h.enter() }
 func (h *Heap) Leave()       { h.leave() }
+
+// Check runs each shard's invariant checker under its lock.
+func (s *Shared) Check() error {
+	var errs []error
+	s.each(func(h *Heap) {
+		if err := h.check(); err != nil {
+			errs = append(errs, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// CanPurge reports whether the heap gives pages back to the OS in this
+// build: not in Go memory (off Linux, or with -tags carvegomem).
+func CanPurge() bool { return canPurge() }

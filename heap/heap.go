@@ -97,6 +97,20 @@ type Option struct {
 type config struct {
 	limit, retain int64
 	retainSet     bool
+	shards        int
+}
+
+// apply applies the options in order.
+func (c *config) apply(opts []Option) error {
+	for _, o := range opts {
+		if o.apply == nil {
+			return fmt.Errorf("%w: zero Option (want one from Limit, Retain or Shards)", ErrOption)
+		}
+		if err := o.apply(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Limit caps the heap's Footprint, the bytes of memory it holds, at n
@@ -147,15 +161,12 @@ func DefaultLimit() int64 {
 // which costs no memory, and commits nothing until the first Alloc.
 func New(opts ...Option) (*Heap, error) {
 	c := config{limit: DefaultLimit(), retain: DefaultRetain}
-	for _, o := range opts {
-		if o.apply == nil {
-			return nil, fmt.Errorf("%w: zero Option (want one from Limit or Retain)", ErrOption)
-		}
-		if err := o.apply(&c); err != nil {
-			return nil, err
-		}
+	if err := c.apply(opts); err != nil {
+		return nil, err
 	}
 	switch {
+	case c.shards != 0:
+		return nil, fmt.Errorf("%w: Shards(%d) is an option of NewShared", ErrOption, c.shards)
 	case c.retainSet && c.retain > c.limit:
 		return nil, fmt.Errorf("%w: Retain(%d) above the Limit %d", ErrOption, c.retain, c.limit)
 	case !c.retainSet:

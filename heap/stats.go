@@ -114,6 +114,11 @@ func (h *Heap) Stats() Stats {
 			}
 		}
 	}
+	if !canPurge() {
+		// Go memory, where residence is not measured: the committed bytes
+		// stand for it, of which the Footprint is what the heap touched.
+		st.Resident = min(st.Resident, st.Footprint)
+	}
 	return st
 }
 

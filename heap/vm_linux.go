@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !carvegomem
 
 package heap
 
@@ -84,6 +84,12 @@ func (v vm) contains(b []byte) bool {
 	}
 	a, base := addr(b), uintptr(v.base())
 	return a >= base && a-base <= uintptr(len(v.raw)) && uintptr(cap(b)) <= uintptr(len(v.raw))-(a-base)
+}
+
+// bounds returns the reservation's first address and the one past its end.
+func (v vm) bounds() (lo, hi uintptr) {
+	lo = uintptr(v.base())
+	return lo, lo + uintptr(len(v.raw))
 }
 
 // release unmaps the reservation.
