@@ -11,6 +11,7 @@ import (
 
 	"github.com/carvelab/carve/fit"
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/churn"
 	"github.com/carvelab/carve/internal/heaptest"
 )
 
@@ -19,49 +20,6 @@ import (
 // stores. BenchmarkValueCache measures ns/op here, and the rest (peak RSS,
 // the GC's share of the CPU) in a process of its own per store: see
 // cache_child_test.go.
-
-// The value sizes: log-normal with median valueMedian bytes and sigma
-// valueSigma (of the natural logarithm), truncated to [valueMin, valueMax]
-// by drawing again.
-const (
-	valueMedian = 512
-	valueSigma  = 1.5
-	valueMin    = 32
-	valueMax    = 64 << 10
-)
-
-// valueSize draws one value size.
-func valueSize(r *rand.Rand) int {
-	for {
-		n := int(math.Round(valueMedian * math.Exp(valueSigma*r.NormFloat64())))
-		if n >= valueMin && n <= valueMax {
-			return n
-		}
-	}
-}
-
-// valueSizeCDF returns the probability that valueSize draws at most x
-// bytes, ignoring the rounding to whole bytes.
-func valueSizeCDF(x float64) float64 {
-	return (lnCDF(x, 0) - lnCDF(valueMin, 0)) / (lnCDF(valueMax, 0) - lnCDF(valueMin, 0))
-}
-
-// meanValueSize returns the mean of valueSize's distribution, ignoring
-// the rounding to whole bytes: for a log-normal truncated to [a, b],
-// exp(mu + sigma²/2) (Φ(β - sigma) - Φ(α - sigma)) / (Φ(β) - Φ(α)),
-// with α and β the standardized logarithms of a and b.
-func meanValueSize() float64 {
-	mu := math.Log(valueMedian)
-	return math.Exp(mu+valueSigma*valueSigma/2) *
-		(lnCDF(valueMax, valueSigma) - lnCDF(valueMin, valueSigma)) /
-		(lnCDF(valueMax, 0) - lnCDF(valueMin, 0))
-}
-
-// lnCDF returns Φ((ln x - mu)/sigma - shift), Φ the standard normal CDF.
-func lnCDF(x, shift float64) float64 {
-	z := (math.Log(x)-math.Log(valueMedian))/valueSigma - shift
-	return (1 + math.Erf(z/math.Sqrt2)) / 2
-}
 
 // goHeap is the Go heap as an allocator: Alloc is make([]byte, size), and
 // Free drops nothing but the caller's reference, which the garbage
@@ -121,7 +79,7 @@ func newValueCache(store allocator, n int, r *rand.Rand) (*valueCache, error) {
 		store:  store,
 		values: make(map[uint64][]byte, n),
 		keys:   make([]uint64, n),
-		src:    make([]byte, valueMax),
+		src:    make([]byte, churn.MaxSize),
 	}
 	for i := range c.src {
 		c.src[i] = byte(r.Uint32())
@@ -129,7 +87,7 @@ func newValueCache(store allocator, n int, r *rand.Rand) (*valueCache, error) {
 	for i := range c.keys {
 		c.keys[i] = c.next
 		c.next++
-		if err := c.put(c.keys[i], valueSize(r)); err != nil {
+		if err := c.put(c.keys[i], churn.Size(r)); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +137,7 @@ func (c *valueCache) delete(key uint64) error {
 func (c *valueCache) step(r *rand.Rand) error {
 	x := r.Uint64()
 	i := int((x & math.MaxUint32) * uint64(len(c.keys)) >> 32) // uniform in [0, len(keys))
-	n := valueSize(r)
+	n := churn.Size(r)
 	if x>>63 == 0 {
 		return c.put(c.keys[i], n)
 	}
@@ -338,35 +296,5 @@ func TestValueCache(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// TestValueSizes checks valueSize against its distribution: its bounds,
-// the share of draws at most 512 bytes (not a half: truncation takes more
-// from below than from above), and its mean, for a million draws.
-func TestValueSizes(t *testing.T) {
-	const draws = 1000000
-	r := rand.New(rand.NewPCG(1, 1))
-	var sum float64
-	below, lo, hi := 0, valueMax, 0
-	for range draws {
-		n := valueSize(r)
-		sum += float64(n)
-		lo, hi = min(lo, n), max(hi, n)
-		if n <= valueMedian {
-			below++
-		}
-	}
-	mean, share := sum/draws, float64(below)/draws
-	wantMean, wantShare := meanValueSize(), valueSizeCDF(valueMedian+0.5)
-	t.Logf("%d draws: %d to %d bytes, mean %.1f (want %.1f), %.4f at most %d bytes (want %.4f)",
-		draws, lo, hi, mean, wantMean, share, valueMedian, wantShare)
-	switch {
-	case lo < valueMin || hi > valueMax:
-		t.Fatalf("sizes from %d to %d, want %d to %d", lo, hi, valueMin, valueMax)
-	case math.Abs(mean-wantMean) > 0.01*wantMean:
-		t.Fatalf("mean size %.1f, want %.1f within 1%%", mean, wantMean)
-	case math.Abs(share-wantShare) > 0.005:
-		t.Fatalf("%.4f of sizes at most %d, want %.4f within 0.005", share, valueMedian, wantShare)
 	}
 }

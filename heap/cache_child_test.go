@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/fit"
 	"github.com/carvelab/carve/heap"
+	"github.com/carvelab/carve/internal/churn"
 	"github.com/carvelab/carve/mem"
 )
 
@@ -158,7 +158,7 @@ func TestValueCacheChild(t *testing.T) {
 
 	r := rand.New(rand.NewPCG(2, 2))
 	runtime.GC() // the runtime's CPU figures start at the end of a cycle
-	before, err := sampleCPU()
+	before, err := churn.SampleCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,17 +167,17 @@ func TestValueCacheChild(t *testing.T) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
-	after, err := sampleCPU()
+	after, err := churn.SampleCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Wall = after.wall.Sub(before.wall).Nanoseconds()
-	res.CPU = (after.user + after.sys - before.user - before.sys).Nanoseconds()
-	res.Sys = (after.sys - before.sys).Nanoseconds()
-	res.Faults = after.faults - before.faults
-	res.GCs = int64(after.cycles - before.cycles)
-	res.GCCPU = (after.gc - before.gc).Nanoseconds()
-	res.GCWindow = (after.busy - before.busy).Nanoseconds()
+	res.Wall = after.Wall.Sub(before.Wall).Nanoseconds()
+	res.CPU = (after.User + after.Sys - before.User - before.Sys).Nanoseconds()
+	res.Sys = (after.Sys - before.Sys).Nanoseconds()
+	res.Faults = after.Faults - before.Faults
+	res.GCs = int64(after.Cycles - before.Cycles)
+	res.GCCPU = (after.GC - before.GC).Nanoseconds()
+	res.GCWindow = (after.Busy - before.Busy).Nanoseconds()
 
 	peak, err1 := mem.PeakRSS()
 	end, err2 := mem.RSS()
@@ -186,7 +186,7 @@ func TestValueCacheChild(t *testing.T) {
 	}
 	res.PeakRSS, res.EndRSS = peak-res.BaseRSS, end-res.BaseRSS
 	res.Live, res.PeakLive = c.live, c.peak
-	res.GoMapped, res.GoObjects, res.GoFree, res.GoGoal = goMemory()
+	res.GoMapped, res.GoObjects, res.GoFree, res.GoGoal = churn.GoMemory()
 	switch h := store.(type) {
 	case *heap.Heap:
 		st := h.Stats()
@@ -206,49 +206,4 @@ func TestValueCacheChild(t *testing.T) {
 	}
 	fmt.Printf("%s%s\n", resultPrefix, line)
 	t.Log(res)
-}
-
-// cpuSample is the process's clocks at one point.
-type cpuSample struct {
-	wall      time.Time
-	user, sys time.Duration // the process's CPU time
-	faults    int64         // the process's page faults that needed no I/O
-	gc, busy  time.Duration // the GC's CPU time and the Ps' busy time, as of the end of the last GC cycle
-	cycles    uint64        // GC cycles ended
-}
-
-func sampleCPU() (cpuSample, error) {
-	s := []metrics.Sample{
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/gc/cycles/total:gc-cycles"},
-		{Name: "/cpu/classes/total:cpu-seconds"},
-		{Name: "/cpu/classes/idle:cpu-seconds"},
-	}
-	metrics.Read(s)
-	user, sys, faults, err := processCPU()
-	return cpuSample{
-		wall:   time.Now(),
-		user:   user,
-		sys:    sys,
-		faults: faults,
-		gc:     time.Duration(s[0].Value.Float64() * 1e9),
-		busy:   time.Duration((s[2].Value.Float64() - s[3].Value.Float64()) * 1e9),
-		cycles: s[1].Value.Uint64(),
-	}, err
-}
-
-// goMemory returns the bytes the Go runtime holds from the OS less the
-// heap pages it has given back, the bytes of its heap's objects, its free
-// heap pages not given back, and its heap goal.
-func goMemory() (mapped, objects, free, goal int64) {
-	s := []metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/gc/heap/goal:bytes"},
-	}
-	metrics.Read(s)
-	v := func(i int) int64 { return int64(s[i].Value.Uint64()) }
-	return v(0) - v(1), v(2), v(3), v(4)
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package heap_test
+package churn
 
 import (
 	"errors"
