@@ -102,7 +102,8 @@
 //     (above) until its next call that frees, or Trim, which gives them
 //     all back.
 //   - A Heap is not safe for concurrent use: callers that share one must
-//     serialize every call, Stats and Map included. Checked builds detect
+//     serialize every call, Stats and Map included, or use [Shared], a
+//     heap of shards for goroutines that share it. Checked builds detect
 //     two goroutines in it at once: the call that finds the heap busy
 //     returns an error wrapping ErrBusy and changes nothing (Stats and
 //     Map, which return no error, panic); Footprint, Metadata, Limit and
