@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -216,9 +213,6 @@ func BenchmarkValueStore(b *testing.B) {
 // TestValueStoreChild skips without it.
 const valueStoreEnv = "CARVE_VALUESTORE_CHILD"
 
-// resultPrefix starts the child's line of results on its standard output.
-const resultPrefix = "valuestore-result: "
-
 // storeResult is what the child measured. Bytes and nanoseconds.
 type storeResult struct {
 	Store                   string
@@ -283,26 +277,13 @@ func childResult(store string, n, ops, goroutines int) (storeResult, error) {
 // test binary and returns what it measured.
 func runValueStoreChild(store string, n, ops, goroutines int) (storeResult, error) {
 	var res storeResult
-	cmd := exec.Command(os.Args[0], "-test.run=^TestValueStoreChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", valueStoreEnv, store, n, ops, goroutines), fmt.Sprintf("GOMAXPROCS=%d", goroutines))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return res, fmt.Errorf("%s: %v\n%s%s", cmd, err, out, stderr.Bytes())
+	if err := churn.RunChild("TestValueStoreChild", []string{fmt.Sprintf("%s=%s %d %d %d", valueStoreEnv, store, n, ops, goroutines), fmt.Sprintf("GOMAXPROCS=%d", goroutines)}, &res); err != nil {
+		return res, err
 	}
-	for line := range strings.Lines(string(out)) {
-		if s, ok := strings.CutPrefix(line, resultPrefix); ok {
-			if err := json.Unmarshal([]byte(s), &res); err != nil {
-				return res, fmt.Errorf("%s: %v in %q", cmd, err, s)
-			}
-			if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 {
-				return res, fmt.Errorf("%s measured %+v, not %s with %d values and %d ops", cmd, res, store, n, ops)
-			}
-			return res, nil
-		}
+	if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 {
+		return res, fmt.Errorf("TestValueStoreChild measured %+v, not %s with %d values and %d ops", res, store, n, ops)
 	}
-	return res, fmt.Errorf("%s printed no line starting %q:\n%s%s", cmd, resultPrefix, out, stderr.Bytes())
+	return res, nil
 }
 
 // TestValueStoreChild is the process of its own BenchmarkValueStore
@@ -425,10 +406,8 @@ func TestValueStoreChild(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
+	if err := churn.PrintResult(res); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("%s%s\n", resultPrefix, line)
 	t.Log(res)
 }

@@ -1,15 +1,11 @@
 package heap_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +24,6 @@ import (
 // valueCacheEnv names the store, the values and the operations of the
 // child's run, as "store values ops"; TestValueCacheChild skips without it.
 const valueCacheEnv = "CARVE_VALUECACHE_CHILD"
-
-// resultPrefix starts the child's line of results on its standard output.
-const resultPrefix = "valuecache-result: "
 
 // valueCacheResult is what the child measured. Bytes and nanoseconds.
 type valueCacheResult struct {
@@ -104,32 +97,19 @@ func (r valueCacheResult) gcShare() float64 {
 // measured.
 func runValueCacheChild(store string, n, ops int) (valueCacheResult, error) {
 	var res valueCacheResult
-	cmd := exec.Command(os.Args[0], "-test.run=^TestValueCacheChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", valueCacheEnv, store, n, ops))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return res, fmt.Errorf("%s: %v\n%s%s", cmd, err, out, stderr.Bytes())
+	if err := churn.RunChild("TestValueCacheChild", []string{fmt.Sprintf("%s=%s %d %d", valueCacheEnv, store, n, ops)}, &res); err != nil {
+		return res, err
 	}
-	for line := range strings.Lines(string(out)) {
-		if s, ok := strings.CutPrefix(line, resultPrefix); ok {
-			if err := json.Unmarshal([]byte(s), &res); err != nil {
-				return res, fmt.Errorf("%s: %v in %q", cmd, err, s)
-			}
-			if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 || (res.GCs > 0) != (res.GCWindow > 0) {
-				return res, fmt.Errorf("%s measured %+v, not %s with %d values and %d ops", cmd, res, store, n, ops)
-			}
-			return res, nil
-		}
+	if res.Store != store || res.Values != n || res.Ops != ops || res.PeakLive <= 0 || res.CPU <= 0 || (res.GCs > 0) != (res.GCWindow > 0) {
+		return res, fmt.Errorf("TestValueCacheChild measured %+v, not %s with %d values and %d ops", res, store, n, ops)
 	}
-	return res, fmt.Errorf("%s printed no line starting %q:\n%s%s", cmd, resultPrefix, out, stderr.Bytes())
+	return res, nil
 }
 
 // TestValueCacheChild is the process of its own that BenchmarkValueCache
 // starts for each store; it skips unless valueCacheEnv is set. It takes
 // the RSS as its baseline, builds the cache, runs the churn, and prints
-// what it measured on a line starting with resultPrefix.
+// what it measured as its line of results (churn.PrintResult).
 func TestValueCacheChild(t *testing.T) {
 	env := os.Getenv(valueCacheEnv)
 	if env == "" {
@@ -200,10 +180,8 @@ func TestValueCacheChild(t *testing.T) {
 	if err := c.close(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
+	if err := churn.PrintResult(res); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("%s%s\n", resultPrefix, line)
 	t.Log(res)
 }
