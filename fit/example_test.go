@@ -9,10 +9,10 @@ import (
 	"github.com/carvelab/carve/mem"
 )
 
-// The seed's stride lesson: two 16-byte requests land 32 bytes apart and
-// the first can hold 24, as with glibc on x86-64. Each block carries an
-// 8-byte header, and sizes round up to 16 bytes; the statistics show the
-// cost as Used - Live.
+// The block-allocator article's stride experiment: two 16-byte requests
+// land 32 bytes apart and the first can hold 24, as with glibc on x86-64.
+// Each block carries an 8-byte header, and sizes round up to 16 bytes; the
+// statistics show the cost as Used - Live.
 func Example() {
 	h, err := fit.New(fit.FirstFit)
 	if err != nil {
@@ -94,7 +94,7 @@ func ExamplePolicy() {
 
 // Freeing the last blocks of a heap leaves a free top; past the threshold
 // the heap gives it back to the OS by itself, and Trim gives back all of
-// it. Only one malloc in the paper among the seeds ever shrank its heap.
+// it.
 func ExampleHeap_Trim() {
 	h, err := fit.New(fit.BestFit, fit.TrimThreshold(-1), fit.TopPad(0))
 	if err != nil {

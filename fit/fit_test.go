@@ -174,9 +174,9 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// TestStride is the seed's stride lesson: two 16-byte requests land 32
-// bytes apart and each can hold 24, for every policy; the header and the
-// rounding show as Used - Live.
+// TestStride is the block-allocator article's stride experiment: two
+// 16-byte requests land 32 bytes apart and each can hold 24, for every
+// policy; the header and the rounding show as Used - Live.
 func TestStride(t *testing.T) {
 	tests := []struct {
 		size, stride int

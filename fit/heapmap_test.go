@@ -47,8 +47,9 @@ func checkMap(t *testing.T, h *fit.Heap, blocks ...[]byte) heapmap.Map {
 	return m
 }
 
-// TestMapConnection: after the seed's connection scenario, every policy's
-// map shows n holes of 1040 bytes, each between two live sessions.
+// TestMapConnection: after the block-allocator article's connection
+// scenario, every policy's map shows n holes of 1040 bytes, each between
+// two live sessions.
 func TestMapConnection(t *testing.T) {
 	for _, p := range fit.Policies() {
 		for _, n := range []int{1, 100, 5000} {

@@ -36,6 +36,9 @@ package heap
 //    31        1024           4           0      0.68%   1024
 //    32        2048           2           0      0.34%   2048
 //    33        4096           1           0      0.17%   4096
+//
+// Up to 128 bytes a request loses at most 7 bytes to rounding; above, up
+// to MaxSmall, at most 8.04% of its slot (class 27) with the slab's tail.
 
 // numClasses counts the classes and the unused class 0.
 const numClasses = 34

@@ -17,8 +17,8 @@
 // The small zone serves requests of up to MaxSmall (256) bytes from 29
 // size classes: every multiple of 8 up to 128 bytes, and above that, for
 // each count of slots a page can hold, the largest multiple of 8 that fits
-// that many (classes.go lists them with their waste). A request loses at
-// most 7 bytes to rounding up to 128 bytes, at most 6% above. Four exact
+// that many (classes.go lists them with their waste and states the bound
+// a request loses to rounding). Four exact
 // classes, 512, 1024, 2048 and 4096 bytes, which divide the page, serve
 // requests of their size less up to 7 bytes, for which a best-fit block
 // would take 16 bytes more and straddle pages. Each page of the zone is

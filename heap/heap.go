@@ -61,8 +61,8 @@ const (
 
 	// pageSize is the heap's page: the slab of a size class, and the unit
 	// in which it tracks which free memory it gave back to the OS. It is
-	// the OS page on the platforms carve runs on; on a larger OS page the
-	// heap gives back only whole OS pages (see purge).
+	// the OS page on the platforms carve runs on; where the OS page is
+	// larger, the heap gives nothing back (canPurge).
 	pageSize  = 4096
 	pageShift = 12
 	// minLimit is the smallest Limit: a page of each zone.

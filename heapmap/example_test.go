@@ -8,11 +8,11 @@ import (
 	"github.com/carvelab/carve/heapmap"
 )
 
-// The seed's connection scenario in small: each connection allocates a
-// scratch buffer of 1 KiB and a session of 64 bytes, back to back, and
-// frees the scratch buffer when it is set up. The heap's map shows a hole
-// of 1040 bytes (the 1 KiB block with its header, rounded up) next to
-// every live session: free memory no larger request can use.
+// The block-allocator article's connection scenario in small: each
+// connection allocates a scratch buffer of 1 KiB and a session of 64 bytes,
+// back to back, and frees the scratch buffer when it is set up. The heap's
+// map shows a hole of 1040 bytes (the 1 KiB block with its header, rounded
+// up) next to every live session: free memory no larger request can use.
 func Example() {
 	h, err := fit.New(fit.FirstFit)
 	if err != nil {
