@@ -18,9 +18,16 @@
 //
 // # Glossary
 //
+// The words mean what carve's code and documentation mean by them.
+//
 //   - region: a range of address space reserved from the OS (package mem).
 //     Reserved pages cost nothing; committed pages may be touched and
 //     count towards the footprint; decommitted pages go back to the OS.
+//   - block: the memory one request is given by a heap (fit, buddy,
+//     sizeclass, heap) and given back by its Free: the caller's bytes,
+//     their rounding and, where the heap has one, the header in front.
+//     Package arena alone means something else by it: one region of its
+//     chain, through which it bumps a cursor (arena.BlockSize).
 //   - chunk: one fixed-size unit of a pool. A free chunk holds the link to
 //     the next free chunk in its first bytes; a chunk in use holds only
 //     the caller's bytes.
@@ -28,11 +35,28 @@
 //     to the alignment, so that every chunk, not only the first, is
 //     aligned.
 //   - slab: the unit in which a pool commits and gives back memory; slab s
-//     holds the chunks carved from its start.
-//   - block: one link of an arena's chain; the arena bumps a cursor through
-//     it.
-//   - offset: a chunk's distance from its allocator's base. Allocators
-//     keep offsets, not pointers, inside carve memory.
+//     holds the chunks carved from its start. In heap, a slab is one page
+//     of a size class, cut into slots.
+//   - slot: one unit of a heap's size class: the block of a small request
+//     in heap, with no header.
+//   - size class: a size that requests are rounded up to, so that blocks
+//     of one class are interchangeable (sizeclass, heap's small zone).
+//   - boundary tag: the header in front of a block of fit, and of heap's
+//     best-fit blocks: its size and whether it and its neighbour are in
+//     use, so that a free block finds and merges its free neighbours in
+//     O(1).
+//   - granule: the unit block sizes round to in fit and heap's best-fit
+//     zone (16 bytes); in buddy, the unit in which it commits memory and
+//     gives it back (buddy.Granule).
+//   - page: the heap's unit of tracking (4 KiB, the OS page): which memory
+//     is a slab, free, or given back.
+//   - purge: giving free pages' physical memory back to the OS while
+//     keeping the mapping (MADV_DONTNEED): RSS drops at once, and the pages
+//     read as zero when next touched, with no system call.
+//   - offset: a chunk's or block's distance from its allocator's base.
+//     Allocators keep offsets, not pointers, inside carve memory.
+//   - live: the bytes callers asked for and still hold; the figure every
+//     other one is compared with (below).
 //
 // # Statistics
 //
@@ -68,6 +92,37 @@
 //	       2. otherwise chain a new block (a larger one for a large request);
 //	       3. past the limit: an error wrapping arena.ErrExhausted.
 //	Reset: every block is reused from the start; Release gives them all back.
+//
+// heap (package heap) hands out blocks of any size and alignment, each
+// freed on its own; see "The general-purpose heaps" below for how it
+// compares with carve's other heaps.
+//
+//	Alloc: 1. a request of up to 256 bytes (aligned to 8 or less) takes its
+//	          size class from a table, and the lowest free slot of the
+//	          class's lowest slab that has one: the first set bit of the
+//	          slab's bitmap;
+//	       2. if no slab of the class has a free slot, a new slab: a free
+//	          page still resident (the purge queue's newest), else the
+//	          zone's lowest free page, committing more of the zone if none
+//	          is free (one mprotect);
+//	       3. a request of 512, 1024, 2048 or 4096 bytes less up to 7 takes
+//	          an exact class the same way; any other takes the smallest free
+//	          block that holds it (an exact bin under 1 KiB, a treap above),
+//	          split to size, or the bottom of the top;
+//	       4. past the Limit: an error wrapping heap.ErrExhausted.
+//	Free:  1. in the small zone: the page's slab record, a multiply for the
+//	          slot's index, a check that the slot is in use (else
+//	          heap.ErrForeign or heap.ErrDoubleFree), a bit set; a slab that
+//	          empties is kept for its class, and the oldest kept gives its
+//	          page back past their bound;
+//	       2. elsewhere: the walk of one page's headers checks that the
+//	          slice starts a block in use; the block merges with its free
+//	          neighbours, and the whole pages inside the free block join the
+//	          free pages;
+//	       3. once more free pages are resident than the heap keeps (64 KiB,
+//	          or 1/256 of its footprint, at most Retain), the pages free
+//	          longest are purged (MADV_DONTNEED), down to half of that.
+//	Trim:  every kept slab and every free page is purged.
 //
 // Both have typed handles, pool.Of[T] and arena.Of[T], built once per type
 // and refusing types that hold Go pointers: the GC does not look inside
@@ -157,7 +212,8 @@
 // heap's costs.
 //
 // None is safe for concurrent use: give each goroutine its own, or
-// guard one with a mutex; lockfree is the pool to share.
+// guard one with a mutex; lockfree is the pool to share, and heap.Shared
+// (a heap of shards, each behind its own lock) the heap.
 //
 // # Checked builds
 //

@@ -13,9 +13,9 @@
 //     16-byte header in front of every payload records the block's order,
 //     as malloc's headers record a chunk's size, so a request of exactly
 //     2^k bytes needs a block of 2^(k+1). Requests of power-of-two sizes,
-//     which Plain serves without waste, take twice the memory. (The paper
-//     behind carve's lab measured 50.7% fragmentation for its modified
-//     buddy, against 30.5% for the best malloc.)
+//     which Plain serves without waste, take twice the memory. (The FREENIX
+//     paper measured 50.7% fragmentation for its modified buddy, against
+//     30.5% for the best malloc.)
 //
 // Memory comes from the OS through package mem, outside the Go heap, and
 // is committed as blocks are handed out and given back as they are freed
