@@ -1,7 +1,7 @@
 // Package heapmap describes a picture of one of carve's heaps at a moment:
 // its address space in address order, cut into segments of live memory,
 // free memory, headers, padding and memory the heap has not handed out,
-// so that a user sees where the holes are. The seed's connection scenario
+// so that a user sees where the holes are. The block-allocator article's connection scenario
 // leaves "100,000 separate holes of about 1 KB, each next to a live session
 // object"; a map of that heap shows them, and counts them.
 //
