@@ -9,13 +9,13 @@
 //
 //   - Plain ("buddy") keeps each block's order in side tables, in Go
 //     memory, so a request of 2^k bytes takes a block of exactly 2^k.
-//   - Header ("buddy-header") is the paper's modified binary buddy: a
-//     16-byte header in front of every payload records the block's order,
-//     as malloc's headers record a chunk's size, so a request of exactly
-//     2^k bytes needs a block of 2^(k+1). Requests of power-of-two sizes,
-//     which Plain serves without waste, take twice the memory. (The FREENIX
-//     paper measured 50.7% fragmentation for its modified buddy, against
-//     30.5% for the best malloc.)
+//   - Header ("buddy-header") is the FREENIX paper's modified binary
+//     buddy: a 16-byte header in front of every payload records the
+//     block's order, as malloc's headers record a chunk's size, so a
+//     request of exactly 2^k bytes needs a block of 2^(k+1). Requests of power-of-two sizes,
+//     which Plain serves without waste, take twice the memory. (The
+//     FREENIX paper measured 50.7% fragmentation for its modified buddy,
+//     against 30.5% for the best malloc.)
 //
 // Memory comes from the OS through package mem, outside the Go heap, and
 // is committed as blocks are handed out and given back as they are freed
@@ -90,7 +90,7 @@ const (
 	// bytes takes a block of 2^k. Its name is "buddy".
 	Plain Mode = iota
 	// Header keeps a HeaderSize-byte header in front of every payload, as
-	// the paper's modified buddy and most mallocs do. Its name is
+	// the FREENIX paper's modified buddy and most mallocs do. Its name is
 	// "buddy-header".
 	Header
 )

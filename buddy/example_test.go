@@ -34,9 +34,10 @@ func Example() {
 	// buddy-header live 6400 B, used 12800 B (headers 1600 B): 100% internal fragmentation
 }
 
-// The block each request takes in each mode. The paper's observation: with
-// a header, two blocks of one size together need slightly more than twice
-// that size, so a request of a power of two lands in the next order up.
+// The block each request takes in each mode. The FREENIX paper's
+// observation: with a header, two blocks of one size together need
+// slightly more than twice that size, so a request of a power of two lands
+// in the next order up.
 func ExampleHeap_Alloc() {
 	plain, err := buddy.New(buddy.Plain, buddy.Limit(1<<20))
 	if err != nil {

@@ -5,15 +5,16 @@ import (
 	"unsafe"
 )
 
-// This file holds the header of Header mode: what the paper's modified
-// buddy keeps in front of every block, and what makes it fragment more.
+// This file holds the header of Header mode: what the FREENIX paper's
+// modified buddy keeps in front of every block, and what makes it
+// fragment more.
 
 // header is the HeaderSize bytes just before a payload in Header mode. It
 // holds the block's order and the payload's distance from the block's
-// start, as a malloc's header holds a chunk's size. The paper's allocator
-// finds a block's size there; this heap pays the same bytes but keeps the
-// side tables authoritative, so that a bad slice never makes it read free
-// memory, and uses the header as a second witness: Free, Realloc and
+// start, as a malloc's header holds a chunk's size. The FREENIX paper's
+// allocator finds a block's size there; this heap pays the same bytes but
+// keeps the side tables authoritative, so that a bad slice never makes it
+// read free memory, and uses the header as a second witness: Free, Realloc and
 // UsableSize refuse a payload whose header does not name the block the
 // tables found, at the distance the slice starts at. The check word keeps
 // a payload's bytes, or a stale header, from naming a block by chance;

@@ -5,8 +5,7 @@
 // deciding which free block serves a request. The heap grows at its top by
 // committing more of its reservation, and gives a free top back to the OS,
 // so that its Footprint and RSS follow what the program holds (of the
-// nine mallocs the paper among the seeds measured, only one shrank its
-// heap).
+// nine mallocs the FREENIX paper measured, only one shrank its heap).
 //
 // All four policies share one block layout, one header, one granule and
 // one minimum block, so that the fragmentation the lab measures between

@@ -40,8 +40,9 @@ import (
 //	       pages inside free blocks (past header and links, before the
 //	       footer) and of the top
 //	clean ⊆ free, and no clean page is resident (mincore)
-//	dirty = |free - clean| over both zones, at most the Retain, each dirty
-//	        page in a range of the purge ring
+//	dirty = |free - clean| over both zones; where the heap can purge, at
+//	        most the budget and each dirty page in a range of the purge
+//	        ring
 //	Footprint = committed - clean <= Limit
 //	Live = the sum over the slots and blocks in use of what was asked of
 //	       them (their usable bytes less their slack)

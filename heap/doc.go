@@ -11,8 +11,9 @@
 //
 // # Design
 //
-// The heap reserves two zones of address space (four times the Limit
-// each, which costs no memory) and commits them from the bottom up.
+// The heap reserves two zones of address space (on Linux four times the
+// Limit each, which costs no memory: see Limit) and commits them from the
+// bottom up.
 //
 // The small zone serves requests of up to MaxSmall (256) bytes from 29
 // size classes: every multiple of 8 up to 128 bytes, and above that, for
@@ -116,16 +117,17 @@
 // Alloc of a small request: a table lookup for the class, whose record
 // names its lowest partial slab and where that slab's bitmap starts, one
 // call (take), the first set bit of at most 8 words, three counters and,
-// for a request shorter than its slot, a bit and a byte: with its Free,
-// about 1.2 times glibc's malloc and free per pair
-// (BenchmarkHeapPair in package lab/libc). When the class has no free
+// for a request shorter than its slot, a bit and a byte; BenchmarkHeapPair
+// in package lab/libc measures it with its Free beside glibc's malloc and
+// free. When the class has no free
 // slot, a new slab: a resident free page from the purge queue (a scan of
 // its at most 64 ranges) or the zone's lowest free page (one word read
 // per 16 MiB of the zone) and, every so often, an mprotect to commit
 // more. Free of a slot: the slab's record, a multiply that finds the
-// slot's index and a check that it starts a slot in use, a bit, three
-// counters; a slab that empties joins the kept slabs (a ring of 64), and
-// the oldest kept gives its page to the purge queue.
+// slot's index and a check that it starts a slot in use, two bits (free;
+// slack), three counters; a slab that empties joins the kept slabs (a ring
+// of 64), and past their bound the oldest kept gives its page to the purge
+// queue.
 // Alloc of a best-fit block: a bin, or a treap search in O(log n) of the
 // free blocks of 1 KiB or more; Free: the walk of one page's headers,
 // O(1) to coalesce, the index's update. Both update the page bitmaps of
@@ -135,12 +137,12 @@
 // and Free. Stats costs a mincore per zone; Map O(pages + slots + blocks).
 //
 // Per block: a slot costs its rounding to the class size and two bits; a
-// best-fit block its 8-byte tag and its rounding to 16 bytes. Per page of
-// the small zone: an 8-byte slab record and a few bits; per page of the
-// best-fit zone, 2 bytes and a few bits. Stats.Metadata counts all of it
-// (1 Mi requests of log-uniform sizes: about 1% of the footprint for 8 to
-// 256 bytes, 0.15% for 8 B to 4 KiB, under 0.1% for 4 to 64 KiB); the lab
-// adds it to the heap's footprint and resident figures.
+// best-fit block its 8-byte tag and its rounding to 16 bytes. The Go
+// memory of the bookkeeping, per page and per class, is Stats.Metadata
+// (Heap.Metadata lists what it counts): with 1 Mi requests of log-uniform
+// sizes, about 1% of the footprint for 8 to 256 bytes, 0.15% for 8 B to
+// 4 KiB, under 0.1% for 4 to 64 KiB (64 Ki requests); the lab adds it to
+// the heap's footprint and resident figures.
 //
 // The default Limit is the machine's physical memory (at most MaxLimit).
 package heap

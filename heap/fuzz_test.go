@@ -37,8 +37,9 @@ func TestRandomOps(t *testing.T) { heaptest.RandomInputs(t, 19, 20, 3000, runOps
 
 // A fuzz input is a configuration byte and a string of operations, which
 // heaptest.Run decodes (a probe is a misuse, or a UsableSize check; a
-// verification of every block's bytes checks the map as well). A third of
-// the sizes (e < 8, see heaptest.Ops) fall in the size classes.
+// verification of every block's bytes checks the map as well). Nearly
+// half of the sizes fall in the size classes: those of e <= 8 (below 256
+// bytes, see heaptest.Ops) and half of those of e = 9.
 //
 // cfg: limit = fuzzLimits[cfg % 3]; retain = fuzzRetains[cfg/3 % 3].
 var (

@@ -151,8 +151,8 @@ func Retain(n int64) Option {
 
 // DefaultLimit returns the Limit a heap gets when no Limit option says
 // otherwise: the machine's physical memory (4 GiB if Linux does not say;
-// 16 MiB off Linux, where package mem backs reservations with Go memory),
-// at most MaxLimit.
+// 16 MiB off Linux and in builds tagged carvegomem, where the zones are Go
+// memory), at most MaxLimit.
 func DefaultLimit() int64 {
 	return min(max(physicalMemory(), minLimit), MaxLimit)
 }
@@ -392,8 +392,9 @@ func (h *Heap) move(b []byte, size int) ([]byte, error) {
 
 // UsableSize returns how many bytes the block b starts at can hold: its
 // class's slot size, or a best-fit block's size less its header. A
-// Realloc up to that size keeps the block in place. UsableSize refuses
-// the slices Free refuses.
+// Realloc to that size keeps the block in place, as does one to any
+// smaller size for a best-fit block; a slot stays only for the sizes its
+// class serves (see Realloc). UsableSize refuses the slices Free refuses.
 func (h *Heap) UsableSize(b []byte) (int, error) {
 	if invariants.Enabled {
 		if err := h.enter(); err != nil {

@@ -10,7 +10,7 @@
 // whole slot). The classes are:
 //
 //   - every multiple of 8 up to 128 bytes: a request loses at most 7
-//     bytes to rounding, and the tails stay under 64 bytes a page;
+//     bytes to rounding, and the tails stay at most 64 bytes a page;
 //   - above 128 bytes, for each count of slots n a page holds (31 down
 //     to 16), the largest multiple of 8 of which n fit in a page: the
 //     largest slot for that many per page, so no class wastes a tail a
@@ -19,7 +19,8 @@
 // Then the exact classes, 512, 1024, 2048 and 4096 bytes, which divide the
 // page: they serve requests of their size less at most 7 bytes, for which
 // a best-fit block would need the size plus 16 (its tag and a granule),
-// and give a page back as soon as its slots are free. Other requests
+// and a slab of theirs that empties frees a whole page (once the heap no
+// longer keeps it for its class). Other requests
 // above MaxSmall go to the best-fit blocks.
 package main
 

@@ -21,12 +21,14 @@ import (
 //	clean ⊆ free;  Footprint = committed - clean pages
 //
 // A free page that is not clean is dirty: resident, or possibly so. The
-// heap lets at most Retain bytes of dirty pages wait, for reuse without a
-// page fault; past that it purges the oldest. Every page that becomes
-// dirty is recorded in the purge ring, a queue of page ranges, so the
-// oldest are found without a search; a range whose pages were taken again
-// since is skipped when it comes up. The ring holds a fixed number of
-// ranges: when it is full, its two oldest of one zone become one.
+// heap lets dirty pages wait, for reuse without a page fault, up to its
+// budget (at most the Retain); past that it purges the oldest, down to
+// half the budget (enforce). Where the heap can purge (canPurge), every
+// page that becomes dirty is recorded in the purge ring, a queue of page
+// ranges, so the oldest are found without a search; a range whose pages
+// were taken again since is skipped when it comes up. The ring holds a
+// fixed number of ranges: when it is full, its oldest joins the next of
+// its zone (ringSize).
 
 // zoneID names a zone in the purge ring.
 type zoneID uint8
@@ -215,8 +217,8 @@ func (h *Heap) used(z *zonePages, lo, hi int) {
 
 // released marks pages [lo, hi) of zone id free: nothing of the heap lies
 // on them any more. Those that were not free become dirty, and go to the
-// purge ring; the oldest dirty pages are purged while more than Retain
-// bytes of them wait.
+// purge ring; once more dirty pages wait than the budget, the oldest are
+// purged (enforce).
 func (h *Heap) released(id zoneID, lo, hi int) {
 	if lo >= hi {
 		return

@@ -40,7 +40,7 @@ func randomFree(t *testing.T, n, lo, hi int) (peak, st heap.Stats) {
 // TestRandomFreeLarge frees 90% of blocks of 4 to 64 KiB at random: with
 // no top to trim, the heap's resident memory, its side metadata included,
 // must come within 1.3 times the live bytes. 2,000 blocks by default,
-// 100,000 (about 3.3 GiB at the peak) with CARVE_LONG=1.
+// 100,000 (about 3.2 GiB at the peak) with CARVE_LONG=1.
 func TestRandomFreeLarge(t *testing.T) {
 	if mem.PageSize() != heap.PageSize {
 		t.Skipf("the OS page is %d bytes: the heap gives back no free page", mem.PageSize())

@@ -124,7 +124,8 @@ func NewShared(opts ...Option) (*Shared, error) {
 	return s, nil
 }
 
-// Limit returns the most bytes the shards' Footprints may sum to.
+// Limit returns the Limit s was made with, which its shards share
+// evenly, each share rounded up to whole pages (see Heap.Limit).
 func (s *Shared) Limit() int64 { return s.limit }
 
 // Shards returns how many heaps s is made of.
@@ -313,8 +314,9 @@ func (s *Shared) Footprint() int64 {
 	return n
 }
 
-// Metadata returns Stats().Metadata without a system call, and the
-// shards' table.
+// Metadata returns the sum of the shards' Metadata, without a system
+// call, and the bytes of s's table of their address ranges, which
+// Stats().Metadata leaves out.
 func (s *Shared) Metadata() int64 {
 	n := int64(cap(s.spans)) * int64(unsafe.Sizeof(span{}))
 	s.each(func(h *Heap) { n += h.Metadata() })

@@ -21,10 +21,10 @@ import (
 // what was asked of every slot, whatever the slice they are given says,
 // at the cost of one bit per slot and, for a slot with slack, a byte
 // written at Alloc and read at Free. A class allocates from its
-// lowest slab with a free slot (its partial set's first member), and a
-// new slab takes a free page still resident if the purge ring holds one,
-// else the zone's lowest free page: both keep the live slots packed
-// towards the bottom of the zone, so that slabs high up drain.
+// lowest slab with a free slot (its partial set's first member), which
+// keeps the live slots packed towards the bottom of the zone, so that
+// slabs high up drain; a new slab takes a free page still resident if the
+// purge ring holds one (no page fault), else the zone's lowest free page.
 //
 // A slab whose last slot is freed stays a slab of its class, kept, in
 // case the class asks again (a request and its free in turn would

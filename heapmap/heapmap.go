@@ -1,9 +1,10 @@
 // Package heapmap describes a picture of one of carve's heaps at a moment:
 // its address space in address order, cut into segments of live memory,
 // free memory, headers, padding and memory the heap has not handed out,
-// so that a user sees where the holes are. The seed's connection scenario
-// leaves "100,000 separate holes of about 1 KB, each next to a live session
-// object"; a map of that heap shows them, and counts them.
+// so that a user sees where the holes are. The block-allocator article's
+// connection scenario leaves "100,000 separate holes of about 1 KB, each
+// next to a live session object"; a map of that heap shows them, and
+// counts them.
 //
 // The heaps build their own maps (fit.Heap.Map, buddy.Heap.Map,
 // sizeclass.Heap.Map), each from its side metadata and boundary tags,

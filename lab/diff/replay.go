@@ -13,7 +13,7 @@ import (
 )
 
 // ReplaySchemaPrefix starts the schema of a table of rows (carve replay
-// --format json: carve.replay/v4), the input Replays compares.
+// --format json: rows.Schema), the input Replays compares.
 const ReplaySchemaPrefix = "carve.replay/"
 
 // A Replay is a table of rows as carve replay --format json wrote it:

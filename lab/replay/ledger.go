@@ -163,7 +163,8 @@ var ErrSource = errors.New("replay: reading the trace")
 const MinLiveForFragmentation = 1 << 20
 
 // ErrBudget is wrapped by the error of a replay stopped because its live
-// memory would pass Options.MaxLive: a trace this machine cannot hold.
+// memory would pass Options.MaxLive (a trace this machine cannot hold),
+// or because the allocator held more than Options.MaxMemory.
 var ErrBudget = errors.New("replay: over the memory budget")
 
 // DefaultMaxRequest returns the budget of one request unless

@@ -36,9 +36,10 @@ type Options struct {
 	// Touch (Run only) writes every byte of every block the allocator
 	// hands out (and of the part a realloc adds), untimed, as a program
 	// would: the pages become resident, and resident memory measures them.
-	// Without it only the checks' pattern is written (the first and last
-	// bytes). A BatchAllocator writes its blocks as it was made to (see
-	// libc.NewLoop).
+	// Without it only the checks' pattern is written (every byte of a
+	// block of up to 64 bytes, else its first and last 8: see
+	// writePattern). A BatchAllocator writes its blocks as it was made to
+	// (see libc.NewLoop).
 	Touch bool
 	// StopAfter, when positive, ends the replay after that event (counting
 	// from 1), the allocator left as the trace made it there: to look at
@@ -53,8 +54,7 @@ type Options struct {
 	// MaxRequest is the most bytes one request (an allocation, a
 	// realloc's new size, a calloc's product) may ask for: one above it is
 	// a trace error, counted and skipped before any allocator sees it (fatal
-	// with Strict), and a later free of its object is absorbed (0: the
-	// smaller of half the physical memory and 64 GiB; see
+	// with Strict), and a later free of its object is absorbed (0:
 	// DefaultMaxRequest).
 	MaxRequest int64
 	// MaxLive is the most live memory the replay may hold: a request that

@@ -30,13 +30,14 @@ import (
 //     first. Every other request goes to the row.
 //   - A free goes to whoever holds the block.
 //   - A realloc of a routed block stays with its target when the target
-//     can hold the new size: a heap always, a route by size's pool when
-//     the new size is its size, a route by label's pools any size (its
-//     pool of that size) and its one pool of Chunk bytes when the new
-//     size is Chunk; an arena never (it frees nothing until it is
-//     reset). Otherwise, and for a realloc of the row's block, the new
-//     size is routed as an allocation without a label: into the pool of
-//     a route by size that takes it, else to the row. A block that
+//     can hold the new size, which must be more than 0 bytes: a heap
+//     always, a route by size's pool when the new size is its size, a
+//     route by label's pools any size (its pool of that size) and its one
+//     pool of Chunk bytes when the new size is Chunk; an arena never (it
+//     frees nothing until it is reset). Otherwise, and for a realloc of
+//     the row's block, the new size is routed as an allocation without a
+//     label: into the route by size that takes it (its pool, arena or
+//     heap), else to the row. A block that
 //     changes hands is copied and freed where it was (for the C rows: a
 //     pool free and a malloc op on the slot, or a free op and a pool
 //     chunk).

@@ -45,10 +45,10 @@ type replayer struct {
 // Options.SampleEvery events, at each mark, before live memory falls from
 // a peak more than 1/128 above the last peak sampled, and at the end.
 //
-// Timing: one allocator call in Options.TimeEvery (drawn at random) is
-// timed on its own with the monotonic clock, and the clock's own cost,
-// measured when Run starts, is taken off; Calloc's zeroing counts as part
-// of its call. The checks, the writes of Options.Touch and the
+// Timing: the allocator calls Options.TimeEvery picks are each timed on
+// their own with the monotonic clock, and the clock's own cost, measured
+// when Run starts, is taken off; Calloc's zeroing counts as part of its
+// call. The checks, the writes of Options.Touch and the
 // bookkeeping are not timed.
 //
 // The checks cost, per allocation, a lookup and an insertion in a treap

@@ -25,8 +25,9 @@ import (
 // once, its rows waiting for each other.
 //
 // A row's need is what replaying the trace costs: Margin times the
-// trace's peak live memory (the go row: 2 + GOGC/100 times, its heap
-// growing to 1 + GOGC/100 times the live heap between collections), the
+// trace's peak live memory (the go row: 2 + GOGC/100 times when that is
+// more, its heap growing to 1 + GOGC/100 times the live heap between
+// collections), the
 // replayer's tables of the trace's objects (rowSlotBytes a live object
 // besides the ledger's own), and rowBase for the process; Options.MaxRSS
 // lowers it. The peak live memory and the tables are measured exactly, by
