@@ -8,16 +8,25 @@ import (
 )
 
 // This file holds the best-fit zone, for the requests no size class
-// serves: fit's best fit over one region with boundary tags, coalescing,
-// and the top.
+// serves: best fit over one region with boundary tags, coalescing, and
+// the top. The block mechanics (cutting a block from a free one, the
+// aligned start, how a block resizes in place) are package tags', which
+// package fit's Heap runs too; the index (treap.go) is the zone's own.
+// FuzzSameAsFit holds the zone to fit's BestFit heap, the reference:
+// given the same requests, the same blocks at the same offsets.
 //
 // The zone is a sequence of blocks tiling its region from offset 8, then
 // the top: the free space past the last block. The layout is fit's, in
-// package tags (see block.go). What the zone adds is its pages' states (see pages.go): the
-// whole pages inside a free block, past its header and links and before
-// its footer, are free, and so are the whole pages of the top; the purge
-// ring gives them back to the OS, so a hole costs no memory but the
-// partial pages at its ends, and the zone needs no top to trim.
+// package tags (see block.go). What the zone adds is its pages' states
+// (see pages.go): the whole pages inside a free block, past its header
+// and links and before its footer, are free, and so are the whole pages
+// of the top. The purge ring gives free pages back to the OS once more
+// are resident than the heap keeps (see Retain), where the zone's memory
+// can be given back (see canPurge): a hole then costs no memory but the
+// partial pages at its ends, and the zone needs no top to trim. Before
+// each write, fits checks the clean pages the write would touch against
+// the Limit and markUsed marks them used; markReleased marks the pages a
+// free block or the top gains.
 
 type midZone struct {
 	zonePages
@@ -147,9 +156,9 @@ func (m *midZone) setAsked(p offset, n int) {
 	*hd = hd.WithSlack(hd.Size() - headerSize - uintptr(n))
 }
 
-// inUse returns the block in use that b starts: the block at a that owned
-// found, refused if b is an empty slice of capacity 0 and the block holds
-// more than 0 bytes (see pastEnd).
+// inUse returns the block in use that b starts, as owned finds it,
+// refused if b is an empty slice of capacity 0 and the block holds more
+// than 0 bytes (see pastEnd).
 func (m *midZone) inUse(b []byte) (offset, error) {
 	p, err := m.owned(addr(b))
 	if err == nil && cap(b) == 0 {
@@ -392,7 +401,7 @@ func (m *midZone) freeBlock(p offset) {
 	m.releaseBlock(p, s, x, xEnd)
 }
 
-// release makes the s bytes at p a free block, merged with the block
+// releaseBlock makes the s bytes at p a free block, merged with the block
 // after it if that is free, or into the top. The block before it is in
 // use; [x, xEnd) are the bytes just freed, which the pages gaining their
 // freedom touch.
