@@ -67,43 +67,37 @@ func (h *Heap) allocSlow(size, align int) ([]byte, error) {
 	return h.bytes(p, size), nil
 }
 
-// take hands out s bytes of the free block at p: all of it when the rest
-// would be smaller than MinBlock, else the first s bytes, the rest
-// becoming a free block that takes p's place in the index.
+// take hands out s bytes of the free block at p (see tags.Carve): all of
+// it when the rest would be smaller than MinBlock, else the first s bytes,
+// the rest becoming a free block that takes p's place in the index.
 func (h *Heap) take(p offset, s uintptr) {
 	b := h.hdr(p).Size()
 	if invariants.Enabled {
 		h.verifyPoison(p, b, p, s)
 	}
-	if b-s >= MinBlock {
+	// A free block's predecessor is in use, and a block in use follows it.
+	s, rest := tags.Carve(h.base, p, b, s, true)
+	if rest != 0 {
 		r := p + offset(s)
-		tags.SetFree(h.base, r, b-s) // its footer is p's
 		h.setStart(r)
-		h.replace(p, b, r, b-s)
+		h.replace(p, b, r, rest)
 	} else {
 		h.remove(p, b)
-		s = b
-		tags.SetPrev(h.base, p+offset(b), true) // a free block never borders the top
 	}
-	*h.hdr(p) = tags.NewHeader(s, true, true) // a free block's predecessor is in use
 	h.used += int64(s)
 	h.blocks++
 }
 
 // use makes the b bytes at p, out of the index and followed by a block in
 // use, a block in use of s <= b bytes, and the rest, if at least MinBlock,
-// a free block.
+// a free block (see tags.Carve).
 func (h *Heap) use(p offset, b, s uintptr, prevInUse bool) {
-	if b-s >= MinBlock {
+	s, rest := tags.Carve(h.base, p, b, s, prevInUse)
+	if rest != 0 {
 		r := p + offset(s)
-		tags.SetFree(h.base, r, b-s)
 		h.setStart(r)
-		h.insert(r, b-s)
-	} else {
-		s = b
-		tags.SetPrev(h.base, p+offset(b), true)
+		h.insert(r, rest)
 	}
-	*h.hdr(p) = tags.NewHeader(s, true, prevInUse)
 	h.setStart(p)
 	h.used += int64(s)
 	h.blocks++
@@ -126,19 +120,16 @@ func (h *Heap) fromTop(s uintptr) (offset, error) {
 // allocAligned returns a block of s bytes at a multiple of align (32 to
 // MaxAlign). It takes a free block of s+align+16 bytes, or the top: enough
 // that an aligned address lies either at its start or at least MinBlock
-// into it, the bytes before becoming a free block.
+// into it, the bytes before becoming a free block (see tags.AlignedStart).
 func (h *Heap) allocAligned(s, align uintptr) (offset, error) {
-	p := h.find(s + align + Granule)
+	p := h.find(tags.AlignedSpan(s, align))
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
 		b = h.hdr(p).Size()
 	} else {
 		p = h.top
 	}
-	q := offset(roundUp(uintptr(p), align))
-	if q != p && q-p < MinBlock {
-		q += offset(align)
-	}
+	q := tags.AlignedStart(p, align)
 	gap := uintptr(q - p)
 	if b == 0 {
 		if err := h.grow(q - HeaderSize + offset(s)); err != nil {

@@ -5,6 +5,9 @@ import "github.com/carvelab/carve/internal/tags"
 // This file holds best fit's index: exact-size bins for blocks under
 // smallMax bytes, threaded through the free blocks (tags.Bins, shared
 // with the heap's best-fit zone), and for the rest a treap in Go memory.
+// It is the reference of the zone's index (heap/treap.go), whose treap is
+// threaded through the free blocks instead: package heap's FuzzSameAsFit
+// checks that the two place every block alike.
 //
 // The treap is a binary search tree on the key (size in granules, link):
 // one 64-bit compare orders blocks by size, then by address. Its nodes

@@ -94,7 +94,7 @@ func ExamplePolicy() {
 
 // Freeing the last blocks of a heap leaves a free top; past the threshold
 // the heap gives it back to the OS by itself, and Trim gives back all of
-// it.
+// it. A hole below the last block in use stays committed, as in glibc.
 func ExampleHeap_Trim() {
 	h, err := fit.New(fit.BestFit, fit.TrimThreshold(-1), fit.TopPad(0))
 	if err != nil {

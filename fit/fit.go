@@ -3,9 +3,10 @@
 // neighbours coalesced on free, and a placement policy chosen at
 // construction (first fit, next fit, best fit, address-ordered first fit)
 // deciding which free block serves a request. The heap grows at its top by
-// committing more of its reservation, and gives a free top back to the OS,
-// so that its Footprint and RSS follow what the program holds (of the
-// nine mallocs the FREENIX paper measured, only one shrank its heap).
+// committing more of its reservation, and gives a free top back to the OS
+// (see Trim and TrimThreshold); a hole below the last block in use stays
+// committed, as it does in glibc, which the block-allocator article shows
+// giving memory back only from the top of its heap.
 //
 // All four policies share one block layout, one header, one granule and
 // one minimum block, so that the fragmentation the lab measures between

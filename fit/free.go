@@ -121,8 +121,8 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 	old := int(min(uintptr(len(b)), s-HeaderSize))
 	need := tags.BlockSize(size)
 	next := p + offset(s)
-	switch {
-	case need <= s:
+	switch tags.ResizeOf(h.base, p, s, need, h.top) {
+	case tags.Shrink:
 		h.live += int64(size - old)
 		if s-need >= MinBlock {
 			*h.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
@@ -134,7 +134,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 			}
 			h.release(t, s-need)
 		}
-	case next == h.top:
+	case tags.IntoTop:
 		if err := h.grow(p - HeaderSize + offset(need)); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}
@@ -142,7 +142,7 @@ func (h *Heap) Realloc(b []byte, size int) ([]byte, error) {
 		h.top = p + offset(need)
 		h.used += int64(need - s)
 		h.live += int64(size - old)
-	case !h.hdr(next).InUse() && s+h.hdr(next).Size() >= need:
+	case tags.IntoNext:
 		ns := h.hdr(next).Size()
 		if invariants.Enabled {
 			h.verifyPoison(next, ns, p, need)

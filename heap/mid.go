@@ -8,16 +8,25 @@ import (
 )
 
 // This file holds the best-fit zone, for the requests no size class
-// serves: fit's best fit over one region with boundary tags, coalescing,
-// and the top.
+// serves: best fit over one region with boundary tags, coalescing, and
+// the top. The block mechanics (cutting a block from a free one, the
+// aligned start, how a block resizes in place) are package tags', which
+// package fit's Heap runs too; the index (treap.go) is the zone's own.
+// FuzzSameAsFit holds the zone to fit's BestFit heap, the reference:
+// given the same requests, the same blocks at the same offsets.
 //
 // The zone is a sequence of blocks tiling its region from offset 8, then
 // the top: the free space past the last block. The layout is fit's, in
-// package tags (see block.go). What the zone adds is its pages' states (see pages.go): the
-// whole pages inside a free block, past its header and links and before
-// its footer, are free, and so are the whole pages of the top; the purge
-// ring gives them back to the OS, so a hole costs no memory but the
-// partial pages at its ends, and the zone needs no top to trim.
+// package tags (see block.go). What the zone adds is its pages' states
+// (see pages.go): the whole pages inside a free block, past its header
+// and links and before its footer, are free, and so are the whole pages
+// of the top. The purge ring gives free pages back to the OS once more
+// are resident than the heap keeps (see Retain), where the zone's memory
+// can be given back (see canPurge): a hole then costs no memory but the
+// partial pages at its ends, and the zone needs no top to trim. Before
+// each write, fits checks the clean pages the write would touch against
+// the Limit and markUsed marks them used; markReleased marks the pages a
+// free block or the top gains.
 
 type midZone struct {
 	zonePages
@@ -147,9 +156,9 @@ func (m *midZone) setAsked(p offset, n int) {
 	*hd = hd.WithSlack(hd.Size() - headerSize - uintptr(n))
 }
 
-// inUse returns the block in use that b starts: the block at a that owned
-// found, refused if b is an empty slice of capacity 0 and the block holds
-// more than 0 bytes (see pastEnd).
+// inUse returns the block in use that b starts, as owned finds it,
+// refused if b is an empty slice of capacity 0 and the block holds more
+// than 0 bytes (see pastEnd).
 func (m *midZone) inUse(b []byte) (offset, error) {
 	p, err := m.owned(addr(b))
 	if err == nil && cap(b) == 0 {
@@ -160,16 +169,13 @@ func (m *midZone) inUse(b []byte) (offset, error) {
 	return p, err
 }
 
-// take hands out s bytes of the free block at p: all of it when the rest
-// would be smaller than minBlock, else the first s bytes, the rest
-// becoming a free block.
+// take hands out s bytes of the free block at p (see tags.Carve): all of
+// it when the rest would be smaller than minBlock, else the first s bytes,
+// the rest becoming a free block. It fails, changing nothing, when the
+// pages the block and the rest's tags touch would pass the Limit.
 func (m *midZone) take(p offset, s uintptr) error {
 	b := m.hdr(p).Size()
-	split := b-s >= minBlock
-	hi := p - headerSize + offset(b)
-	if split {
-		hi = p + offset(s) + headerSize // the rest's header and links
-	}
+	hi := cutEnd(p, b, s)
 	if err := m.fits(p-headerSize, hi); err != nil {
 		return err
 	}
@@ -177,36 +183,40 @@ func (m *midZone) take(p offset, s uintptr) error {
 		m.verifyPoison(p, b, p, s)
 	}
 	m.markUsed(p-headerSize, hi)
-	if split {
+	// A free block's predecessor is in use, and a block in use follows it.
+	s, rest := tags.Carve(m.base, p, b, s, true)
+	if rest != 0 {
 		r := p + offset(s)
-		tags.SetFree(m.base, r, b-s) // its footer is p's
 		m.addStart(r)
-		m.replace(p, b, r, b-s)
+		m.replace(p, b, r, rest)
 	} else {
 		m.remove(p, b)
-		s = b
-		tags.SetPrev(m.base, p+offset(b), true) // a free block never borders the top
 	}
-	*m.hdr(p) = tags.NewHeader(s, true, true) // a free block's predecessor is in use
 	m.used += int64(s)
 	m.blocks++
 	return nil
 }
 
+// cutEnd returns the end of the bytes a carve of s bytes from the n free
+// bytes at x writes (see tags.Carve): with a rest, the rest's header and
+// links; without, all n bytes, up to the next block's header.
+func cutEnd(x offset, n, s uintptr) offset {
+	if _, rest := tags.Cut(n, s); rest != 0 {
+		return x + offset(s) + headerSize
+	}
+	return x - headerSize + offset(n)
+}
+
 // use makes the b bytes at p, out of the index and followed by a block in
 // use, a block in use of s <= b bytes, and the rest, if at least minBlock,
-// a free block. p is recorded as a block start already.
+// a free block (see tags.Carve). p is recorded as a block start already.
 func (m *midZone) use(p offset, b, s uintptr, prevInUse bool) {
-	if b-s >= minBlock {
+	s, rest := tags.Carve(m.base, p, b, s, prevInUse)
+	if rest != 0 {
 		r := p + offset(s)
-		tags.SetFree(m.base, r, b-s)
 		m.addStart(r)
-		m.insert(r, b-s)
-	} else {
-		s = b
-		tags.SetPrev(m.base, p+offset(b), true)
+		m.insert(r, rest)
 	}
-	*m.hdr(p) = tags.NewHeader(s, true, prevInUse)
 	m.used += int64(s)
 	m.blocks++
 }
@@ -233,19 +243,16 @@ func (m *midZone) fromTop(s uintptr) (offset, error) {
 // allocAligned returns a block of s bytes at a multiple of align (32 to
 // MaxAlign). It takes a free block of s+align+16 bytes, or the top: enough
 // that an aligned address lies either at its start or at least minBlock
-// into it, the bytes before becoming a free block.
+// into it, the bytes before becoming a free block (see tags.AlignedStart).
 func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
-	p := m.find(s + align + granule)
+	p := m.find(tags.AlignedSpan(s, align))
 	var b uintptr // the free block's size; 0 for the top
 	if p != 0 {
 		b = m.hdr(p).Size()
 	} else {
 		p = m.top
 	}
-	q := offset((uintptr(p) + align - 1) &^ (align - 1))
-	if q != p && q-p < minBlock {
-		q += offset(align)
-	}
+	q := tags.AlignedStart(p, align)
 	gap := uintptr(q - p)
 	lo := q - headerSize // the first byte written: the block's header, or the gap's footer
 	if gap > 0 {
@@ -276,10 +283,7 @@ func (m *midZone) allocAligned(s, align uintptr) (offset, error) {
 		m.blocks++
 		return q, nil
 	}
-	hi := p - headerSize + offset(b)
-	if b-gap-s >= minBlock {
-		hi = q + offset(s) + headerSize
-	}
+	hi := cutEnd(q, b-gap, s)
 	if err := m.fits(lo, hi); err != nil {
 		return 0, err
 	}
@@ -397,7 +401,7 @@ func (m *midZone) freeBlock(p offset) {
 	m.releaseBlock(p, s, x, xEnd)
 }
 
-// release makes the s bytes at p a free block, merged with the block
+// releaseBlock makes the s bytes at p a free block, merged with the block
 // after it if that is free, or into the top. The block before it is in
 // use; [x, xEnd) are the bytes just freed, which the pages gaining their
 // freedom touch.
@@ -442,8 +446,8 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 	old := asked(hd)
 	need := tags.BlockSize(size)
 	next := p + offset(s)
-	switch {
-	case need <= s:
+	switch tags.ResizeOf(m.base, p, s, need, m.top) {
+	case tags.Shrink:
 		if s-need >= minBlock {
 			*m.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 			m.used -= int64(s - need)
@@ -454,7 +458,7 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 			m.addStart(t)
 			m.releaseBlock(t, s-need, t-headerSize, next-headerSize)
 		}
-	case next == m.top:
+	case tags.IntoTop:
 		end := p - headerSize + offset(need)
 		if err := m.commitTo(end); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
@@ -466,12 +470,9 @@ func (m *midZone) realloc(b []byte, p offset, size int) ([]byte, error) {
 		*m.hdr(p) = tags.NewHeader(need, true, hd.PrevInUse())
 		m.top = p + offset(need)
 		m.used += int64(need - s)
-	case !m.hdr(next).InUse() && s+m.hdr(next).Size() >= need:
+	case tags.IntoNext:
 		ns := m.hdr(next).Size()
-		hi := next - headerSize + offset(ns)
-		if s+ns-need >= minBlock {
-			hi = p + offset(need) + headerSize
-		}
+		hi := cutEnd(p, s+ns, need)
 		if err := m.fits(next-headerSize, hi); err != nil {
 			return nil, fmt.Errorf("Realloc(%d): %w", size, err)
 		}

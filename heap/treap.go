@@ -3,7 +3,8 @@ package heap
 import "github.com/carvelab/carve/internal/tags"
 
 // This file holds the best-fit zone's index of free blocks, fit's best
-// fit (see package fit) with its tree moved into the free blocks:
+// fit (see fit/best.go, the reference FuzzSameAsFit holds it to) with its
+// tree moved into the free blocks:
 // exact-size bins for blocks under binMax bytes (tags.Bins, shared with
 // fit) and, for the rest, a treap; both threaded through the free blocks'
 // two links, so that the index costs no Go memory.

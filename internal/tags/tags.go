@@ -1,8 +1,10 @@
-// Package tags holds the boundary-tag block layout that fit's heap and the
-// best-fit zone of package heap share: offsets, links, headers and
-// footers, the layout's constants, and the few unsafe conversions that
-// read and write them in a region's memory. Package fit's Heap doc draws
-// the layout; the checker of its tiling is in check.go.
+// Package tags holds the boundary-tag blocks that fit's heap and the
+// best-fit zone of package heap share: the layout (offsets, links,
+// headers and footers, its constants, and the few unsafe conversions that
+// read and write them in a region's memory), the block mechanics both
+// run (carve.go), best fit's bins and treap key (bins.go), and the
+// checker of the tiling (check.go). Package fit's Heap doc draws the
+// layout.
 //
 // A region is known by its base pointer, which the accessors take: they
 // are the one place where an offset becomes a pointer.
