@@ -215,17 +215,7 @@ func (h *Heap) notOwned(p offset, addr uintptr) error {
 		return fmt.Errorf("%w: %#x (offset %d) lies in the free top of the heap (from offset %d)", ErrDoubleFree, addr, p, h.top)
 	}
 	q := h.startBefore(p)
-	hd := *h.hdr(q)
-	switch {
-	case hd.InUse():
-		return fmt.Errorf("%w: %#x (offset %d) lies inside the block at offset %d (%d bytes), not at its start",
-			ErrForeign, addr, p, q, hd.Size())
-	case q == p:
-		return fmt.Errorf("%w: the block at %#x (offset %d) is free", ErrDoubleFree, addr, p)
-	default:
-		return fmt.Errorf("%w: %#x (offset %d) lies in the free block at offset %d (%d bytes)",
-			ErrDoubleFree, addr, p, q, hd.Size())
-	}
+	return tags.NotAtStart(addr, p, q, *h.hdr(q), ErrForeign, ErrDoubleFree)
 }
 
 // Contains reports whether the bytes of b, up to its capacity, lie wholly

@@ -338,17 +338,7 @@ func (m *midZone) notOwned(p offset, a uintptr) error {
 		return fmt.Errorf("%w: %#x (offset %d) lies in the free top of the best-fit zone (from offset %d)", ErrDoubleFree, a, p, m.top)
 	}
 	q := m.blockAt(p)
-	hd := *m.hdr(q)
-	switch {
-	case hd.InUse():
-		return fmt.Errorf("%w: %#x (offset %d) lies inside the block at offset %d (%d bytes), not at its start",
-			ErrForeign, a, p, q, hd.Size())
-	case q == p:
-		return fmt.Errorf("%w: the block at %#x (offset %d) is free", ErrDoubleFree, a, p)
-	default:
-		return fmt.Errorf("%w: %#x (offset %d) lies in the free block at offset %d (%d bytes)",
-			ErrDoubleFree, a, p, q, hd.Size())
-	}
+	return tags.NotAtStart(a, p, q, *m.hdr(q), ErrForeign, ErrDoubleFree)
 }
 
 // blockAt returns the block that holds offset p, firstBlock <= p < top:

@@ -1,13 +1,18 @@
 package tags
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // The block mechanics both best-fit heaps run: package fit's Heap and
 // the heap's best-fit zone. They write boundary tags and decide where a
 // block goes; the callers keep their own index of free blocks, their own
 // record of block starts and, in the heap, the pages' states, around
-// these calls. Each function is small enough to inline, so the callers
-// pay no call for sharing them.
+// these calls. Cut, AlignedSpan, AlignedStart and ResizeOf inline; Carve
+// is a call of its own, whose cost the heap's Pairs benchmark, run before
+// and after the two heaps shared it, did not show. NotAtStart, on the
+// error path, words both heaps' refusals of a free.
 
 // Cut returns how s bytes are cut from the front of b free bytes, s <= b:
 // the block's size, s or, when the rest would be smaller than MinBlock,
@@ -77,4 +82,23 @@ func ResizeOf(base unsafe.Pointer, p Offset, s, need uintptr, top Offset) Resize
 		return IntoNext
 	}
 	return Move
+}
+
+// NotAtStart explains why the address a, at offset p of a region, is not
+// the start of a block in use, where p is a multiple of Granule at or
+// past the first block and below the top, and q the block that holds p
+// (hd its header): p lies inside a block in use (foreign, the caller's
+// error for a block it never handed out), or is a free block's start or
+// lies in one (doubleFree). Both heaps' frees explain so.
+func NotAtStart(a uintptr, p, q Offset, hd Header, foreign, doubleFree error) error {
+	switch {
+	case hd.InUse():
+		return fmt.Errorf("%w: %#x (offset %d) lies inside the block at offset %d (%d bytes), not at its start",
+			foreign, a, p, q, hd.Size())
+	case q == p:
+		return fmt.Errorf("%w: the block at %#x (offset %d) is free", doubleFree, a, p)
+	default:
+		return fmt.Errorf("%w: %#x (offset %d) lies in the free block at offset %d (%d bytes)",
+			doubleFree, a, p, q, hd.Size())
+	}
 }
