@@ -7,7 +7,7 @@
 // counts them.
 //
 // The heaps build their own maps (fit.Heap.Map, buddy.Heap.Map,
-// sizeclass.Heap.Map), each from its side metadata and boundary tags,
+// sizeclass.Heap.Map, heap.Heap.Map), each from its side metadata and boundary tags,
 // never from the bytes of free memory. This package holds what they share:
 // the segment vocabulary, the figures a map adds up to ([Map.Stats]), a
 // checker of a map's shape ([Map.Check]). The lab draws maps (package

@@ -82,16 +82,16 @@
 //
 // # How each row is measured
 //
-// carve's heaps (first-fit, next-fit, best-fit, ao-first-fit, buddy,
-// buddy-header, sizeclass) are replayed in the lab's own process
-// (replay.Run): the footprint is their own exact figure, read after every
-// event, and resident memory is the pages of their regions in RAM
+// carve's heaps (the rows of replay.Rows but the Go heap; carve help replay
+// lists every row with a line on what it is) are replayed in the lab's own
+// process (replay.Run): the footprint is their own exact figure, read after
+// every event, and resident memory is the pages of their regions in RAM
 // (mincore). With --isolate they run in children too, and their resident
-// memory is then measured as the real mallocs' is. Every block they hand
-// out is checked (unless --nocheck): inside the heap's memory, aligned as
-// asked, overlapping no other live block, and the pattern written into it
-// (every byte of a block of up to 64 bytes, else its first and last 8)
-// intact until it is freed.
+// memory is then measured as the real mallocs' is. Every block they hand out
+// is checked (unless --nocheck): inside the heap's memory, aligned as asked,
+// overlapping no other live block, and the pattern written into it (every
+// byte of a block of up to 64 bytes, else its first and last 8) intact until
+// it is freed.
 //
 // The real mallocs are measured as the FREENIX paper measured its nine,
 // as black boxes, each in a process of its own, and a plain C one: a Go

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/rows"
 )
 
 // TestHelpEveryCommand walks the command table: carve help CMD, carve CMD
@@ -183,5 +185,38 @@ func TestOutputsNeverDestroyInputs(t *testing.T) {
 	}
 	if fi, _ := os.Stat(keep); fi.Mode().Perm() != 0o600 || fi.Size() != int64(len(orig)) {
 		t.Errorf("after convert, keep.txt: mode %v, %d bytes; want 0600 and %d", fi.Mode(), fi.Size(), len(orig))
+	}
+}
+
+// TestRowsNamedEverywhere: carve help replay lists every allocator of
+// the tables, and the columns in the order a table prints them.
+func TestRowsNamedEverywhere(t *testing.T) {
+	var help bytes.Buffer
+	run([]string{"help", "replay"}, &help, &help)
+	at := 0
+	for _, name := range rows.Names() {
+		i := strings.Index(help.String()[at:], "\n  "+name+" ")
+		if i < 0 {
+			t.Errorf("carve help replay does not list %s after the rows before it", name)
+			continue
+		}
+		at += i + 1
+	}
+	var table bytes.Buffer
+	if code := run([]string{"replay", "--alloc", "best-fit", "gen:connection:n=200", goTrace}, &table, &table); code != 0 {
+		t.Fatalf("carve replay: %d: %s", code, table.String())
+	}
+	_, after, _ := strings.Cut(help.String(), "The columns")
+	at = 0
+	for _, c := range columns {
+		i := strings.Index(after[at:], "\n  "+c.head+" ")
+		if i < 0 {
+			t.Errorf("carve help replay does not list the column %s after those before it", c.head)
+			continue
+		}
+		at += i + 1
+		if head := strings.Replace(c.head, "PHASE", "", 1); !strings.Contains(table.String(), head) {
+			t.Errorf("no table of a scenario or a Go trace has the column %q:\n%s", head, table.String())
+		}
 	}
 }

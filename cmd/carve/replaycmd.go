@@ -21,14 +21,13 @@ var replayCommand = &command{
 	short: "replay each trace through the allocators, one table per trace",
 	long: `Each TRACE is replayed through every allocator of --alloc: carve's heaps in
 this process, checked as they go (no overlap, alignment, contents intact);
-the Go heap and the real mallocs (glibc, jemalloc, tcmalloc, mimalloc) each in
-a child process of its own, with LD_PRELOAD. A TRACE is ` + traces.Usage() + `.
+the Go heap and the real mallocs each in a child process of its own, the
+real mallocs with LD_PRELOAD. A TRACE is ` + traces.Usage() + `.
 
-The columns: peak live; peak footprint (bytes committed from the OS); their
-ratio (Johnstone and Wilson's measure #4); the average ratio over the trace
-(#1); the FREENIX paper's fragmentation at the end, 100 x (footprint / live - 1);
-for a generated scenario, how much the footprint grew in its last phase; peak
-resident bytes; nanoseconds per allocator call; the trace's errors.`,
+The rows (--alloc):
+` + rowsHelp() + `
+The columns, in the table's order:
+` + columnsHelp(),
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)

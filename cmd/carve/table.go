@@ -17,85 +17,133 @@ import (
 	"github.com/carvelab/carve/lab/rows"
 )
 
+// tableOf is what decides a table's columns: the rows of one trace and
+// whether it is the --stable form.
+type tableOf struct {
+	stable bool
+	marked int64  // a Go program's peak marked heap, the same in every row
+	phase  string // the trace's last phase, if it has phases
+}
+
+// A column is one column of the replay tables, in their order: its head,
+// what it is (carve help replay lists the columns from here), whether a
+// table has it, and a row's cell.
+type column struct {
+	head string
+	doc  string
+	has  func(t tableOf) bool // nil: every table
+	cell func(r rows.Row, t tableOf) string
+}
+
+// columns are the replay tables' columns, the headline first after the
+// names. A failed row has its message in the second and nothing else.
+var columns = []column{
+	{head: "allocator", doc: "the row: an allocator, with its routes (+pool(SIZE)...); * marks the best by the headline",
+		cell: func(r rows.Row, _ tableOf) string { return r.Allocator }},
+	{head: "peak live", doc: "the most bytes the trace held live at once",
+		cell: func(r rows.Row, _ tableOf) string { return size.Format(r.PeakLive) }},
+	{head: "peak RSS", doc: "the most bytes the row held resident",
+		has: unstable, cell: func(r rows.Row, _ tableOf) string { return size.Format(r.PeakRSS) }},
+	{head: "RSS/live", doc: "the headline: peak RSS / peak live, the one measure every row shares",
+		has: unstable, cell: func(r rows.Row, _ tableOf) string { return ratio(r.RSSRatio) }},
+	{head: "RSS/marked", doc: "for a Go program's trace, peak RSS / the program's peak marked heap",
+		has: func(t tableOf) bool { return !t.stable && t.marked > 0 }, cell: func(r rows.Row, _ tableOf) string { return ratio(r.MarkedRatio) }},
+	{head: "peak footprint", doc: "the most bytes the allocator held from the OS, by its own count",
+		cell: func(r rows.Row, _ tableOf) string { return footprintCell(r, r.PeakFootprint) }},
+	{head: "fp/live", doc: "peak footprint / peak live (Johnstone and Wilson's measure #4)",
+		cell: func(r rows.Row, _ tableOf) string { return ratio(r.PeakRatio) }},
+	{head: "avg fp/live", doc: "footprint / live averaged over the trace's samples (their measure #1)",
+		cell: func(r rows.Row, _ tableOf) string { return ratio(r.AvgRatio) }},
+	{head: "frag. at end", doc: "the FREENIX paper's fragmentation at the end, 100 x (footprint / live - 1)",
+		cell: func(r rows.Row, _ tableOf) string {
+			if r.Fragmentation == nil {
+				return "-"
+			}
+			return strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
+		}},
+	{head: "grew in PHASE", doc: "for a generated scenario, how much the footprint grew in its last phase",
+		has: func(t tableOf) bool { return t.phase != "" }, cell: func(r rows.Row, _ tableOf) string {
+			_, grew, _ := r.Growth()
+			return footprintCell(r, grew)
+		}},
+	{head: "ns/op", doc: "nanoseconds per allocator call",
+		has: unstable, cell: func(r rows.Row, _ tableOf) string { return sig3(r.NsPerOp) }},
+	{head: "trace errors", doc: "the trace's events skipped: frees of nothing live, or past the budget",
+		cell: func(r rows.Row, _ tableOf) string { return strconv.FormatInt(r.TraceErrors, 10) }},
+}
+
+func unstable(t tableOf) bool { return !t.stable }
+
+// ratio writes a ratio with three decimals, or - where there is none.
+func ratio(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// footprintCell writes a footprint, or - for a --stable row measured in a
+// child, whose footprint is its RSS.
+func footprintCell(r rows.Row, n int64) string {
+	if r.Stable && r.Measured == "child" {
+		return "-"
+	}
+	return size.Format(n)
+}
+
+// columnsHelp lists the columns for carve help replay, in the tables'
+// order, each marked if --stable leaves it out.
+func columnsHelp() string {
+	var b strings.Builder
+	every := tableOf{stable: true, marked: 1, phase: "PHASE"} // a --stable table with every other column
+	for _, c := range columns {
+		fmt.Fprintf(&b, "  %-15s %s", c.head, c.doc)
+		if c.has != nil && !c.has(every) {
+			b.WriteString(" (not in --stable)")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // printTable prints the rows of one trace in format: text, markdown or
-// csv. The headline comes first: peak RSS / peak live, the same measure
-// for every row; then each allocator's own footprint and the ratios made
-// of it, which rank nothing across allocators. A trace with phases gets a
-// column for the growth of the footprint in its last phase, where the
-// article's lessons are. stable leaves out the figures that vary from run
-// to run (see rows.Row.ForStable) and names no best row.
+// csv, with the columns the table has (see columns): the headline comes
+// first, peak RSS / peak live, the same measure for every row; then each
+// allocator's own footprint and the ratios made of it, which rank nothing
+// across allocators. stable leaves out the figures that vary from run to
+// run (see rows.Row.ForStable) and names no best row.
 func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
-	head := []string{"allocator", "peak live"}
-	var marked int64 // a Go program's peak marked heap, the same in every row
+	of := tableOf{stable: stable}
 	for _, r := range t.Rows {
-		marked = max(marked, r.PeakMarked)
-	}
-	if !stable {
-		head = append(head, "peak RSS", "RSS/live")
-		if marked > 0 {
-			head = append(head, "RSS/marked")
+		of.marked = max(of.marked, r.PeakMarked)
+		if name, _, ok := r.Growth(); ok && of.phase == "" {
+			of.phase = name
 		}
 	}
-	head = append(head, "peak footprint", "fp/live", "avg fp/live", "frag. at end")
-	var phase string
-	for _, r := range t.Rows {
-		if name, _, ok := r.Growth(); ok {
-			phase = name
-			break
+	var cols []column
+	var head []string
+	for _, c := range columns {
+		if c.has == nil || c.has(of) {
+			cols = append(cols, c)
+			head = append(head, strings.Replace(c.head, "PHASE", of.phase, 1))
 		}
-	}
-	if phase != "" {
-		head = append(head, "grew in "+phase)
-	}
-	if !stable {
-		head = append(head, "ns/op")
-	}
-	head = append(head, "trace errors")
-	ratio := func(v float64) string {
-		if v == 0 {
-			return "-"
-		}
-		return strconv.FormatFloat(v, 'f', 3, 64)
 	}
 	cells := func(r rows.Row) []string {
+		c := make([]string, len(cols))
 		if r.Error != "" {
-			c := make([]string, len(head))
 			c[0], c[1] = r.Allocator, "failed: "+r.Error
 			return c
 		}
-		footprint := func(n int64) string {
-			if r.Stable && r.Measured == "child" {
-				return "-"
-			}
-			return size.Format(n)
+		for i, col := range cols {
+			c[i] = col.cell(r, of)
 		}
-		frag := "-"
-		if r.Fragmentation != nil {
-			frag = strconv.FormatFloat(*r.Fragmentation, 'f', 1, 64) + "%"
-		}
-		name := r.Allocator
 		switch {
 		case r.Best && format == "text":
-			name = "* " + name
+			c[0] = "* " + c[0]
 		case r.Best && format == "markdown":
-			name = "**" + name + "**"
+			c[0] = "**" + c[0] + "**"
 		}
-		c := []string{name, size.Format(r.PeakLive)}
-		if !stable {
-			c = append(c, size.Format(r.PeakRSS), ratio(r.RSSRatio))
-			if marked > 0 {
-				c = append(c, ratio(r.MarkedRatio))
-			}
-		}
-		c = append(c, footprint(r.PeakFootprint), ratio(r.PeakRatio), ratio(r.AvgRatio), frag)
-		if phase != "" {
-			_, grew, _ := r.Growth()
-			c = append(c, footprint(grew))
-		}
-		if !stable {
-			c = append(c, sig3(r.NsPerOp))
-		}
-		return append(c, strconv.FormatInt(r.TraceErrors, 10))
+		return c
 	}
 	switch format {
 	case "csv":
@@ -266,4 +314,14 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// rowsHelp lists the allocators a row can replay, each with its line,
+// for carve help replay, in the tables' order.
+func rowsHelp() string {
+	var b strings.Builder
+	for _, a := range rows.Allocators() {
+		fmt.Fprintf(&b, "  %-13s %s\n", a.Name, a.Doc)
+	}
+	return b.String()
 }

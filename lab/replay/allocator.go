@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
@@ -14,6 +15,7 @@ import (
 	"github.com/carvelab/carve/fit"
 	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/lab/internal/look"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/sizeclass"
 )
@@ -46,9 +48,43 @@ type Container interface {
 	Contains(b []byte) bool
 }
 
-// Names returns the allocators New knows, in a fixed order.
+// A Row is one allocator New builds by name: a row of the lab's tables.
+// The table of them (rowTable) is the one list of carve's heaps and the
+// Go heap as rows: Names, New, the charts' looks (through package rows),
+// carve help replay and the golden tables read it.
+type Row struct {
+	Name string
+	Doc  string    // what it is, one line, for carve help replay
+	Look look.Look // how the charts draw it
+	// Varies is set where the row's figures vary with the machine and
+	// the run (the Go heap's collector), so no golden table holds it.
+	Varies bool
+	new    func() (Allocator, error)
+}
+
+// rowTable is every row New builds, in the order of the tables.
+var rowTable = []Row{
+	{Name: fit.FirstFit.String(), Doc: "fit's first fit: the lowest free block that fits", Look: look.Look{Color: look.Indigo}, new: fitRow(fit.FirstFit)},
+	{Name: fit.NextFit.String(), Doc: "fit's next fit: the first that fits from where the last search ended", Look: look.Look{Color: look.Teal}, new: fitRow(fit.NextFit)},
+	{Name: fit.BestFit.String(), Doc: "fit's best fit: the smallest free block that fits", Look: look.Look{Color: look.Green}, new: fitRow(fit.BestFit)},
+	{Name: fit.AddressOrderedFirstFit.String(), Doc: "fit's address-ordered first fit, its free blocks kept in address order", Look: look.Look{Color: look.Olive}, new: fitRow(fit.AddressOrderedFirstFit)},
+	{Name: buddy.Plain.String(), Doc: "binary buddy, each block's order in side tables", Look: look.Look{Color: look.Wine}, new: buddyRow(buddy.Plain)},
+	{Name: buddy.Header.String(), Doc: "the FREENIX paper's modified buddy: a 16-byte header in each block", Look: look.Look{Color: look.Wine, Dash: look.Dashed}, new: buddyRow(buddy.Header)},
+	{Name: "sizeclass", Doc: "a pool per size class up to 32 KiB, large requests mapped whole", Look: look.Look{Color: look.Sand}, new: sizeclassRow},
+	{Name: "heap", Doc: "carve's heap: size-class slabs, a best-fit zone, free pages given back", Look: look.Look{Color: look.Green, Dash: look.Dashed}, new: heapRow},
+	{Name: "go", Doc: "the Go runtime's heap: make([]byte), collected at the program's GOGC", Look: look.Look{Color: look.Purple}, Varies: true, new: func() (Allocator, error) { return newGoHeap(), nil }},
+}
+
+// Rows returns the rows New builds, in the order of the tables.
+func Rows() []Row { return slices.Clone(rowTable) }
+
+// Names returns the names of Rows, in their order.
 func Names() []string {
-	return []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "buddy", "buddy-header", "sizeclass", "heap", "go"}
+	names := make([]string, len(rowTable))
+	for i, r := range rowTable {
+		names[i] = r.Name
+	}
+	return names
 }
 
 // ErrUnknown is wrapped by New for a name it does not know.
@@ -75,37 +111,47 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // when the memory is reused, at the GOGC of the process (NewGoHeap runs
 // the collections itself, at a GOGC of its own).
 func New(name string) (Allocator, error) {
-	switch name {
-	case "go":
-		return newGoHeap(), nil
-	case "buddy", "buddy-header":
-		m, err := buddy.ParseMode(name)
+	for _, r := range rowTable {
+		if r.Name == name {
+			return r.new()
+		}
+	}
+	return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknown, name, Names())
+}
+
+// The rows' constructors: carve's heaps with their default options,
+// behind the adapter.
+
+func fitRow(p fit.Policy) func() (Allocator, error) {
+	return func() (Allocator, error) {
+		h, err := fit.New(p)
 		if err != nil {
 			return nil, err
 		}
+		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
+	}
+}
+
+func buddyRow(m buddy.Mode) func() (Allocator, error) {
+	return func() (Allocator, error) {
 		h, err := buddy.New(m)
 		if err != nil {
 			return nil, err
 		}
 		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
-	case "sizeclass":
-		h, err := sizeclass.New()
-		if err != nil {
-			return nil, err
-		}
-		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
-	case "heap":
-		h, err := cheap.New()
-		if err != nil {
-			return nil, err
-		}
-		return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
 	}
-	p, err := fit.ParsePolicy(name)
+}
+
+func sizeclassRow() (Allocator, error) {
+	h, err := sizeclass.New()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknown, name, Names())
+		return nil, err
 	}
-	h, err := fit.New(p)
+	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
+}
+
+func heapRow() (Allocator, error) {
+	h, err := cheap.New()
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,9 @@
 // lab's overview and its measures.
 //
 // The lab's interface belongs to the lab: Allocator is the little replay
-// needs, New adapts carve's heaps to it by their fixed names (first-fit,
-// next-fit, best-fit, ao-first-fit, buddy, buddy-header, sizeclass) and
-// the Go heap ("go"), and WithRoutes puts carve's pools, arenas or heaps
+// needs, New adapts carve's heaps and the Go heap ("go") to it by their
+// fixed names, the rows of one table (Rows: each row's name, line of doc,
+// look in the charts and constructor), and WithRoutes puts carve's pools, arenas or heaps
 // in front of one for the requests of one size or the objects of one
 // label (WithPool: a pool for one size), by one rule that a Router keeps
 // for every row, the C allocators' too (route.go). BatchAllocator is

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	lk "github.com/carvelab/carve/lab/internal/look"
 	"html/template"
 	"math"
 	"slices"
@@ -22,12 +23,12 @@ type chart struct {
 // The looks of the reference lines: live memory, and a Go program's own
 // heap from its trace's metrics.
 var (
-	liveLook   = look{"#000", "6 4"}
-	heapLook   = look{"#000", "1 3"}
-	goalLook   = look{"#777", "9 3 2 3"}
-	markedLook = look{"#000", ""}
-	rssLook    = look{"#777", ""}
-	headColour = indigo // the headline's bars
+	liveLook   = look{Color: "#000", Dash: "6 4"}
+	heapLook   = look{Color: "#000", Dash: "1 3"}
+	goalLook   = look{Color: "#777", Dash: "9 3 2 3"}
+	markedLook = look{Color: "#000", Dash: ""}
+	rssLook    = look{Color: "#777", Dash: ""}
+	headColour = lk.Indigo // the headline's bars
 )
 
 // charts makes the figures of one trace, in the order the report tells
@@ -133,9 +134,9 @@ func fragmentationChart(name string, rs []Row) chart {
 		}
 		end = append(end, e)
 	}
-	groups := []barGroup{{"peak RSS / live", headColour, head}, {"peak fp / live", cyan, peak}}
+	groups := []barGroup{{"peak RSS / live", headColour, head}, {"peak fp / live", lk.Cyan, peak}}
 	if anyEnd {
-		groups = append(groups, barGroup{"fp / live at end", sand, end})
+		groups = append(groups, barGroup{"fp / live at end", lk.Sand, end})
 	}
 	return chart{template.HTML(barChart("Fragmentation by allocator: "+name, "heap / live (1: none)", cats, groups, 1)),
 		"How far each heap grew beyond live memory: 1.0 is none, 2.0 twice the live bytes. The first bar of each row, peak RSS / peak live, is the headline: the same measure for every row, and the one the rows are ranked by (* marks the lowest). The others are made of each allocator's own figure of its footprint (peak footprint / peak live is Johnstone and Wilson's measure #4; footprint / live at the end the FREENIX paper's 1 + fragmentation / 100, left out where live memory at the end is too small for it to mean anything): each allocator's own view of itself, they rank nothing across allocators.", "fragmentation"}

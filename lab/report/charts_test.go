@@ -63,20 +63,20 @@ func TestLooks(t *testing.T) {
 	story := map[string]bool{}
 	for _, name := range []string{"first-fit", "next-fit", "best-fit", "ao-first-fit", "glibc"} {
 		l := byName[name]
-		if l.dash != "" {
-			t.Errorf("%s is dashed (%q), want solid", name, l.dash)
+		if l.Dash != "" {
+			t.Errorf("%s is dashed (%q), want solid", name, l.Dash)
 		}
-		story[l.color] = true
+		story[l.Color] = true
 	}
 	if len(story) != 5 {
 		t.Errorf("the fit policies and glibc have %d colours, want 5", len(story))
 	}
-	if d := distance(colourOf(t, byName["glibc"].color), colourOf(t, byName["mimalloc"].color)); d < 120 {
-		t.Errorf("glibc's colour %s and mimalloc's %s are %.0f apart in RGB, want 120 or more", byName["glibc"].color, byName["mimalloc"].color, d)
+	if d := distance(colourOf(t, byName["glibc"].Color), colourOf(t, byName["mimalloc"].Color)); d < 120 {
+		t.Errorf("glibc's colour %s and mimalloc's %s are %.0f apart in RGB, want 120 or more", byName["glibc"].Color, byName["mimalloc"].Color, d)
 	}
 	for _, name := range scenarioRows {
-		if base, _, ok := strings.Cut(name, "+pool("); ok && byName[name].color != byName[base].color {
-			t.Errorf("%s is %s, its allocator %s", name, byName[name].color, byName[base].color)
+		if base, _, ok := strings.Cut(name, "+pool("); ok && byName[name].Color != byName[base].Color {
+			t.Errorf("%s is %s, its allocator %s", name, byName[name].Color, byName[base].Color)
 		}
 	}
 }

@@ -1,58 +1,24 @@
 package report
 
-import "strings"
+import (
+	"strings"
 
-// The look of the rows in the charts. The colours are Paul Tol's "muted"
-// scheme, nine colours chosen to stay apart for colour-blind readers
-// (protanopia, deuteranopia, tritanopia) and on white; past nine, a colour
-// comes back with another dash pattern, so that up to 9 × 5 rows (the
-// lab's scenario tables have 20) are told apart by colour and line. The
-// known allocators keep one look in every report: the four fit policies
-// and glibc, the rows the shipped trace compares, have five different
-// colours, all solid; glibc's and mimalloc's are far apart; a heap's
-// variant (buddy-header beside buddy) shares its colour with another
-// dash. A row behind a pool takes its allocator's colour, dotted. Black
-// is live memory's, and grey the program's own heap's (a Go trace).
-
-// Tol's muted colours.
-const (
-	indigo = "#332288"
-	cyan   = "#88CCEE"
-	teal   = "#44AA99"
-	green  = "#117733"
-	olive  = "#999933"
-	sand   = "#DDCC77"
-	rose   = "#CC6677"
-	wine   = "#882255"
-	purple = "#AA4499"
+	lk "github.com/carvelab/carve/lab/internal/look"
+	"github.com/carvelab/carve/lab/rows"
 )
 
-// colours is the order in which rows of unknown allocators take colours.
-var colours = []string{indigo, rose, teal, wine, green, purple, cyan, olive, sand}
-
-// dashes are the line patterns, solid first ("" draws a solid line).
-var dashes = []string{"", "7 3", "2 2", "9 3 2 3", "14 4"}
+// The look of the rows in the charts: the tables of rows give each known
+// allocator its look (rows.LookOf: replay's heaps, rows' real mallocs),
+// so that it keeps one look in every report. The four fit policies and
+// glibc, the rows the shipped trace compares, have five different
+// colours, all solid; glibc's and mimalloc's are far apart; a heap's
+// variant (buddy-header beside buddy) shares its colour with another
+// dash. A row behind a pool takes its allocator's colour, dotted; a row
+// no table knows the next colour of look.Colours. Black is live
+// memory's, and grey the program's own heap's (a Go trace).
 
 // look is how a series is drawn.
-type look struct {
-	color, dash string
-}
-
-// known are the looks of the allocators the lab knows.
-var known = map[string]look{
-	"first-fit":    {indigo, ""},
-	"next-fit":     {teal, ""},
-	"best-fit":     {green, ""},
-	"ao-first-fit": {olive, ""},
-	"glibc":        {rose, ""},
-	"buddy":        {wine, ""},
-	"buddy-header": {wine, "7 3"},
-	"sizeclass":    {sand, ""},
-	"go":           {purple, ""},
-	"jemalloc":     {cyan, ""},
-	"tcmalloc":     {indigo, "7 3"},
-	"mimalloc":     {teal, "7 3"},
-}
+type look = lk.Look
 
 // looks gives each of names (the rows of a chart, in order) a look of its
 // own: the allocator's known look, or for a row behind a pool its
@@ -66,13 +32,13 @@ func looks(names []string) []look {
 	for i, name := range names {
 		base, pooled, _ := strings.Cut(name, "+pool(")
 		base, _, _ = strings.Cut(base, "(") // go(gogc=50) is go's
-		l, ok := known[base]
+		l, ok := rows.LookOf(base)
 		if !ok {
-			l = look{colours[next%len(colours)], ""}
+			l = look{Color: lk.Colours[next%len(lk.Colours)]}
 			next++
 		}
 		if pooled != "" {
-			l.dash = dashes[2]
+			l.Dash = lk.Dotted
 		}
 		out[i] = free(l, used)
 		used[out[i]] = true
@@ -85,19 +51,20 @@ func looks(names []string) []look {
 // colours.
 func free(l look, used map[look]bool) look {
 	c := 0
+	colours, dashes := lk.Colours, lk.Dashes
 	for i, col := range colours {
-		if col == l.color {
+		if col == l.Color {
 			c = i
 		}
 	}
 	d := 0
 	for i, p := range dashes {
-		if p == l.dash {
+		if p == l.Dash {
 			d = i
 		}
 	}
 	for k := range len(colours) * len(dashes) {
-		cand := look{colours[(c+(d+k)/len(dashes))%len(colours)], dashes[(d+k)%len(dashes)]}
+		cand := look{Color: colours[(c+(d+k)/len(dashes))%len(colours)], Dash: dashes[(d+k)%len(dashes)]}
 		if !used[cand] {
 			return cand
 		}

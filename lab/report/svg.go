@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	lk "github.com/carvelab/carve/lab/internal/look"
 	"html"
 	"math"
 	"strconv"
@@ -224,7 +225,7 @@ func lineChart(c lineSpec) string {
 			w = 1.8
 		}
 		if d != "" {
-			fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="%g"%s><title>%s</title></path>`, d, l.look.color, w, dashAttr(l.look.dash), esc(l.name))
+			fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="%g"%s><title>%s</title></path>`, d, l.look.Color, w, dashAttr(l.look.Dash), esc(l.name))
 		}
 		legendItem(&b, top, i, l.name, l.look)
 		i++
@@ -347,7 +348,7 @@ func axes(b *strings.Builder, top, h int, xt, yt []float64, px, py func(float64)
 func legendItem(b *strings.Builder, top, i int, name string, l look) {
 	x, y := chartW-marginR+14, top+8+i*legendDY
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"%s/><text x="%d" y="%d" dominant-baseline="middle">%s</text>`,
-		x, x+26, y, y, l.color, dashAttr(l.dash), x+32, y, esc(name))
+		x, x+26, y, y, l.Color, dashAttr(l.Dash), x+32, y, esc(name))
 }
 
 // barGroup is one measure of a grouped bar chart: a value per category.
@@ -406,7 +407,7 @@ func barChart(title, unit string, cats []string, groups []barGroup, ref float64)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="4 3"/>`, px(ref), px(ref), marginT, h-marginB)
 	}
 	for g, grp := range groups {
-		legendItem(&b, marginT, g, grp.name, look{color: grp.color})
+		legendItem(&b, marginT, g, grp.name, look{Color: grp.color})
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/></svg>`, left, marginT, w, h-marginT-marginB)
 	return b.String()
@@ -453,7 +454,7 @@ func histogram(title, xLabel string, labels []string, counts []int64) string {
 		x := marginL + float64(i)*w
 		if c > 0 {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`,
-				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), indigo, esc(labels[i]), c)
+				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), lk.Indigo, esc(labels[i]), c)
 		}
 		if i%2 == 0 || len(counts) <= 16 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+14, esc(labels[i]))

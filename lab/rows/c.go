@@ -108,7 +108,7 @@ func newCAllocator(s Spec, touch bool) (*cAllocator, error) {
 		return nil, err
 	}
 	preload := ""
-	if m := realMallocs[s.Alloc]; m.libs != nil {
+	if m, _ := realMallocOf(s.Alloc); m.libs != nil {
 		preload = findLib(m)
 	}
 	r, err := libc.StartReplayer(preload, touch)

@@ -91,7 +91,7 @@ func testAgreement(t *testing.T, args []string, minLive int64) {
 		}
 		for _, m := range RealMallocs {
 			preload := ""
-			if libs := realMallocs[m]; libs.libs != nil {
+			if libs, _ := realMallocOf(m); libs.libs != nil {
 				if preload = findLib(libs); preload == "" {
 					if os.Getenv("CI") == "true" {
 						t.Fatalf("%s is not installed (%s), and CI=true: CI must install it", m, libs.install)
@@ -168,7 +168,8 @@ func needRealMalloc(t *testing.T, m string) string {
 		}
 		t.Skip(err)
 	}
-	return findLib(realMallocs[m])
+	mm, _ := realMallocOf(m)
+	return findLib(mm)
 }
 
 // TestRealMallocRows checks what a real malloc's row reports beyond its

@@ -72,7 +72,7 @@ func child(s Spec) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(exe, ChildCommand)
 	cmd.Env = os.Environ()
-	if m := realMallocs[s.Alloc]; m.libs != nil {
+	if m, _ := realMallocOf(s.Alloc); m.libs != nil {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD="+findLib(m))
 	}
 	return cmd, nil

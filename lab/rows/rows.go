@@ -39,37 +39,92 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/lab/internal/look"
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 )
 
-// A real malloc the lab can preload.
+// A realMalloc is a C allocator a row preloads, an entry of the table
+// of real mallocs: the one list of them, read by Names, Allocators (the
+// charts' looks, carve help replay) and the child that preloads one.
 type realMalloc struct {
-	libs    []string // file names to look for, the first found wins
+	name    string
+	doc     string
+	look    look.Look
+	libs    []string // file names to look for, the first found wins; none: the process's own
 	install string   // how to get it on Debian
 }
 
-// realMallocs are the C allocators by row name. glibc is the process's
-// own and needs no preload.
-var realMallocs = map[string]realMalloc{
-	"glibc":    {},
-	"jemalloc": {[]string{"libjemalloc.so.2", "libjemalloc.so"}, "apt-get install libjemalloc2"},
-	"tcmalloc": {[]string{"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so"}, "apt-get install libtcmalloc-minimal4"},
-	"mimalloc": {[]string{"libmimalloc.so.2", "libmimalloc.so"}, "apt-get install libmimalloc2.0"},
+// realMallocs are the real mallocs, in the order rows list them. glibc is
+// the process's own and needs no preload.
+var realMallocs = []realMalloc{
+	{name: "glibc", doc: "the GNU C library's malloc (ptmalloc2), the process's own", look: look.Look{Color: look.Rose}},
+	{name: "jemalloc", doc: "jemalloc, preloaded", look: look.Look{Color: look.Cyan},
+		libs: []string{"libjemalloc.so.2", "libjemalloc.so"}, install: "apt-get install libjemalloc2"},
+	{name: "tcmalloc", doc: "gperftools' tcmalloc (minimal), preloaded", look: look.Look{Color: look.Indigo, Dash: look.Dashed},
+		libs: []string{"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so"}, install: "apt-get install libtcmalloc-minimal4"},
+	{name: "mimalloc", doc: "Microsoft's mimalloc, preloaded", look: look.Look{Color: look.Teal, Dash: look.Dashed},
+		libs: []string{"libmimalloc.so.2", "libmimalloc.so"}, install: "apt-get install libmimalloc2.0"},
 }
 
-// RealMallocs are the real mallocs, in the order rows list them.
-var RealMallocs = []string{"glibc", "jemalloc", "tcmalloc", "mimalloc"}
+// realMallocOf returns the real malloc called name.
+func realMallocOf(name string) (realMalloc, bool) {
+	for _, m := range realMallocs {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return realMalloc{}, false
+}
 
-// Names returns every allocator a row can replay, in the fixed order of
-// the tables: carve's heaps and the Go heap (replay.Names), then the real
-// mallocs.
+// RealMallocs are the real mallocs' names, in the order rows list them.
+var RealMallocs = func() []string {
+	names := make([]string, len(realMallocs))
+	for i, m := range realMallocs {
+		names[i] = m.name
+	}
+	return names
+}()
+
+// An Allocator is a row's allocator as the tables list it.
+type Allocator struct {
+	Name string
+	Doc  string    // one line
+	Look look.Look // how the charts draw it
+	Real bool      // a real malloc, run in a C process of its own
+}
+
+// Allocators returns every allocator a row can replay, in the fixed
+// order of the tables: carve's heaps and the Go heap (replay.Rows), then
+// the real mallocs.
+func Allocators() []Allocator {
+	var as []Allocator
+	for _, r := range replay.Rows() {
+		as = append(as, Allocator{Name: r.Name, Doc: r.Doc, Look: r.Look})
+	}
+	for _, m := range realMallocs {
+		as = append(as, Allocator{Name: m.name, Doc: m.doc, Look: m.look, Real: true})
+	}
+	return as
+}
+
+// Names returns the names of Allocators, in their order.
 func Names() []string { return append(replay.Names(), RealMallocs...) }
+
+// LookOf returns how the charts draw the allocator called name.
+func LookOf(name string) (look.Look, bool) {
+	for _, a := range Allocators() {
+		if a.Name == name {
+			return a.Look, true
+		}
+	}
+	return look.Look{}, false
+}
 
 // IsReal reports whether name is one of the real mallocs.
 func IsReal(name string) bool {
-	_, ok := realMallocs[name]
+	_, ok := realMallocOf(name)
 	return ok
 }
 
@@ -214,7 +269,7 @@ var ErrUnavailable = errors.New("unavailable")
 
 // Available reports whether the row can run here, and if not why.
 func (s Spec) Available() error {
-	m, real := realMallocs[s.Alloc]
+	m, real := realMallocOf(s.Alloc)
 	switch {
 	case !real:
 		return nil

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/lab/internal/look"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
@@ -277,6 +279,53 @@ func TestHeadlineIsSound(t *testing.T) {
 			if r.Error == "" && r.PeakFootprint >= 1<<20 {
 				t.Errorf("%s: a footprint of %s after the first event of a trace (%s live): want the allocator's start-up left out", r.Allocator, size.Format(r.PeakFootprint), size.Format(r.PeakLive))
 			}
+		}
+	}
+}
+
+// TestAllocatorTable: every allocator of the tables has a name of its
+// own, a line of doc and a look no other has, of the palette's colours and
+// patterns, never the dots a pooled row takes; New builds every row of
+// replay's table, and Parse takes every name.
+func TestAllocatorTable(t *testing.T) {
+	names := map[string]bool{}
+	looks := map[look.Look]string{}
+	for _, a := range Allocators() {
+		if names[a.Name] {
+			t.Errorf("%s: listed twice", a.Name)
+		}
+		names[a.Name] = true
+		if a.Doc == "" || strings.Contains(a.Doc, "\n") {
+			t.Errorf("%s: doc %q, want one line", a.Name, a.Doc)
+		}
+		if other, ok := looks[a.Look]; ok {
+			t.Errorf("%s and %s are both drawn %v", other, a.Name, a.Look)
+		}
+		looks[a.Look] = a.Name
+		if !slices.Contains(look.Colours, a.Look.Color) || !slices.Contains(look.Dashes, a.Look.Dash) || a.Look.Dash == look.Dotted {
+			t.Errorf("%s: look %v, want a colour of look.Colours and a pattern of look.Dashes but the pooled rows' dots", a.Name, a.Look)
+		}
+		if l, ok := LookOf(a.Name); !ok || l != a.Look {
+			t.Errorf("LookOf(%s) = %v, %v; want %v", a.Name, l, ok, a.Look)
+		}
+		if a.Real != IsReal(a.Name) {
+			t.Errorf("%s: Real %v, IsReal %v", a.Name, a.Real, IsReal(a.Name))
+		}
+	}
+	if got := Names(); len(got) != len(names) {
+		t.Errorf("Names() = %v, want the %d allocators", got, len(names))
+	}
+	if got, err := Parse(strings.Join(Names(), ",")); err != nil || !slices.Equal(got, Names()) {
+		t.Errorf("Parse(every name) = %v, %v", got, err)
+	}
+	for _, r := range replay.Rows() {
+		a, err := replay.New(r.Name)
+		if err != nil {
+			t.Errorf("replay.New(%s): %v", r.Name, err)
+			continue
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("%s: Close: %v", r.Name, err)
 		}
 	}
 }
