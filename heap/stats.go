@@ -22,7 +22,8 @@ type Stats struct {
 	// their Alloc or last Realloc asked for (whatever the slices given to
 	// Free and Realloc say); Used what they take; Footprint the bytes the heap holds: committed and not given
 	// back; Resident the part of it in physical memory (mincore);
-	// Metadata the Go memory the heap keeps beside its zones (see below).
+	// Metadata the Go memory the heap keeps beside its zones (see
+	// Heap.Metadata).
 	carve.Stats
 
 	// Slots counts the slots in use, Slabs the pages that are slabs, and
@@ -122,17 +123,16 @@ func (h *Heap) Stats() Stats {
 	return st
 }
 
-// Metadata returns Stats().Metadata without a system call: the bytes of
-// Go memory the heap keeps for its bookkeeping, outside its zones. Per
-// page of the small zone, its slab record (8 bytes) and its bits in the
-// page-state bitmaps and in each class's partial set; per class, its slabs'
-// slot bitmaps (two bits per slot: free, and holding a shorter request);
-// per page of the best-fit zone, its
-// entry in the first-start table (2 bytes) and its page-state bits (its
-// free blocks' index is threaded through them and costs no Go memory);
-// and the small tables of fixed size in the Heap itself. On a heap of small objects this comes
-// to about 1% of the footprint, on one of larger blocks under 0.2% (see
-// the package documentation's costs).
+// Metadata returns Stats().Metadata without a system call: the bytes of Go
+// memory the heap keeps for its bookkeeping, outside its zones. Per page of
+// the small zone, its slab record (8 bytes) and its bits in the page-state
+// bitmaps and in each class's partial set; per class, its slabs' slot
+// bitmaps (two bits per slot: free, and holding a shorter request); per page
+// of the best-fit zone, its entry in the first-start table (2 bytes) and its
+// page-state bits (its free blocks' index is threaded through them and costs
+// no Go memory); and the small tables of fixed size in the Heap itself. On a
+// heap of small objects this comes to about 1% of the footprint, on one of
+// larger blocks under 0.2% (see the package documentation's costs).
 func (h *Heap) Metadata() int64 {
 	// The figure changes only when a slice grows: when a zone commits, or
 	// a slab is made or freed. It is kept from one change to the next.

@@ -3,7 +3,7 @@ package replay
 // Point is a stretch of a replay, in the series a Result keeps for charts
 // (Options.Series): the largest live memory and footprint of its events
 // (so that no peak is lost however many events one point stands for), and
-// the resident bytes of the last sample taken up to its end.
+// the largest resident figure of the samples it spans (see Resident).
 type Point struct {
 	// Event is the number of the stretch's last event, counting from 1.
 	Event     int64 `json:"event"`
