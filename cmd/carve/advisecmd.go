@@ -76,18 +76,19 @@ it allocates, where it allocates it.`,
 		fs.IntVar(&cfg.MaxPools, "max", 4, "suggest at most `N` pools")
 		fs.IntVar(&cfg.Candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
 		fs.IntVar(&cfg.Jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
-		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+advise.Schema+"; "+advise.TypesSchema+" for a Go program's trace)")
+		format := fs.String("format", textOrJSON[0], "output `FORMAT`: "+text.Or(textOrJSON)+" (schema "+advise.Schema+"; "+advise.TypesSchema+" for a Go program's trace)")
 		var maxRequest byteSize
 		budgetFlags(fs, &maxRequest, nil)
 		var tf traceFlags
 		tf.register(fs)
 		tf.registerFrees(fs)
 		return func(c *cli, args []string) error {
+			if err := checkFormat(*format, textOrJSON); err != nil {
+				return err
+			}
 			switch {
 			case len(args) != 1:
 				return badUsage("want one TRACE (%s), got %d", traces.Usage(), len(args))
-			case *format != "text" && *format != "json":
-				return badUsage("--format %q: want text or json", *format)
 			case cfg.MaxPools < 1:
 				return badUsage("--max %d: want 1 or more", cfg.MaxPools)
 			case cfg.Candidates < 1:

@@ -31,7 +31,7 @@ var diffCommand = &command{
 		"JSON, anything else a TRACE; A and B must be of one kind. Neither is written.\n" +
 		"A TRACE is " + traces.Usage() + ".",
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
-		format := fs.String("format", "text", "output `FORMAT`: text or json (schema "+diff.Schema+", docs/json.md)")
+		format := fs.String("format", textOrJSON[0], "output `FORMAT`: "+text.Or(textOrJSON)+" (schema "+diff.Schema+", docs/json.md)")
 		var tf traceFlags
 		tf.register(fs)
 		tf.registerFrees(fs)
@@ -39,8 +39,8 @@ var diffCommand = &command{
 			if len(args) != 2 {
 				return badUsage("want two arguments, A and B, got %d", len(args))
 			}
-			if *format != "text" && *format != "json" {
-				return badUsage("--format %q: want text or json", *format)
+			if err := checkFormat(*format, textOrJSON); err != nil {
+				return err
 			}
 			a, b := args[0], args[1]
 			var d interface{ WriteText(io.Writer) error }

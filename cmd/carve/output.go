@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/carvelab/carve/internal/text"
 )
 
 // An output is where a command writes, the one path of every command
@@ -209,4 +212,19 @@ func (o *output) writeErr(err error) error {
 		err = pe.Err
 	}
 	return fmt.Errorf("writing %s: %w", o.path, err)
+}
+
+// The output formats --format takes, the default first: the tables'
+// (replay, lab, report's) and the text-or-JSON of advise and diff.
+var (
+	tableFormats = []string{"text", "markdown", "csv", "json"}
+	textOrJSON   = []string{"text", "json"}
+)
+
+// checkFormat refuses a --format that is not one of formats.
+func checkFormat(got string, formats []string) error {
+	if slices.Contains(formats, got) {
+		return nil
+	}
+	return badUsage("--format %q: want %s", got, text.Or(formats))
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
@@ -163,7 +164,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.Var(routeFlag{replay.IntoHeap, &f.routes}, "heap", "put the objects of a type (`type=NAME`, whatever their sizes), or the requests of exactly SIZE bytes, in a carve heap of their own in front of each allocator (repeat for more); site=PATTERN (a function or file:line, as carve stats --by site names the sites), alone or after type=NAME and a comma, takes the objects allocated there, in --pool and --arena too")
 	fs.BoolVar(&f.strict, "strict", false, "stop a replay at its first trace error, and exit 1")
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
-	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: text, markdown, csv or json (schema "+rows.Schema+")")
+	fs.StringVar(&f.format, "format", tableFormats[0], "output `FORMAT`: "+text.Or(tableFormats)+" (schema "+rows.Schema+")")
 	fs.BoolVar(&f.isolate, "isolate", false, "replay carve's heaps in child processes too, so every row's RSS is measured alike")
 	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run (ns/op, peak RSS), for diffs")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
@@ -241,10 +242,8 @@ func (c *replayConfig) pacedBaseline() {
 
 // specs checks the flags other than the traces.
 func (f *replayFlags) specs() (replayConfig, error) {
-	switch f.format {
-	case "text", "markdown", "csv", "json":
-	default:
-		return replayConfig{}, badUsage("--format %q: want text, markdown, csv or json", f.format)
+	if err := checkFormat(f.format, tableFormats); err != nil {
+		return replayConfig{}, err
 	}
 	if f.jobs < 1 {
 		return replayConfig{}, badUsage("--jobs %d: want 1 or more", f.jobs)
