@@ -25,6 +25,10 @@
 //	replay   drives one allocator with one trace and measures it: Run in
 //	         process, RunBatch a batch at a time (the C allocators); one
 //	         ledger keeps the books for both
+//	rows     the rows of the lab's tables: the allocators a row can
+//	         replay (one table of them, replay's heaps and the real
+//	         mallocs), each row run in this process or a child of its
+//	         own, under one memory budget
 //	libc     the C mallocs, whichever is preloaded: named, measured, and
 //	         driven a batch of ops at a time, in this process (cgo) or
 //	         in a plain C process of their own (the real mallocs' rows)
@@ -33,6 +37,8 @@
 //	         heap, with its types, its execution trace: go test -trace,
 //	         a binary built with selftrace, or a running service's
 //	         /debug/pprof/trace) and writes its trace
+//	symbol   names the code addresses of a C program's call stacks,
+//	         from its binaries, after the run
 //	selftrace  the call a Go binary makes first in main so that carve
 //	         record can trace it (nothing without carve)
 //	report   the HTML report: the headline and its verdict, charts over
@@ -41,6 +47,8 @@
 //	advise   which dedicated pools would lower a heap's peak, or which
 //	         of a Go program's types to move off the Go heap, found by
 //	         replaying candidates
+//	scenario the block-allocator article's experiments, and the bump
+//	         allocator's benchmark, on every allocator
 //	diff     two traces of a program compared, before and after a
 //	         change (peak live, the marked heap, the program's RSS, per
 //	         type), with a verdict; or two tables of rows, row by row

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
@@ -42,11 +43,12 @@ func labScenarios(n int) []string {
 var labCommand = &command{
 	name: "lab", args: "[flags]",
 	short: "the lab on its embedded defaults: the shipped trace and the article's scenarios through every allocator",
-	long: `The shipped trace (Android's systemui, 770,279 events) and the block-allocator
-article's connection and carving scenarios, each replayed through every
-allocator and, for the scenarios, every allocator behind a pool for the 1 KiB
-buffers. It is what carve runs with no arguments. The flags are carve
-replay's, and --n.`,
+	long: `The shipped traces (below) and the block-allocator article's connection
+and carving scenarios, each replayed through every allocator and, for the
+scenarios, every allocator behind a pool for the 1 KiB buffers. It is what
+carve runs with no arguments. The flags are carve replay's, and --n.
+
+` + shippedHelp(),
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)
@@ -115,4 +117,15 @@ replay's, and --n.`,
 			return err
 		}
 	},
+}
+
+// shippedHelp names the traces the lab replays first, the shipped ones,
+// each with what it is.
+func shippedHelp() string {
+	var b strings.Builder
+	b.WriteString("The shipped traces:\n")
+	for _, t := range traces.All() {
+		fmt.Fprintf(&b, "  %s: %s\n", t.Name, t.About)
+	}
+	return b.String()
 }

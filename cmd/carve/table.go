@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,14 +92,26 @@ func footprintCell(r rows.Row, n int64) string {
 	return size.Format(n)
 }
 
+// unstableColumns returns the heads of the columns --stable leaves out.
+func unstableColumns() []string {
+	every := tableOf{stable: true, marked: 1, phase: "PHASE"} // a --stable table with every other column
+	var heads []string
+	for _, c := range columns {
+		if c.has != nil && !c.has(every) {
+			heads = append(heads, c.head)
+		}
+	}
+	return heads
+}
+
 // columnsHelp lists the columns for carve help replay, in the tables'
 // order, each marked if --stable leaves it out.
 func columnsHelp() string {
 	var b strings.Builder
-	every := tableOf{stable: true, marked: 1, phase: "PHASE"} // a --stable table with every other column
+	unstable := unstableColumns()
 	for _, c := range columns {
 		fmt.Fprintf(&b, "  %-15s %s", c.head, c.doc)
-		if c.has != nil && !c.has(every) {
+		if slices.Contains(unstable, c.head) {
 			b.WriteString(" (not in --stable)")
 		}
 		b.WriteString("\n")

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/trace"
 	"github.com/carvelab/carve/lab/traces"
 )
 
-// Every shipped trace is a readable gzip stream with its notice.
+// Every shipped trace is a readable gzip stream with its notice, and has
+// as many events as its About says.
 func TestShipped(t *testing.T) {
 	if len(traces.All()) == 0 {
 		t.Fatal("no shipped traces")
@@ -31,6 +33,23 @@ func TestShipped(t *testing.T) {
 		n, err := io.Copy(io.Discard, z)
 		if err != nil || n == 0 {
 			t.Fatalf("%s: decompressed %d bytes, %v", tr.Name, n, err)
+		}
+		r, err := trace.NewReader(tr.Open(), tr.File, trace.Auto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events int64
+		for {
+			if _, err := r.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", tr.Name, err)
+			}
+			events++
+		}
+		r.Close()
+		if want := text.Thousands(events) + " events"; !strings.Contains(tr.About, want) {
+			t.Errorf("%s: About %q, want it to say %s", tr.Name, tr.About, want)
 		}
 	}
 	if _, ok := traces.Lookup("no such trace"); ok {
