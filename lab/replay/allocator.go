@@ -97,8 +97,8 @@ var ErrUnknown = errors.New("replay: unknown allocator")
 // methods), so the replayer reads their footprint after every event and
 // its peaks are exact; their Stats, which costs mincore calls (one for
 // fit, one per run of committed granules for buddy, one per class in use
-// and per large object for sizeclass) and, for sizeclass, a walk of its
-// pools' free lists, runs at samples only (see
+// and per large object for sizeclass, one per zone for heap) and, for
+// sizeclass, a walk of its pools' free lists, runs at samples only (see
 // Options.SampleEvery).
 //
 // "go" allocates with make. Its Footprint and Stats read runtime/metrics:
