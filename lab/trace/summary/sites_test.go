@@ -1,8 +1,10 @@
-package trace
+package summary
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // TestSummarySites: a type allocated at two sites has a label per site;
@@ -21,11 +23,11 @@ a 4 32 @3
 a 5 2048 @4
 f 2
 `
-	r, err := NewReader(strings.NewReader(text), "sites.trace", Auto)
+	r, err := trace.NewReader(strings.NewReader(text), "sites.trace", trace.Auto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Summarize(r)
+	s, err := Of(r)
 	if err != nil {
 		t.Fatal(err)
 	}
