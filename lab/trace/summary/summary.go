@@ -67,7 +67,7 @@ type Trace struct {
 	// version 2): nil otherwise. The labels most live at the peak come
 	// first (see LabelStat).
 	Labels []LabelStat
-	// Sites are, for a trace whose labels carry sites (AttrSite), the
+	// Sites are, for a trace whose labels carry sites (trace.AttrSite), the
 	// objects of each site, as Labels are of each type: Site is the site,
 	// Name the types allocated there (joined by ", "), Size and PtrBytes
 	// the type's when there is one.
@@ -78,7 +78,7 @@ type Trace struct {
 	TypeSites []LabelStat
 
 	// Cycles are the collections of a Go program whose frees were moved
-	// to the marks that proved the objects dead (MoveFrees), each with
+	// to the marks that proved the objects dead (trace.MoveFrees), each with
 	// the bytes live in the events at its mark's end: the marked heap,
 	// as the events count it (the runtime's own count is the cycle's
 	// Marked). nil for a trace without cycles, and for one whose frees
@@ -89,7 +89,7 @@ type Trace struct {
 	// collection found reachable.
 	PeakMarked uint64
 
-	// Reader is the Reader's own count of what it read and had to make of
+	// Reader is the trace.Reader's own count of what it read and had to make of
 	// the lines that do not fit an object's life.
 	Reader trace.ReaderStats
 }
@@ -101,8 +101,8 @@ type MarkedCycle struct {
 	Live uint64
 }
 
-// cycleSource is a Source that says where its collections' marks ended
-// (MoveFrees's): MarkEnds returns those reached so far, shared.
+// cycleSource is a trace.Source that says where its collections' marks ended
+// (trace.MoveFrees's): MarkEnds returns those reached so far, shared.
 type cycleSource interface {
 	MarkEnds() []trace.GoCycle
 }
@@ -131,12 +131,12 @@ type LabelStat struct {
 	// allocations (a Go trace's sizes are the heap's size classes): a
 	// type whose objects come in one size has them equal.
 	MinSize, MaxSize uint64
-	// Size and PtrBytes are the label's attributes AttrSize and
-	// AttrPtrBytes (a Go type's size, and its bytes that may hold
+	// Size and PtrBytes are the label's attributes trace.AttrSize and
+	// trace.AttrPtrBytes (a Go type's size, and its bytes that may hold
 	// pointers), -1 when it has none.
 	Size, PtrBytes int64
 	// Site is, in Trace.Sites, where its objects were allocated
-	// (AttrSite); "" in Trace.Labels, where a type of several sites is
+	// (trace.AttrSite); "" in Trace.Labels, where a type of several sites is
 	// one LabelStat.
 	Site string
 }
@@ -150,7 +150,7 @@ func Of(r *trace.Reader) (Trace, error) {
 }
 
 // OfSource is Of for any source of events; Trace.Reader is
-// left zero. Trace.Labels is filled when src is a LabeledSource with a
+// left zero. Trace.Labels is filled when src is a trace.LabeledSource with a
 // table.
 func OfSource(src trace.Source) (Trace, error) {
 	var s Trace
