@@ -16,9 +16,12 @@
 //	         object IDs, each object with an optional label: a Go type)
 //	         and its formats: carve's native one, CS:APP .rep, valgrind
 //	         --trace-malloc, heaptrack, glibc mtrace, AOSP memory_replay, Go
-//	         execution traces (GODEBUG=traceallocfree=1); gzip and zstd;
-//	         the generators of the block-allocator article's scenarios and
-//	         of synthetic workloads
+//	         execution traces (GODEBUG=traceallocfree=1); gzip and zstd
+//	trace/gen  the generators of the block-allocator article's scenarios
+//	         and of synthetic workloads (carve gen)
+//	trace/summary  a trace described before any replay: sizes,
+//	         lifetimes, peak live, Robson's bounds, its types and sites
+//	         by their bytes at the peak (carve stats)
 //	traces   the traces shipped in the binary, and Resolve, which turns a
 //	         TRACE argument (a file, a shipped name, gen:NAME[:k=v,...])
 //	         into a trace any number of replays can open

@@ -7,7 +7,7 @@ import (
 
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
-	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -35,8 +35,8 @@ const labPool = 1024
 // waves.
 func labScenarios(n int) []string {
 	return []string{
-		traces.Gen("connection", trace.Args{"n": float64(n), "next": 4096}),
-		traces.Gen("carving", trace.Args{"n": float64(n), "smalls": 1}),
+		traces.Gen("connection", gen.Args{"n": float64(n), "next": 4096}),
+		traces.Gen("carving", gen.Args{"n": float64(n), "smalls": 1}),
 	}
 }
 

@@ -13,12 +13,14 @@ import (
 	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
 func generatorList() string {
 	var b strings.Builder
-	for _, g := range trace.Generators() {
+	for _, g := range gen.All() {
 		fmt.Fprintf(&b, "  %s: %s\n", g.Name, g.Doc)
 		for _, p := range g.Params {
 			fmt.Fprintf(&b, "      %s=%s  %s\n", p.Name, strconv.FormatFloat(p.Default, 'f', -1, 64), p.Doc)
@@ -29,7 +31,7 @@ func generatorList() string {
 
 func generatorNames() string {
 	var names []string
-	for _, g := range trace.Generators() {
+	for _, g := range gen.All() {
 		names = append(names, g.Name)
 	}
 	return strings.Join(names, ", ")
@@ -46,10 +48,10 @@ var genCommand = &command{
 				return badUsage("want a generator name: %s", generatorNames())
 			}
 			name, kv := args[0], args[1:]
-			g, ok := trace.Lookup(name)
+			g, ok := gen.Lookup(name)
 			if !ok {
 				var names []string
-				for _, g := range trace.Generators() {
+				for _, g := range gen.All() {
 					names = append(names, g.Name)
 				}
 				return badUsage("unknown generator %q%s (want one of %s)", name, suggest(name, names), generatorNames())
@@ -152,7 +154,7 @@ var statsCommand = &command{
 				return inputError{err}
 			}
 			defer closer.Close()
-			s, err := trace.SummarizeFrom(src)
+			s, err := summary.OfSource(src)
 			if err != nil {
 				return inputError{err}
 			}
@@ -180,7 +182,7 @@ var statsCommand = &command{
 					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
 				}
 				writeCycles(w, s.Cycles)
-				typed := slices.ContainsFunc(s.Labels, func(l trace.LabelStat) bool { return l.Name != "" })
+				typed := slices.ContainsFunc(s.Labels, func(l summary.LabelStat) bool { return l.Name != "" })
 				if *by == "" {
 					*by = "type"
 					if len(s.Sites) > 0 && !typed {
@@ -211,7 +213,7 @@ var statsCommand = &command{
 // writeSummary prints what carve stats says of a trace before its
 // histograms: its events, requests, peak and end, Robson's bounds, and
 // the trace's own errors.
-func writeSummary(w io.Writer, label, format string, s trace.Summary) {
+func writeSummary(w io.Writer, label, format string, s summary.Trace) {
 	allocs := s.Ops[trace.Alloc] + s.Ops[trace.Calloc] + s.Ops[trace.Memalign]
 	fmt.Fprintf(w, "%s (%s): %s\n", label, format, text.Count(s.Events, "event"))
 	fmt.Fprintf(w, "requests: %s (%s of 0 B), %s, %s", text.Count(allocs, "allocation"), text.Count(s.Zero, "request"),
@@ -259,7 +261,7 @@ const maxCycleLines = 100
 
 // writeCycles lists the marked heap after each collection: the trace's
 // objects' count and the runtime's.
-func writeCycles(w io.Writer, cs []trace.MarkedCycle) {
+func writeCycles(w io.Writer, cs []summary.MarkedCycle) {
 	if len(cs) == 0 {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -421,7 +422,7 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
 	}
-	sum, err := trace.SummarizeFrom(src)
+	sum, err := summary.OfSource(src)
 	closer.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", replay.ErrSource, c.Trace.Label, err)
@@ -596,15 +597,15 @@ func AdviseTypes(c TypeConfig) (*TypeAdvice, error) {
 // type most of whose bytes at the peak have a site (typeSites: its
 // objects at each site) is tried site by site (SiteShare), each site
 // that holds least bytes of it.
-func candidates(labels, typeSites []trace.LabelStat, adv *TypeAdvice, least uint64, n int) []TypeTrial {
-	at := map[string][]trace.LabelStat{}
+func candidates(labels, typeSites []summary.LabelStat, adv *TypeAdvice, least uint64, n int) []TypeTrial {
+	at := map[string][]summary.LabelStat{}
 	for _, ts := range typeSites {
 		at[ts.Name] = append(at[ts.Name], ts)
 	}
 	var cands []TypeTrial
 	left := map[string]*Left{}
 	var order []string
-	leave := func(why string, l trace.LabelStat) {
+	leave := func(why string, l summary.LabelStat) {
 		if left[why] == nil {
 			left[why] = &Left{Why: why}
 			order = append(order, why)
@@ -662,7 +663,7 @@ func candidates(labels, typeSites []trace.LabelStat, adv *TypeAdvice, least uint
 const SiteShare = 0.5
 
 // sited sums the bytes at the peak of a type's objects at its sites.
-func sited(at []trace.LabelStat) float64 {
+func sited(at []summary.LabelStat) float64 {
 	var b uint64
 	for _, ts := range at {
 		b += ts.Bytes

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -39,7 +40,7 @@ const (
 type Trace struct {
 	Label   string
 	Format  string // the format it was read in ("generated" for gen:)
-	Summary trace.Summary
+	Summary summary.Trace
 	RSS     []trace.ProcessRSS
 	// Go says it is a Go program's trace (its heap is the Go heap).
 	Go bool
@@ -53,7 +54,7 @@ func Read(t traces.Trace) (Trace, error) {
 		return Trace{}, named(t.Label, err)
 	}
 	defer closer.Close()
-	s, err := trace.SummarizeFrom(src)
+	s, err := summary.OfSource(src)
 	if err != nil {
 		return Trace{}, named(t.Label, err)
 	}
@@ -181,13 +182,13 @@ func (f *Figures) bytes() int64 {
 type Grouping struct {
 	// By names the grouping: "type".
 	By   string
-	Keys func(trace.Summary) map[string]Figures
+	Keys func(summary.Trace) map[string]Figures
 }
 
 // ByType groups the objects by their type's Go name (LabelStat.GoName:
 // "[]byte"); the objects of no label are "(no label)", as carve stats
 // names them.
-var ByType = Grouping{By: "type", Keys: func(s trace.Summary) map[string]Figures {
+var ByType = Grouping{By: "type", Keys: func(s summary.Trace) map[string]Figures {
 	m := make(map[string]Figures, len(s.Labels))
 	for _, l := range s.Labels {
 		key := l.GoName()
@@ -202,11 +203,11 @@ var ByType = Grouping{By: "type", Keys: func(s trace.Summary) map[string]Figures
 }}
 
 // BySite groups the objects by where the program allocated them
-// (trace.Summary.Sites: "Cache.Set (cache.go:88)"), for traces
+// (summary.Trace.Sites: "Cache.Set (cache.go:88)"), for traces
 // whose labels carry sites (carve record of a go test: an object of a
 // size several sites share has one drawn by share); the objects of no
 // site are in no group.
-var BySite = Grouping{By: "site", Keys: func(s trace.Summary) map[string]Figures {
+var BySite = Grouping{By: "site", Keys: func(s summary.Trace) map[string]Figures {
 	m := make(map[string]Figures, len(s.Sites))
 	for _, l := range s.Sites {
 		key := l.Site
@@ -224,7 +225,7 @@ const NoLabel = "(no label)"
 // peak (either way) first; of equal changes, the most bytes in either
 // trace first, then by key. It is empty when neither trace
 // has labels.
-func (g Grouping) Groups(a, b trace.Summary) []Group {
+func (g Grouping) Groups(a, b summary.Trace) []Group {
 	ka, kb := g.Keys(a), g.Keys(b)
 	var out []Group
 	for k, f := range ka {

@@ -16,6 +16,7 @@ import (
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // needGo skips the test when the go command is missing, or fails it
@@ -31,7 +32,7 @@ var goconnCmd = []string{"go", "test", "-count=1", "-run", "^TestConnections$", 
 
 // readBack reads a recorded native trace whole: its events, labels,
 // Go heap samples and summary.
-func readBack(t testing.TB, data []byte) ([]trace.Event, *trace.Labels, []trace.GoHeapSample, trace.Summary) {
+func readBack(t testing.TB, data []byte) ([]trace.Event, *trace.Labels, []trace.GoHeapSample, summary.Trace) {
 	t.Helper()
 	r, err := trace.NewReader(bytes.NewReader(data), "recorded", trace.Auto)
 	if err != nil {
@@ -48,7 +49,7 @@ func readBack(t testing.TB, data []byte) ([]trace.Event, *trace.Labels, []trace.
 		}
 		evs = append(evs, e)
 	}
-	s, err := trace.SummarizeFrom(trace.LabeledEvents(evs, r.Labels()))
+	s, err := summary.OfSource(trace.LabeledEvents(evs, r.Labels()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestGoTest(t *testing.T) {
 		if size != tt.size || ptr != tt.ptrBytes {
 			t.Errorf("label %v: size %d, pointer bytes %d; want %d and %d", l, size, ptr, tt.size, tt.ptrBytes)
 		}
-		i := slices.IndexFunc(s.Labels, func(st trace.LabelStat) bool { return st.Name == l.Name })
+		i := slices.IndexFunc(s.Labels, func(st summary.LabelStat) bool { return st.Name == l.Name })
 		if i < 0 {
 			t.Errorf("label %q: not in the summary", l.Name)
 		} else if s.Labels[i].Objects < tt.objects {

@@ -20,6 +20,7 @@ import (
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // TestMain points the library cache at a temporary directory, so the
@@ -682,7 +683,7 @@ func TestRecordStacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := trace.Summarize(r)
+	sum, err := summary.Of(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // goSelftraced builds testdata/selftraced, a program that traces itself
@@ -35,7 +36,7 @@ func selftraced(t *testing.T) string {
 // replays reads a recorded Go trace whole and replays it through
 // first-fit: it must hold events, labels and a label called typ, and
 // replay without trace errors.
-func replays(t *testing.T, data []byte, typ string) trace.Summary {
+func replays(t *testing.T, data []byte, typ string) summary.Trace {
 	t.Helper()
 	evs, labels, heap, s := readBack(t, data)
 	var table strings.Builder
@@ -80,7 +81,7 @@ func TestSelftrace(t *testing.T) {
 		t.Errorf("the trace's comment does not say where it comes from:\n%.300s", data)
 	}
 	s := replays(t, data, "main.record")
-	i := slices.IndexFunc(s.Labels, func(st trace.LabelStat) bool { return st.Name == "main.record" })
+	i := slices.IndexFunc(s.Labels, func(st summary.LabelStat) bool { return st.Name == "main.record" })
 	if i < 0 || s.Labels[i].Objects < 4500 {
 		t.Errorf("main.record: %+v at the peak, want at least 4500 objects", s.Labels)
 	}

@@ -10,6 +10,7 @@ import (
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 )
 
 // batched drives a carve heap as a BatchAllocator: blocks by slot, each
@@ -86,7 +87,7 @@ func untimed(res Result) Result {
 // figure but the timings and the number of samples must be the same.
 func TestRunBatchSameAsRun(t *testing.T) {
 	const n = 2000
-	carving := generate(t, "carving", trace.Args{"n": n})
+	carving := generate(t, "carving", gen.Args{"n": n})
 	// Trace errors in the middle: a free of an object never allocated,
 	// and a double free.
 	carving = append(carving[:100:100], append([]trace.Event{free(1 << 50), free(carving[5].ID)}, carving[100:]...)...)
@@ -132,7 +133,7 @@ func TestRunBatchSameAsRun(t *testing.T) {
 // the batch that holds Run's peak.
 func TestRunBatch(t *testing.T) {
 	const n = 3000
-	evs := generate(t, "carving", trace.Args{"n": n})
+	evs := generate(t, "carving", gen.Args{"n": n})
 	marks := []int64{2 * n, 3*n + 1, 4*n + 1, 5*n + 1}
 	want, err := Run(trace.Events(evs), newAlloc(t, "first-fit"), Options{Marks: marks})
 	if err != nil {
@@ -177,7 +178,7 @@ func TestRunBatch(t *testing.T) {
 // TestRunBatchErrors: a strict trace error, a failing allocator and bad
 // marks stop a batch replay.
 func TestRunBatchErrors(t *testing.T) {
-	evs := generate(t, "carving", trace.Args{"n": 3000})
+	evs := generate(t, "carving", gen.Args{"n": 3000})
 	evs = append(evs[:100:100], append([]trace.Event{free(1 << 50)}, evs[100:]...)...)
 	if _, err := RunBatch(trace.Events(evs), &batched{a: newAlloc(t, "first-fit")}, Options{Strict: true}); !errors.As(err, new(*TraceError)) {
 		t.Errorf("strict: %v, want a *TraceError", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -13,9 +14,9 @@ import (
 // every hole per request) through first fit, with and without the
 // checks: the difference is their cost.
 func BenchmarkRun(b *testing.B) {
-	g, _ := trace.Lookup("connection")
+	g, _ := gen.Lookup("connection")
 	var evs collect
-	if err := g.Generate(&evs, trace.Args{"n": 20000, "next": 1024}); err != nil {
+	if err := g.Generate(&evs, gen.Args{"n": 20000, "next": 1024}); err != nil {
 		b.Fatal(err)
 	}
 	for _, check := range []bool{true, false} {

@@ -30,7 +30,7 @@ type Options struct {
 	TimeEvery int
 	// Marks are event numbers (counting from 1, increasing) after which
 	// the replay takes a sample and keeps it in Result.Marks: the ends of
-	// a trace's phases (trace.Generator.Phases), to tell how much the heap
+	// a trace's phases (gen.Generator.Phases), to tell how much the heap
 	// grew in each.
 	Marks []int64
 	// Touch (Run only) writes every byte of every block the allocator

@@ -64,7 +64,7 @@ type Route struct {
 	// Label is the label's name, as the trace names it ("main.session",
 	// "uint8" for a []byte's backing arrays); "" for a route by size.
 	Label string `json:"label,omitempty"`
-	// Name is how users read the label (trace.LabelStat.GoName:
+	// Name is how users read the label (summary.LabelStat.GoName:
 	// "[]byte"), in the route's and the row's names; "" reads Label.
 	Name string `json:"name,omitempty"`
 	// Size is a route by size's: it takes the requests of exactly Size

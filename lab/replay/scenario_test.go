@@ -5,15 +5,16 @@ import (
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 )
 
 type collect []trace.Event
 
 func (c *collect) Write(e trace.Event) error { *c = append(*c, e); return nil }
 
-func generate(t testing.TB, name string, args trace.Args) []trace.Event {
+func generate(t testing.TB, name string, args gen.Args) []trace.Event {
 	t.Helper()
-	g, ok := trace.Lookup(name)
+	g, ok := gen.Lookup(name)
 	if !ok {
 		t.Fatalf("no generator %q", name)
 	}
@@ -28,9 +29,9 @@ func generate(t testing.TB, name string, args trace.Args) []trace.Event {
 // a pool of chunks of poolSize bytes when poolSize > 0, and returns the
 // footprint at the end of each phase (pool included), the result, and the
 // named allocator's own Stats at the end (without the pool's).
-func phases(t *testing.T, alloc string, poolSize int, gen string, args trace.Args) (map[string]int64, Result, carve.Stats) {
+func phases(t *testing.T, alloc string, poolSize int, name string, args gen.Args) (map[string]int64, Result, carve.Stats) {
 	t.Helper()
-	g, _ := trace.Lookup(gen)
+	g, _ := gen.Lookup(name)
 	ps, err := g.Phases(args)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func phases(t *testing.T, alloc string, poolSize int, gen string, args trace.Arg
 			t.Fatal(err)
 		}
 	}
-	res, err := Run(trace.Events(generate(t, gen, args)), a, Options{Marks: marks})
+	res, err := Run(trace.Events(generate(t, name, args)), a, Options{Marks: marks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +66,11 @@ func TestConnection(t *testing.T) {
 	const n = 5000
 	for _, alloc := range []string{"first-fit", "next-fit", "best-fit", "ao-first-fit"} {
 		t.Run(alloc, func(t *testing.T) {
-			fp, _, _ := phases(t, alloc, 0, "connection", trace.Args{"n": n, "next": 1024})
+			fp, _, _ := phases(t, alloc, 0, "connection", gen.Args{"n": n, "next": 1024})
 			if grew := fp["next buffers"] - fp["scratch freed"]; grew > n*1024/20 {
 				t.Errorf("next=1024: the heap grew by %d B, want the buffers in the holes", grew)
 			}
-			fp, res, _ := phases(t, alloc, 0, "connection", trace.Args{"n": n, "next": 4096})
+			fp, res, _ := phases(t, alloc, 0, "connection", gen.Args{"n": n, "next": 4096})
 			grew := fp["next buffers"] - fp["scratch freed"]
 			if grew < n*4096*95/100 || grew > n*4096*110/100 {
 				t.Errorf("next=4096: the heap grew by %d B, want about n × 4 KiB = %d", grew, n*4096)
@@ -81,7 +82,7 @@ func TestConnection(t *testing.T) {
 
 			// The scratch buffers in a pool: the sessions lie back to back,
 			// and no holes are left in the heap.
-			_, _, heap := phases(t, alloc, 1024, "connection", trace.Args{"n": n, "next": 4096})
+			_, _, heap := phases(t, alloc, 1024, "connection", gen.Args{"n": n, "next": 4096})
 			if ext := heap.External(); ext > n*1024/10 {
 				t.Errorf("pooled, next=4096: %d B free in the heap at the end, want almost none", ext)
 			}
@@ -99,17 +100,17 @@ func TestCarving(t *testing.T) {
 	const n = 10000
 	for _, alloc := range []string{"first-fit", "best-fit", "ao-first-fit"} {
 		t.Run(alloc, func(t *testing.T) {
-			fp, _, _ := phases(t, alloc, 0, "carving", trace.Args{"n": n, "smalls": 0})
+			fp, _, _ := phases(t, alloc, 0, "carving", gen.Args{"n": n, "smalls": 0})
 			if grew := fp["second wave"] - fp["scratch freed"]; grew > n*1024/100 {
 				t.Errorf("malloc, smalls=0: the second wave grew the heap by %d B, want the holes reused", grew)
 			}
-			fp, _, _ = phases(t, alloc, 0, "carving", trace.Args{"n": n, "smalls": 1})
+			fp, _, _ = phases(t, alloc, 0, "carving", gen.Args{"n": n, "smalls": 1})
 			smalls := fp["small objects"] - fp["scratch freed"]
 			wave := fp["second wave"] - fp["small objects"]
 			if wave < n*180 || wave > n*260 {
 				t.Errorf("malloc, smalls=1: the second wave grew the heap by %d B, want about n × 208 = %d", wave, n*208)
 			}
-			fp, _, _ = phases(t, alloc, 1024, "carving", trace.Args{"n": n, "smalls": 1})
+			fp, _, _ = phases(t, alloc, 1024, "carving", gen.Args{"n": n, "smalls": 1})
 			poolSmalls := fp["small objects"] - fp["scratch freed"]
 			poolWave := fp["second wave"] - fp["small objects"]
 			if poolWave > 0 {

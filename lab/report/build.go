@@ -15,6 +15,7 @@ import (
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -28,7 +29,7 @@ const Series = 400
 // trace that carries them (a Go execution trace, a native trace of
 // version 2), the samples of the Go heap's own metrics.
 type Summary struct {
-	trace.Summary
+	summary.Trace
 	GoHeap []trace.GoHeapSample
 }
 
@@ -42,8 +43,8 @@ func Summarize(ts []traces.Trace) []*Summary {
 		if err != nil {
 			continue
 		}
-		if sum, err := trace.SummarizeFrom(src); err == nil {
-			out[i] = &Summary{Summary: sum}
+		if sum, err := summary.OfSource(src); err == nil {
+			out[i] = &Summary{Trace: sum}
 			// A *trace.Reader, or a trace's decoded events (traces.Trace.Spooled).
 			if r, ok := src.(interface{ GoHeap() []trace.GoHeapSample }); ok {
 				out[i].GoHeap = r.GoHeap()
@@ -91,7 +92,7 @@ func fromTable(t rows.Table, sum *Summary) Trace {
 		rt.ProgramOf = p.OfText
 	}
 	if sum != nil {
-		rt.Summary, rt.GoHeap = &sum.Summary, sum.GoHeap
+		rt.Summary, rt.GoHeap = &sum.Trace, sum.GoHeap
 	}
 	rs := slices.Clone(t.Rows)
 	rows.MarkBest(rs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // chart is one figure: its SVG and a sentence on how to read it.
@@ -331,7 +332,7 @@ func reported(v uint64) float64 {
 
 // histBuckets returns the used range of the summary's power-of-two
 // histograms, with labels.
-func histBuckets(s *trace.Summary) ([]string, []int64, []int64) {
+func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
 	lo, hi := -1, 0
 	for k := range s.Sizes {
 		if s.Sizes[k] > 0 || s.Lifetimes[k] > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -262,7 +263,7 @@ func TestGoHeapLines(t *testing.T) {
 }
 
 // TestLabelRows: the report's table of labels has the figures carve stats
-// prints (trace.Summary.WriteLabels), row for row, for the labelled Go
+// prints (summary.Trace.WriteLabels), row for row, for the labelled Go
 // trace of the trace package's tests.
 func TestLabelRows(t *testing.T) {
 	f, err := os.Open("../trace/testdata/labelled/go.trace")
@@ -274,7 +275,7 @@ func TestLabelRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := trace.Summarize(r)
+	s, err := summary.Of(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -91,7 +92,7 @@ type Trace struct {
 	About string
 	// Summary describes the trace (sizes, lifetimes, peak live, its
 	// labels); nil leaves out its charts.
-	Summary *trace.Summary
+	Summary *summary.Trace
 	// GoHeap is the program's own heap over the trace, from a Go
 	// execution trace's metrics (or a native trace's "g" lines); nil for
 	// the other traces.
@@ -251,13 +252,13 @@ func sig3(v float64) string {
 func byteSize(n int64) string { return bytesLabel(float64(n)) }
 
 // labelRow is a row of the table of a trace's labels, as carve stats
-// prints it (trace.Summary.WriteLabels).
+// prints it (summary.Trace.WriteLabels).
 type labelRow struct {
 	Bytes, Share, Objects, PeakBytes, Allocs, MeanLife, PtrBytes, Size, Name string
 }
 
 // labelRows turns the cells of a table of types or sites, as carve stats
-// prints them (trace.Summary.LabelCells, SiteCells), into rows.
+// prints them (summary.Trace.LabelCells, SiteCells), into rows.
 func labelRows(cells [][]string) []labelRow {
 	var out []labelRow
 	for _, c := range cells {

@@ -15,11 +15,12 @@ import (
 
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // fakeReport is a report of one trace, two allocators and a failure.
 func fakeReport() Report {
-	var s trace.Summary
+	var s summary.Trace
 	s.Events, s.Smallest, s.Largest, s.PeakLive, s.PeakObjects = 1000, 8, 4096, 1<<20, 300
 	s.Sizes[4], s.Sizes[7], s.Sizes[12] = 500, 3000, 12
 	s.Lifetimes[2], s.Lifetimes[9] = 40, 400

@@ -21,6 +21,7 @@ import (
 	"github.com/carvelab/carve/lab/libc"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/mem"
 )
@@ -45,10 +46,10 @@ type Job struct {
 	// Trace is the TRACE argument (a file, a shipped trace, gen:...): the
 	// row's name for it. Its events follow the Job on the child's
 	// standard input, and Phases are the ends of its phases.
-	Trace   string        `json:"trace,omitempty"`
-	Phases  []trace.Phase `json:"phases,omitempty"`
-	Spec    Spec          `json:"spec"`
-	Options Options       `json:"options"`
+	Trace   string      `json:"trace,omitempty"`
+	Phases  []gen.Phase `json:"phases,omitempty"`
+	Spec    Spec        `json:"spec"`
+	Options Options     `json:"options"`
 	// Stride asks for the stride measurement instead of a replay: how far
 	// apart two malloc(16)s land (see Stride).
 	Stride bool `json:"stride,omitempty"`

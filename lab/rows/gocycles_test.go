@@ -13,6 +13,7 @@ import (
 
 	"github.com/carvelab/carve/lab/record"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -43,7 +44,7 @@ func recordGo(t *testing.T, cmd []string, env ...string) (path string, output []
 
 // summarize summarizes the trace at path, its frees at the marks' ends
 // unless sweep.
-func summarize(t *testing.T, path string, sweep bool) (trace.Summary, traces.Trace) {
+func summarize(t *testing.T, path string, sweep bool) (summary.Trace, traces.Trace) {
 	t.Helper()
 	tr, err := traces.Resolve(path)
 	if err != nil {
@@ -58,7 +59,7 @@ func summarize(t *testing.T, path string, sweep bool) (trace.Summary, traces.Tra
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	s, err := trace.SummarizeFrom(src)
+	s, err := summary.OfSource(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestRecordedCycles(t *testing.T) {
 
 // allocatedInMarks returns the bytes allocated during each mark of cs,
 // in tr's events with the frees moved.
-func allocatedInMarks(t *testing.T, tr traces.Trace, cs []trace.MarkedCycle) []uint64 {
+func allocatedInMarks(t *testing.T, tr traces.Trace, cs []summary.MarkedCycle) []uint64 {
 	t.Helper()
 	src, closer, err := tr.Open()
 	if err != nil {
@@ -298,7 +299,7 @@ func TestGoRowObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := trace.Summarize(r); err != nil {
+	if _, err := summary.Of(r); err != nil {
 		t.Fatal(err)
 	}
 	var program uint64

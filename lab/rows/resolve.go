@@ -10,6 +10,7 @@ import (
 	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/summary"
 	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/pool"
 )
@@ -40,12 +41,12 @@ func CheckRoutes(routes []replay.Route) error {
 // ResolveRoutes checks routes against the traces they will be replayed
 // over, reading each trace's labels and request sizes once (a scan of
 // its events, spooled: the rows read the same spool), before any
-// replay: a type no trace's label is (trace.FindLabel, with the
+// replay: a type no trace's label is (summary.FindLabel, with the
 // nearest names), or a size no request of a trace has (with the nearest
 // sizes it has), is an error of one line. It returns the routes
 // resolved: each route by label with the label's raw name (Label) and
 // its Go name (Name), and, into pools, for a type of one size (a struct,
-// not a slice: trace.LabelStat.GoName), its Chunk at the type's own
+// not a slice: summary.LabelStat.GoName), its Chunk at the type's own
 // size, as pool.NewOf[T] holds it. A type must resolve alike in every
 // trace.
 func ResolveRoutes(ts []traces.Trace, routes []replay.Route) ([]replay.Route, error) {
@@ -83,8 +84,8 @@ func describe(r replay.Route) string {
 
 // scanned is what ResolveRoutes reads of a trace.
 type scanned struct {
-	labels []trace.LabelStat
-	sites  []trace.LabelStat
+	labels []summary.LabelStat
+	sites  []summary.LabelStat
 	sizes  map[uint64]bool // the sizes of the requests, if asked
 }
 
@@ -101,7 +102,7 @@ func scan(t traces.Trace, routes []replay.Route) (scanned, error) {
 	if bySize {
 		tee.sizes = map[uint64]bool{}
 	}
-	sum, err := trace.SummarizeFrom(tee)
+	sum, err := summary.OfSource(tee)
 	if err != nil {
 		return scanned{}, err
 	}
@@ -116,7 +117,7 @@ func (sc scanned) resolve(r replay.Route, name string) (replay.Route, error) {
 		}
 		return r, fmt.Errorf("no request of %s is of %d bytes%s", name, r.Size, sc.nearSizes(r.Size))
 	}
-	if typed := slices.ContainsFunc(sc.labels, func(s trace.LabelStat) bool { return s.Name != "" }); !typed && (r.Label != "" || len(sc.sites) == 0) {
+	if typed := slices.ContainsFunc(sc.labels, func(s summary.LabelStat) bool { return s.Name != "" }); !typed && (r.Label != "" || len(sc.sites) == 0) {
 		if len(sc.sites) > 0 {
 			return r, fmt.Errorf("no type %q in %s: its labels are a C program's allocation sites, of no type (route them by site=PATTERN alone)", r.Label, name)
 		}
@@ -132,15 +133,15 @@ func (sc scanned) resolve(r replay.Route, name string) (replay.Route, error) {
 	}
 	// A route already resolved (by its Go name, Name) reads the same.
 	asked := cmp.Or(r.Name, r.Label)
-	st, err := trace.FindLabel(sc.labels, asked)
+	st, err := summary.FindLabel(sc.labels, asked)
 	if err != nil {
-		if le, ok := err.(*trace.LabelError); ok {
+		if le, ok := err.(*summary.LabelError); ok {
 			le.In = name
 		}
 		return r, err
 	}
 	r.Label, r.Name, r.Chunk = st.Name, st.GoName(), 0
-	if r.Site != "" && !slices.ContainsFunc(sc.sites, func(s trace.LabelStat) bool {
+	if r.Site != "" && !slices.ContainsFunc(sc.sites, func(s summary.LabelStat) bool {
 		return trace.AtSite(s.Site, r.Site) && slices.Contains(strings.Split(s.Name, ", "), st.Name)
 	}) {
 		return r, fmt.Errorf("no %s allocated at a site %q names in %s (carve stats --by site lists its sites and the types of each)", st.GoName(), r.Site, name)

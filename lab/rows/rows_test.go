@@ -14,6 +14,7 @@ import (
 	"github.com/carvelab/carve/lab/internal/look"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 	"github.com/carvelab/carve/lab/traces"
 )
 
@@ -230,7 +231,7 @@ func TestHeadlineIsSound(t *testing.T) {
 		// traces are enough to exercise its code.
 		args = args[:3]
 	}
-	if got, want := len(trace.Generators()), 6; got != want {
+	if got, want := len(gen.All()), 6; got != want {
 		t.Errorf("%d generators, the test knows %d: give the new one a trace here", got, want)
 	}
 	ts := resolveAll(t, args...)

@@ -22,7 +22,7 @@ import (
 	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
-	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 	"github.com/carvelab/carve/lab/traces"
 	"github.com/carvelab/carve/pool"
 )
@@ -77,7 +77,7 @@ func (c Config) specs() []rows.Spec {
 // them (rows.Row.ResidentGrowth), so that a heap that gave the scratch
 // buffers' pages back and takes them again has not grown.
 func Connection(w io.Writer, c Config) error {
-	return phases(w, c.specs(), c.options(true), c, "connection", trace.Args{"n": float64(c.N), "next": float64(c.Next)},
+	return phases(w, c.specs(), c.options(true), c, "connection", gen.Args{"n": float64(c.N), "next": float64(c.Next)},
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
 			grew, _ := r.ResidentGrowth()
@@ -101,7 +101,7 @@ func Carving(w io.Writer, c Config) error {
 			specs[i].Routes = replay.SizePools(1024)
 		}
 	}
-	return phases(w, specs, c.options(true), c, "carving", trace.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
+	return phases(w, specs, c.options(true), c, "carving", gen.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
 		func(r rows.Row) string {
 			freed, smallsEnd, end := r.Phases[1], r.Phases[1], r.Phases[len(r.Phases)-1]
 			if len(r.Phases) == 4 {
@@ -122,7 +122,7 @@ func Bump(w io.Writer, c Config) error {
 		return err
 	}
 	// The post's benchmark times the calls, not the writes.
-	return phases(w, c.specs(), c.options(false), c, "bump", trace.Args{"n": float64(c.N)}, func(r rows.Row) string {
+	return phases(w, c.specs(), c.options(false), c, "bump", gen.Args{"n": float64(c.N)}, func(r rows.Row) string {
 		return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
 			c.N, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
 	})
@@ -139,7 +139,7 @@ func Pool(w io.Writer) error {
 // phases replays a generated scenario through every spec and prints a
 // line per allocator, written by line from its row. A row that failed a
 // check or could not read its trace makes the error returned.
-func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string, args trace.Args, line func(rows.Row) string) error {
+func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string, args gen.Args, line func(rows.Row) string) error {
 	t, err := traces.Resolve(traces.Gen(gen, args))
 	if err != nil {
 		return err

@@ -73,27 +73,6 @@ stack 4 0x9000
 		}
 	}
 
-	// The sites by bytes at the peak: the realloc moved 300 bytes to
-	// make_node's.
-	r, _ = NewReaderOptions(strings.NewReader(log), "log", ReaderOptions{Format: AOSP, Symbolizer: sym})
-	s, err := SummarizeFrom(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{}
-	for _, st := range s.Sites {
-		got[st.Site] = st.Bytes
-	}
-	if got["make_node (prog.c:12)"] != 400 || got["make_name (prog)"] != 7 || got["libc.so.6+0x500"] != 32 {
-		t.Errorf("sites at the peak: %v", got)
-	}
-	var buf bytes.Buffer
-	if err := s.WriteSites(&buf, 10); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(buf.String(), "make_node (prog.c:12)\n") {
-		t.Errorf("a C site is printed alone, with no type:\n%s", buf.String())
-	}
 }
 
 // TestAOSPStackErrors: a record naming a stack not defined, and

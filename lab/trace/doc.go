@@ -1,8 +1,9 @@
 // Package trace is the lab's event model and its formats: what a program
 // asked of its allocator, as a stream of events on objects, read from the
-// recordings of the usual tools and from Go execution traces, written in
-// carve's own format, and generated from the block-allocator article's
-// scenarios and synthetic workloads.
+// recordings of the usual tools and from Go execution traces, and written
+// in carve's own format. The generators of the block-allocator article's
+// scenarios and of synthetic workloads are package gen, the summaries
+// package summary (see "Generators and summaries" below).
 //
 // See package lab for the lab's overview; the replayer that drives
 // allocators with these events is package replay.
@@ -279,22 +280,13 @@
 // makes the trace native: a native trace that lost its header, which its
 // reader refuses as such.
 //
-// # Generating
+// # Generators and summaries
 //
-// [Generators] lists the named generators that carve gen runs: the block-allocator article's
-// scenarios (connection, carving, bump) and synthetic workloads with
-// explicit seeds (zipf, phases, randfree), each with documented parameters and
-// defaults, and the same trace for the same arguments.
-//
-// # Summaries
-//
-// [Summarize] reads a trace and describes it: counts, request sizes, peak
-// live bytes and objects, lifetimes, and Robson's worst-case bounds on the
-// heap that its peak and size range could force. For a labelled trace it
-// also gives a table of its labels (for a Go trace, its types) by their
-// bytes live at the trace's peak ([LabelStat], [Summary.WriteLabels]),
-// each by its Go name ([LabelStat.GoName]: a uint8 label of objects of
-// many bytes is a []byte), and [FindLabel] finds one by either name.
+// Two packages build on this one: package gen (lab/trace/gen) writes the
+// synthetic traces carve gen runs, to any [EventWriter]; package summary
+// (lab/trace/summary) reads a trace and describes it as a whole, by label
+// too. Neither is imported here: the model and the formats do not depend
+// on what is made of them.
 //
 // # Dependencies
 //

@@ -27,22 +27,24 @@ const (
 	// Align (memalign, posix_memalign, aligned_alloc).
 	Memalign
 
-	numOps = iota + 1
+	// NumOps is one more than the last operation: the length of an array
+	// indexed by Op, whose first entry is unused.
+	NumOps = iota + 1
 )
 
-var opNames = [numOps]string{"", "alloc", "free", "realloc", "calloc", "memalign"}
+var opNames = [NumOps]string{"", "alloc", "free", "realloc", "calloc", "memalign"}
 
 // String returns the operation's name: "alloc", "free", "realloc",
 // "calloc" or "memalign".
 func (o Op) String() string {
-	if o == 0 || o >= numOps {
+	if o == 0 || o >= NumOps {
 		return fmt.Sprintf("Op(%d)", uint8(o))
 	}
 	return opNames[o]
 }
 
 // Valid reports whether o is one of the operations.
-func (o Op) Valid() bool { return o != 0 && o < numOps }
+func (o Op) Valid() bool { return o != 0 && o < NumOps }
 
 // Event is one operation of a trace. It is 40 bytes, and readers and
 // writers pass it by value, by the million. (The Label field took it from
@@ -97,6 +99,12 @@ var _ [unsafe.Sizeof(Event{}) - 40]byte
 // "a 7 100" or "m 3 64 4096".
 func (e Event) String() string {
 	return string(appendEvent(nil, e))
+}
+
+// EventWriter takes events one by one: a *Writer, or whatever a replayer
+// feeds from them (package gen's generators write to one).
+type EventWriter interface {
+	Write(Event) error
 }
 
 // check reports what is wrong with e's form, or "".

@@ -119,8 +119,9 @@ func (l Label) String() string {
 // Reader's numbering of the trace's labels: measured, a label of a
 // 39-byte name costs the table 131 bytes of Go heap, and counts 175, so
 // that 191,739 of them fill it. A Go program has some thousands of types
-// (a few hundred KB). A Summary keeps 96 bytes a label of its trace more
-// (its LabelStat), and 72 while it reads the trace: at most 41 MiB.
+// (a few hundred KB). A summary (package summary) keeps 96 bytes a label
+// of its trace more (its LabelStat), and 72 while it reads the trace: at
+// most 41 MiB.
 //
 // MaxLabels is the highest label number a native trace may define: no
 // table holds more labels (MaxLabelBytes holds 256,140 of a one-byte name

@@ -102,7 +102,7 @@ func TestRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	evs := make([]Event, 20000)
 	for i := range evs {
-		e := Event{Op: Op(1 + rng.IntN(numOps-1)), ID: rng.Uint64(), Thread: uint32(rng.IntN(3)) * rng.Uint32()}
+		e := Event{Op: Op(1 + rng.IntN(NumOps-1)), ID: rng.Uint64(), Thread: uint32(rng.IntN(3)) * rng.Uint32()}
 		switch e.Op {
 		case Alloc, Realloc:
 			e.Size = rng.Uint64() >> rng.IntN(64)

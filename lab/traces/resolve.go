@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/carvelab/carve/lab/trace"
+	"github.com/carvelab/carve/lab/trace/gen"
 )
 
 // A Trace is one TRACE argument resolved: a file, a shipped trace or a
@@ -19,9 +20,9 @@ import (
 type Trace struct {
 	// Label is the argument as given: the heading of the trace's table.
 	Label string
-	// Phases are the phases of a generated scenario (trace.Generator.Phases);
+	// Phases are the phases of a generated scenario (gen.Generator.Phases);
 	// nil for any other trace.
-	Phases []trace.Phase
+	Phases []gen.Phase
 	// Generated reports a gen: trace.
 	Generated bool
 	// About says what the trace is, for the reader of its table: the
@@ -91,7 +92,7 @@ func ResolveOptions(arg string, opt trace.ReaderOptions) (Trace, error) {
 
 // Gen returns the TRACE argument that names generator name with args,
 // the parameters in name order: gen:connection:n=10000,next=4096.
-func Gen(name string, args trace.Args) string {
+func Gen(name string, args gen.Args) string {
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
@@ -109,7 +110,7 @@ func Gen(name string, args trace.Args) string {
 
 func generatorNames() string {
 	var names []string
-	for _, g := range trace.Generators() {
+	for _, g := range gen.All() {
 		names = append(names, g.Name)
 	}
 	return strings.Join(names, ", ")
@@ -118,7 +119,7 @@ func generatorNames() string {
 // generated reads "NAME" or "NAME:k=v,k=v" after the gen: prefix.
 func generated(arg, spec string) (Trace, error) {
 	name, params, _ := strings.Cut(spec, ":")
-	g, ok := trace.Lookup(name)
+	g, ok := gen.Lookup(name)
 	if !ok {
 		return Trace{}, fmt.Errorf("%s: unknown generator %q (want one of %s)", arg, name, generatorNames())
 	}
@@ -192,7 +193,7 @@ type stream struct {
 // errStopped stops a generator whose reader has gone.
 var errStopped = errors.New("replay stopped")
 
-func newStream(g trace.Generator, args trace.Args) *stream {
+func newStream(g gen.Generator, args gen.Args) *stream {
 	s := &stream{batches: make(chan []trace.Event, 4), done: make(chan struct{}), errc: make(chan error, 1)}
 	go func() {
 		w := &batchWriter{s: s, buf: make([]trace.Event, 0, 4096)}

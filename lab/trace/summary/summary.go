@@ -1,4 +1,4 @@
-package trace
+package summary
 
 import (
 	"cmp"
@@ -12,16 +12,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/carvelab/carve/internal/size"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
-// Summary describes a trace as a whole: what it asks of an allocator,
+// Trace describes a trace as a whole: what it asks of an allocator,
 // before any allocator runs it. "Live" is the lab's word: the bytes
 // requested and not yet freed.
-type Summary struct {
+type Trace struct {
 	// Events counts the events, and Ops the events of each Op (indexed
 	// by Op; Ops[0] is unused).
 	Events int64
-	Ops    [numOps]int64
+	Ops    [trace.NumOps]int64
 
 	// Requested is the sum of the sizes of all allocations and of the
 	// new sizes of reallocs.
@@ -65,7 +67,7 @@ type Summary struct {
 	// version 2): nil otherwise. The labels most live at the peak come
 	// first (see LabelStat).
 	Labels []LabelStat
-	// Sites are, for a trace whose labels carry sites (AttrSite), the
+	// Sites are, for a trace whose labels carry sites (trace.AttrSite), the
 	// objects of each site, as Labels are of each type: Site is the site,
 	// Name the types allocated there (joined by ", "), Size and PtrBytes
 	// the type's when there is one.
@@ -76,7 +78,7 @@ type Summary struct {
 	TypeSites []LabelStat
 
 	// Cycles are the collections of a Go program whose frees were moved
-	// to the marks that proved the objects dead (MoveFrees), each with
+	// to the marks that proved the objects dead (trace.MoveFrees), each with
 	// the bytes live in the events at its mark's end: the marked heap,
 	// as the events count it (the runtime's own count is the cycle's
 	// Marked). nil for a trace without cycles, and for one whose frees
@@ -87,22 +89,22 @@ type Summary struct {
 	// collection found reachable.
 	PeakMarked uint64
 
-	// Reader is the Reader's own count of what it read and had to make of
+	// Reader is the trace.Reader's own count of what it read and had to make of
 	// the lines that do not fit an object's life.
-	Reader ReaderStats
+	Reader trace.ReaderStats
 }
 
 // A MarkedCycle is one collection of a Go program and the bytes live in
 // the events at its mark's end.
 type MarkedCycle struct {
-	GoCycle
+	trace.GoCycle
 	Live uint64
 }
 
-// cycleSource is a Source that says where its collections' marks ended
-// (MoveFrees's): MarkEnds returns those reached so far, shared.
+// cycleSource is a trace.Source that says where its collections' marks ended
+// (trace.MoveFrees's): MarkEnds returns those reached so far, shared.
 type cycleSource interface {
-	MarkEnds() []GoCycle
+	MarkEnds() []trace.GoCycle
 }
 
 // LabelStat describes the objects of one label of a trace: for a Go
@@ -129,40 +131,40 @@ type LabelStat struct {
 	// allocations (a Go trace's sizes are the heap's size classes): a
 	// type whose objects come in one size has them equal.
 	MinSize, MaxSize uint64
-	// Size and PtrBytes are the label's attributes AttrSize and
-	// AttrPtrBytes (a Go type's size, and its bytes that may hold
+	// Size and PtrBytes are the label's attributes trace.AttrSize and
+	// trace.AttrPtrBytes (a Go type's size, and its bytes that may hold
 	// pointers), -1 when it has none.
 	Size, PtrBytes int64
-	// Site is, in Summary.Sites, where its objects were allocated
-	// (AttrSite); "" in Summary.Labels, where a type of several sites is
+	// Site is, in Trace.Sites, where its objects were allocated
+	// (trace.AttrSite); "" in Trace.Labels, where a type of several sites is
 	// one LabelStat.
 	Site string
 }
 
-// Summarize reads r to its end and describes the trace. It keeps one map
+// Of reads r to its end and describes the trace. It keeps one map
 // entry per live object.
-func Summarize(r *Reader) (Summary, error) {
-	s, err := SummarizeFrom(r)
+func Of(r *trace.Reader) (Trace, error) {
+	s, err := OfSource(r)
 	s.Reader = r.Stats()
 	return s, err
 }
 
-// SummarizeFrom is Summarize for any source of events; Summary.Reader is
-// left zero. Summary.Labels is filled when src is a LabeledSource with a
+// OfSource is Of for any source of events; Trace.Reader is
+// left zero. Trace.Labels is filled when src is a trace.LabeledSource with a
 // table.
-func SummarizeFrom(src Source) (Summary, error) {
-	var s Summary
+func OfSource(src trace.Source) (Trace, error) {
+	var s Trace
 	type obj struct {
 		size  uint64
 		born  int64
 		label uint32
 	}
-	labels := LabelsOf(src)
+	labels := trace.LabelsOf(src)
 	ls := &labelGroups{labels: labels}
-	var live IDs[obj]
+	var live trace.IDs[obj]
 	var cur u128
 	cs, _ := src.(cycleSource)
-	var cycles []GoCycle
+	var cycles []trace.GoCycle
 	marked := func() { // the cycles whose mark ended after s.Events events
 		for len(s.Cycles) < len(cycles) && cycles[len(s.Cycles)].End <= s.Events {
 			live, _ := cur.capped()
@@ -170,7 +172,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 			s.PeakMarked = max(s.PeakMarked, live)
 		}
 	}
-	batch := make([]Event, 1024)
+	batch := make([]trace.Event, 1024)
 	for {
 		n, err := src.Read(batch)
 		if cs != nil {
@@ -185,7 +187,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 			s.Events++
 			s.Ops[e.Op]++
 			switch e.Op {
-			case Alloc, Calloc, Memalign:
+			case trace.Alloc, trace.Calloc, trace.Memalign:
 				s.request(e.Size)
 				if old, ok := live.Get(e.ID); ok {
 					s.LiveAllocs++
@@ -196,7 +198,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 				cur = cur.add(e.Size)
 				ls.change(e.Label, 1, int64(e.Size))
 				ls.allocated(e.Label, e.Size)
-			case Realloc:
+			case trace.Realloc:
 				old, ok := live.Get(e.ID)
 				if !ok {
 					s.UnknownReallocs++
@@ -213,7 +215,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 					ls.change(old.label, 0, int64(e.Size)-int64(old.size))
 				}
 				live.Set(e.ID, obj{e.Size, old.born, old.label})
-			case Free:
+			case trace.Free:
 				old, ok := live.Get(e.ID)
 				if !ok {
 					s.UnknownFrees++
@@ -258,7 +260,7 @@ func SummarizeFrom(src Source) (Summary, error) {
 // a type allocated at several sites has a label per site) and by site,
 // as labelCounts counts them by label.
 type labelGroups struct {
-	labels                  *Labels
+	labels                  *trace.Labels
 	types, sites, typeSites labelCounts
 	of                      []labelGroup // by label number, as found
 	typeOf                  map[string]uint32
@@ -301,7 +303,7 @@ func (g *labelGroups) group(l uint32) labelGroup {
 		g.typeLabels = append(g.typeLabels, l)
 	}
 	var s uint32
-	if site, ok := lab.Attr(AttrSite); ok && site != "" {
+	if site, ok := lab.Attr(trace.AttrSite); ok && site != "" {
 		if s = g.siteOf[site]; s == 0 {
 			s = uint32(len(g.siteNames))
 			g.siteOf[site] = s
@@ -347,15 +349,15 @@ func (g *labelGroups) peak() {
 }
 
 // ownLabel returns label l itself, for the counts by label.
-func (g *labelGroups) ownLabel(l uint32) (Label, uint32, bool) {
+func (g *labelGroups) ownLabel(l uint32) (trace.Label, uint32, bool) {
 	lab, ok := g.labels.Label(l)
 	return lab, l, ok
 }
 
 // typeLabel returns type group t's label (its first), and its number.
-func (g *labelGroups) typeLabel(t uint32) (Label, uint32, bool) {
+func (g *labelGroups) typeLabel(t uint32) (trace.Label, uint32, bool) {
 	if int(t) >= len(g.typeLabels) || t == 0 {
-		return Label{}, 0, false
+		return trace.Label{}, 0, false
 	}
 	l, ok := g.labels.Label(g.typeLabels[t])
 	return l, g.typeLabels[t], ok
@@ -363,13 +365,13 @@ func (g *labelGroups) typeLabel(t uint32) (Label, uint32, bool) {
 
 // siteLabel returns site group s as a label: the site, the types
 // allocated there, and the attributes of its type if it has one.
-func (g *labelGroups) siteLabel(s uint32) (Label, uint32, bool) {
+func (g *labelGroups) siteLabel(s uint32) (trace.Label, uint32, bool) {
 	if int(s) >= len(g.siteNames) || s == 0 {
-		return Label{}, 0, false
+		return trace.Label{}, 0, false
 	}
 	sg := g.siteNames[s]
 	var names []string
-	var attrs []Attr
+	var attrs []trace.Attr
 	for _, l := range sg.labels {
 		lab, _ := g.labels.Label(l)
 		if !slices.Contains(names, lab.Name) {
@@ -378,9 +380,9 @@ func (g *labelGroups) siteLabel(s uint32) (Label, uint32, bool) {
 		attrs = lab.Attrs
 	}
 	if len(names) > 1 {
-		attrs = []Attr{{AttrSite, sg.site}}
+		attrs = []trace.Attr{{Key: trace.AttrSite, Value: sg.site}}
 	}
-	return Label{Name: strings.Join(names, ", "), Attrs: attrs}, sg.labels[0], true
+	return trace.Label{Name: strings.Join(names, ", "), Attrs: attrs}, sg.labels[0], true
 }
 
 // labelCounts keeps the live objects and bytes of each label as a trace
@@ -445,7 +447,7 @@ func (ls *labelCounts) peak() {
 // stats returns the labels' statistics, most bytes at the peak first
 // (then the highest peak of their own, then by name); label says what
 // each number counted stands for, and the number of the label it is.
-func (ls *labelCounts) stats(label func(uint32) (Label, uint32, bool), peak uint64) []LabelStat {
+func (ls *labelCounts) stats(label func(uint32) (trace.Label, uint32, bool), peak uint64) []LabelStat {
 	n := 0
 	for l := range ls.c {
 		if ls.c[l].seen {
@@ -471,11 +473,11 @@ func (ls *labelCounts) stats(label func(uint32) (Label, uint32, bool), peak uint
 		}
 		if lab, number, ok := label(uint32(l)); ok {
 			st.Name, st.Label = lab.Name, number
-			st.Site, _ = lab.Attr(AttrSite)
-			if v, ok := lab.Uint(AttrSize); ok && v <= math.MaxInt64 {
+			st.Site, _ = lab.Attr(trace.AttrSite)
+			if v, ok := lab.Uint(trace.AttrSize); ok && v <= math.MaxInt64 {
 				st.Size = int64(v)
 			}
-			if v, ok := lab.Uint(AttrPtrBytes); ok && v <= math.MaxInt64 {
+			if v, ok := lab.Uint(trace.AttrPtrBytes); ok && v <= math.MaxInt64 {
 				st.PtrBytes = int64(v)
 			}
 		}
@@ -498,7 +500,7 @@ var LabelColumns = []string{"bytes at peak", "share", "objects", "own peak", "al
 // a Go trace: the type's, a slice's element's; "-" when the label has no
 // such attribute), and its name as a Go programmer writes the type
 // (LabelStat.GoName: "[]byte"). It is nil for a trace without labels.
-func (s Summary) LabelCells(n int) [][]string {
+func (s Trace) LabelCells(n int) [][]string {
 	return s.cells(s.Labels, n, "labels", func(l LabelStat) string {
 		if l.Label == 0 {
 			return "(no label)"
@@ -510,7 +512,7 @@ func (s Summary) LabelCells(n int) [][]string {
 // SiteCells formats s.Sites as LabelCells formats s.Labels, each named
 // by its site and the types allocated there ("goconn.Run (goconn.go:48):
 // []byte"; a C program's, its site alone). It is nil for a trace whose labels carry no sites.
-func (s Summary) SiteCells(n int) [][]string {
+func (s Trace) SiteCells(n int) [][]string {
 	return s.cells(s.Sites, n, "sites", func(l LabelStat) string {
 		if l.Name == "" { // a C program's site: no type
 			return l.Site
@@ -522,7 +524,7 @@ func (s Summary) SiteCells(n int) [][]string {
 // cells formats the first n of all (all of them when n is 0 or less)
 // and a row for the rest ("(12 more labels)", of what), each named by
 // name.
-func (s Summary) cells(all []LabelStat, n int, what string, name func(LabelStat) string) [][]string {
+func (s Trace) cells(all []LabelStat, n int, what string, name func(LabelStat) string) [][]string {
 	rows := all
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
@@ -562,7 +564,7 @@ func (s Summary) cells(all []LabelStat, n int, what string, name func(LabelStat)
 
 // WriteLabels prints s.Labels as a table of LabelCells(n). It prints
 // nothing for a trace without labels.
-func (s Summary) WriteLabels(w io.Writer, n int) error {
+func (s Trace) WriteLabels(w io.Writer, n int) error {
 	if len(s.Labels) == 0 {
 		return nil
 	}
@@ -571,7 +573,7 @@ func (s Summary) WriteLabels(w io.Writer, n int) error {
 
 // WriteSites prints s.Sites as a table of SiteCells(n). It prints
 // nothing for a trace whose labels carry no sites.
-func (s Summary) WriteSites(w io.Writer, n int) error {
+func (s Trace) WriteSites(w io.Writer, n int) error {
 	if len(s.Sites) == 0 {
 		return nil
 	}
@@ -615,7 +617,7 @@ func (x u128) capped() (uint64, bool) {
 	return x.lo, false
 }
 
-func (s *Summary) request(size uint64) {
+func (s *Trace) request(size uint64) {
 	if r, carry := bits.Add64(s.Requested, size, 0); carry != 0 {
 		s.Requested, s.Overflow = math.MaxUint64, true
 	} else {
@@ -641,7 +643,7 @@ func (s *Summary) request(size uint64) {
 // them: about M log2 n for first fit, about M n for best fit. They are
 // the scale against which a real allocator's footprint is small. Both are
 // 0 for a trace without requests.
-func (s Summary) Robson() (firstFit, bestFit float64) {
+func (s Trace) Robson() (firstFit, bestFit float64) {
 	if s.Smallest == 0 {
 		return 0, 0
 	}

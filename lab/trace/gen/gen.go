@@ -1,4 +1,4 @@
-package trace
+package gen
 
 import (
 	"fmt"
@@ -6,13 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-)
 
-// EventWriter takes events one by one: a *Writer, or whatever a replayer
-// feeds from them.
-type EventWriter interface {
-	Write(Event) error
-}
+	"github.com/carvelab/carve/lab/trace"
+)
 
 // Param is one parameter of a Generator.
 type Param struct {
@@ -45,7 +41,7 @@ type Generator struct {
 	// Params are the parameters, with their defaults and bounds.
 	Params []Param
 
-	gen    func(w EventWriter, a Args) error
+	gen    func(w trace.EventWriter, a Args) error
 	phases func(a Args) []Phase // nil: the trace has no phases worth naming
 	check  func(a Args) error   // nil: each parameter's bounds are all there is to check
 }
@@ -76,8 +72,8 @@ func (g Generator) Phases(args Args) ([]Phase, error) {
 	return ps, nil
 }
 
-// Generators returns every generator, sorted by name.
-func Generators() []Generator {
+// All returns every generator, sorted by name.
+func All() []Generator {
 	gs := []Generator{connectionGen, carvingGen, bumpGen, zipfGen, phasesGen, randFreeGen}
 	slices.SortFunc(gs, func(a, b Generator) int { return strings.Compare(a.Name, b.Name) })
 	return gs
@@ -85,7 +81,7 @@ func Generators() []Generator {
 
 // Lookup returns the generator called name.
 func Lookup(name string) (Generator, bool) {
-	for _, g := range Generators() {
+	for _, g := range All() {
 		if g.Name == name {
 			return g, true
 		}
@@ -97,9 +93,9 @@ func Lookup(name string) (Generator, bool) {
 // parameter, falls outside its bounds or does not fit with the others (a
 // min above a max) is an error, and nothing is written. Generate stops at
 // w's first error and returns it.
-func (g Generator) Generate(w EventWriter, args Args) error {
+func (g Generator) Generate(w trace.EventWriter, args Args) error {
 	if g.gen == nil {
-		return fmt.Errorf("trace: generator %q is not one of Generators()", g.Name)
+		return fmt.Errorf("trace: generator %q is not one of gen.All()", g.Name)
 	}
 	full, err := g.resolve(args)
 	if err != nil {
@@ -175,18 +171,18 @@ func (g Generator) ParseArgs(kv []string) (Args, error) {
 // emitter hands out IDs in order of birth and stops at the first error
 // of the writer, so that generators read as straight-line scenarios.
 type emitter struct {
-	w    EventWriter
+	w    trace.EventWriter
 	next uint64
 	err  error
 }
 
-func newEmitter(w EventWriter) *emitter { return &emitter{w: w, next: 1} }
+func newEmitter(w trace.EventWriter) *emitter { return &emitter{w: w, next: 1} }
 
 // alloc writes an allocation of size bytes and returns its ID.
 func (e *emitter) alloc(size uint64) uint64 {
 	id := e.next
 	e.next++
-	e.write(Event{Op: Alloc, ID: id, Size: size})
+	e.write(trace.Event{Op: trace.Alloc, ID: id, Size: size})
 	return id
 }
 
@@ -201,9 +197,9 @@ func (e *emitter) allocN(n int, size uint64) {
 }
 
 // free writes the free of id.
-func (e *emitter) free(id uint64) { e.write(Event{Op: Free, ID: id}) }
+func (e *emitter) free(id uint64) { e.write(trace.Event{Op: trace.Free, ID: id}) }
 
-func (e *emitter) write(ev Event) {
+func (e *emitter) write(ev trace.Event) {
 	if e.err == nil {
 		e.err = e.w.Write(ev)
 	}

@@ -1,10 +1,12 @@
-package trace
+package summary
 
 import (
 	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 func TestSummarize(t *testing.T) {
@@ -20,18 +22,18 @@ a 3 10
 f 1
 a 4 0
 `
-	r, err := NewReader(strings.NewReader(text), "s", Native)
+	r, err := trace.NewReader(strings.NewReader(text), "s", trace.Native)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Summarize(r)
+	s, err := Of(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Live after each event: 100, 200, 1200, 1400, 1300, -, -, 310 (3
 	// reallocated over itself as 10 bytes: a live alloc), 10, 10.
-	want := Summary{
-		Events: 10, Ops: [numOps]int64{0, 3, 3, 2, 1, 1},
+	want := Trace{
+		Events: 10, Ops: [trace.NumOps]int64{0, 3, 3, 2, 1, 1},
 		Requested: 100 + 100 + 1000 + 300 + 10 + 0, Smallest: 10, Largest: 1000, Zero: 1,
 		PeakLive: 1400, PeakAt: 3, PeakObjects: 3, EndLive: 10, EndObjects: 2,
 		UnknownFrees: 1, UnknownReallocs: 1, LiveAllocs: 1,
@@ -43,15 +45,15 @@ a 4 0
 	want.Sizes[0] = 1
 	want.Lifetimes[bucket(3)] = 1 // c 2 at 1, freed at 4
 	want.Lifetimes[bucket(8)] = 1 // a 1 at 0, freed at 8
-	s.Reader = ReaderStats{}
+	s.Reader = trace.ReaderStats{}
 	if !reflect.DeepEqual(s, want) {
-		t.Errorf("Summarize =\n%+v\nwant\n%+v", s, want)
+		t.Errorf("Of =\n%+v\nwant\n%+v", s, want)
 	}
 	ff, bf := s.Robson()
 	if math.Abs(ff-1400*math.Log2(100)) > 1e-6 || bf != 1400*100 {
 		t.Errorf("Robson() = %v, %v", ff, bf)
 	}
-	if ff, bf := (Summary{}).Robson(); ff != 0 || bf != 0 {
+	if ff, bf := (Trace{}).Robson(); ff != 0 || bf != 0 {
 		t.Errorf("Robson of nothing = %v, %v", ff, bf)
 	}
 }
@@ -69,23 +71,23 @@ func bucket(n uint64) int {
 // live counts at the trace's peak (not at their own), their own peaks,
 // lifetimes, and the order of the table.
 func TestSummaryLabels(t *testing.T) {
-	var tab Labels
-	sess, _ := tab.Intern(Label{Name: "main.session", Attrs: []Attr{{AttrSize, "64"}, {AttrPtrBytes, "0"}}})
-	buf, _ := tab.Intern(Label{Name: "uint8", Attrs: []Attr{{AttrSize, "1"}, {AttrPtrBytes, "0"}}})
-	conn, _ := tab.Intern(Label{Name: "main.conn", Attrs: []Attr{{AttrSize, "48"}, {AttrPtrBytes, "40"}}})
-	evs := []Event{
-		{Op: Alloc, ID: 1, Size: 1024, Label: buf}, // 0: 1024
-		{Op: Alloc, ID: 2, Size: 64, Label: sess},  // 1: 1088
-		{Op: Alloc, ID: 3, Size: 512, Label: buf},  // 2: 1600
-		{Op: Alloc, ID: 4, Size: 64, Label: sess},  // 3: 1664
-		{Op: Free, ID: 1},                          // 4: 640 (buffer 1 lived 4 events)
-		{Op: Free, ID: 3},                          // 5: 128  (buffer 3 lived 3)
-		{Op: Alloc, ID: 5, Size: 4096},             // 6: 4224, unlabelled
-		{Op: Alloc, ID: 6, Size: 48, Label: conn},  // 7: 4272: the peak
-		{Op: Realloc, ID: 6, Size: 32},             // 8: 4256
-		{Op: Free, ID: 5},                          // 9: 160
+	var tab trace.Labels
+	sess, _ := tab.Intern(trace.Label{Name: "main.session", Attrs: []trace.Attr{{Key: trace.AttrSize, Value: "64"}, {Key: trace.AttrPtrBytes, Value: "0"}}})
+	buf, _ := tab.Intern(trace.Label{Name: "uint8", Attrs: []trace.Attr{{Key: trace.AttrSize, Value: "1"}, {Key: trace.AttrPtrBytes, Value: "0"}}})
+	conn, _ := tab.Intern(trace.Label{Name: "main.conn", Attrs: []trace.Attr{{Key: trace.AttrSize, Value: "48"}, {Key: trace.AttrPtrBytes, Value: "40"}}})
+	evs := []trace.Event{
+		{Op: trace.Alloc, ID: 1, Size: 1024, Label: buf}, // 0: 1024
+		{Op: trace.Alloc, ID: 2, Size: 64, Label: sess},  // 1: 1088
+		{Op: trace.Alloc, ID: 3, Size: 512, Label: buf},  // 2: 1600
+		{Op: trace.Alloc, ID: 4, Size: 64, Label: sess},  // 3: 1664
+		{Op: trace.Free, ID: 1},                          // 4: 640 (buffer 1 lived 4 events)
+		{Op: trace.Free, ID: 3},                          // 5: 128  (buffer 3 lived 3)
+		{Op: trace.Alloc, ID: 5, Size: 4096},             // 6: 4224, unlabelled
+		{Op: trace.Alloc, ID: 6, Size: 48, Label: conn},  // 7: 4272: the peak
+		{Op: trace.Realloc, ID: 6, Size: 32},             // 8: 4256
+		{Op: trace.Free, ID: 5},                          // 9: 160
 	}
-	s, err := SummarizeFrom(LabeledEvents(evs, &tab))
+	s, err := OfSource(trace.LabeledEvents(evs, &tab))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestSummaryLabels(t *testing.T) {
 	if !reflect.DeepEqual(s.Labels, want) {
 		t.Errorf("Labels =\n%+v\nwant\n%+v", s.Labels, want)
 	}
-	if s, _ := SummarizeFrom(Events(evs)); s.Labels != nil {
+	if s, _ := OfSource(trace.Events(evs)); s.Labels != nil {
 		t.Errorf("a trace without a label table: Labels = %+v, want nil", s.Labels)
 	}
 }

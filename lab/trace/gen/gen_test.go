@@ -1,20 +1,26 @@
-package trace
+package gen
 
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
-// counter is an EventWriter that counts and summarizes, keeping nothing
-// per event but the live objects; a light counter (nil map) keeps nothing
-// at all, and its peak is what was allocated before the first free.
+// counter is an EventWriter that checks, counts and summarizes, keeping
+// nothing per event but the live objects; a light counter (nil map) keeps
+// nothing at all, and its peak is what was allocated before the first
+// free.
 type counter struct {
-	ops       [numOps]int64
+	ops       [trace.NumOps]int64
 	live      map[uint64]uint64
 	peak, cur uint64
 	errs      int
@@ -23,27 +29,31 @@ type counter struct {
 
 func newCounter() *counter { return &counter{live: map[uint64]uint64{}} }
 
-func (c *counter) Write(e Event) error {
-	if msg := e.check(); msg != "" {
-		return errors.New(msg)
+// valid is a Writer that writes nowhere: it refuses an event of the wrong
+// form, as Reader and Writer do.
+var valid = trace.NewWriter(io.Discard)
+
+func (c *counter) Write(e trace.Event) error {
+	if err := valid.Write(e); err != nil {
+		return err
 	}
 	c.ops[e.Op]++
 	if c.live == nil {
-		if e.Op == Alloc && !c.freed {
+		if e.Op == trace.Alloc && !c.freed {
 			c.cur += e.Size
 			c.peak = c.cur
 		}
-		c.freed = c.freed || e.Op == Free
+		c.freed = c.freed || e.Op == trace.Free
 		return nil
 	}
 	switch e.Op {
-	case Alloc:
+	case trace.Alloc:
 		if _, ok := c.live[e.ID]; ok {
 			c.errs++
 		}
 		c.live[e.ID] = e.Size
 		c.cur += e.Size
-	case Free:
+	case trace.Free:
 		size, ok := c.live[e.ID]
 		if !ok {
 			c.errs++
@@ -95,8 +105,8 @@ func TestGeneratorCounts(t *testing.T) {
 			if c.errs != 0 {
 				t.Errorf("%d events on dead or live IDs, or not allocs and frees", c.errs)
 			}
-			if c.ops[Alloc] != tt.allocs || tt.frees != 0 && c.ops[Free] != tt.frees {
-				t.Errorf("%d allocs, %d frees, want %d and %d", c.ops[Alloc], c.ops[Free], tt.allocs, tt.frees)
+			if c.ops[trace.Alloc] != tt.allocs || tt.frees != 0 && c.ops[trace.Free] != tt.frees {
+				t.Errorf("%d allocs, %d frees, want %d and %d", c.ops[trace.Alloc], c.ops[trace.Free], tt.allocs, tt.frees)
 			}
 			if tt.peak != 0 && c.peak != tt.peak {
 				t.Errorf("peak live %d, want %d", c.peak, tt.peak)
@@ -108,8 +118,10 @@ func TestGeneratorCounts(t *testing.T) {
 	}
 }
 
+var update = flag.Bool("update", false, "rewrite the golden traces under testdata/")
+
 // genGoldens are small instances of each generator, kept as golden
-// traces under testdata/gen (go test ./lab/trace -update rewrites them).
+// traces under testdata (go test ./lab/trace/gen -update rewrites them).
 var genGoldens = []struct {
 	file string
 	name string
@@ -132,14 +144,14 @@ func TestGeneratorGolden(t *testing.T) {
 		t.Run(gg.file, func(t *testing.T) {
 			g, _ := Lookup(gg.name)
 			var b bytes.Buffer
-			w := NewWriter(&b)
+			w := trace.NewWriter(&b)
 			if err := g.Generate(w, gg.args); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "gen", gg.file)
+			path := filepath.Join("testdata", gg.file)
 			if *update {
 				os.MkdirAll(filepath.Dir(path), 0o755)
 				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
@@ -148,7 +160,7 @@ func TestGeneratorGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./lab/trace -update to write it)", err)
+				t.Fatalf("%v (run go test ./lab/trace/gen -update to write it)", err)
 			}
 			if !bytes.Equal(b.Bytes(), want) {
 				t.Errorf("%s(%v) differs from %s:\n%s", gg.name, gg.args, path, diff(string(want), b.String()))
@@ -163,7 +175,7 @@ func TestGeneratorSeeds(t *testing.T) {
 		g, _ := Lookup(name)
 		gen := func(seed float64) string {
 			var b bytes.Buffer
-			w := NewWriter(&b)
+			w := trace.NewWriter(&b)
 			if err := g.Generate(w, Args{"seed": seed, "n": 500}); err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +210,7 @@ func TestGeneratorArgs(t *testing.T) {
 		}
 	}
 	names := []string{}
-	for _, g := range Generators() {
+	for _, g := range All() {
 		names = append(names, g.Name)
 		if g.Doc == "" || len(g.Params) == 0 {
 			t.Errorf("generator %s has no doc or no parameters", g.Name)
@@ -210,7 +222,7 @@ func TestGeneratorArgs(t *testing.T) {
 		}
 	}
 	if got := strings.Join(names, " "); got != "bump carving connection phases randfree zipf" {
-		t.Errorf("Generators() = %s", got)
+		t.Errorf("All() = %s", got)
 	}
 	if _, ok := Lookup("nope"); ok {
 		t.Error("Lookup(nope) found one")
@@ -219,7 +231,7 @@ func TestGeneratorArgs(t *testing.T) {
 
 // TestGeneratorStops: Generate stops at the writer's first error.
 func TestGeneratorStops(t *testing.T) {
-	for _, g := range Generators() {
+	for _, g := range All() {
 		w := &limitWriter{left: 10}
 		if err := g.Generate(w, nil); !errors.Is(err, errFull) || w.calls != 11 {
 			t.Errorf("%s: err %v after %d calls, want disk full after 11", g.Name, err, w.calls)
@@ -227,9 +239,11 @@ func TestGeneratorStops(t *testing.T) {
 	}
 }
 
+var errFull = errors.New("disk full")
+
 type limitWriter struct{ left, calls int }
 
-func (l *limitWriter) Write(Event) error {
+func (l *limitWriter) Write(trace.Event) error {
 	l.calls++
 	if l.left == 0 {
 		return errFull
@@ -238,10 +252,28 @@ func (l *limitWriter) Write(Event) error {
 	return nil
 }
 
-// phaseWriter records the ops of every event in order.
-type phaseWriter struct{ ops []Op }
+// diff shows the first line where two texts differ.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, wl, gl)
+		}
+	}
+	return "(no line differs)"
+}
 
-func (w *phaseWriter) Write(e Event) error { w.ops = append(w.ops, e.Op); return nil }
+// phaseWriter records the ops of every event in order.
+type phaseWriter struct{ ops []trace.Op }
+
+func (w *phaseWriter) Write(e trace.Event) error { w.ops = append(w.ops, e.Op); return nil }
 
 // TestGeneratorPhases checks each generator's phases against the trace it
 // writes: the last phase ends at the last event, and every phase holds
@@ -251,13 +283,13 @@ func TestGeneratorPhases(t *testing.T) {
 		gen  string
 		args Args
 		want []Phase
-		ops  []Op // the one op of each phase
+		ops  []trace.Op // the one op of each phase
 	}{
-		{"connection", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"next buffers", 20}}, []Op{Alloc, Free, Alloc}},
-		{"carving", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"small objects", 20}, {"second wave", 25}}, []Op{Alloc, Free, Alloc, Alloc}},
-		{"carving", Args{"n": 5, "smalls": 0}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"second wave", 20}}, []Op{Alloc, Free, Alloc}},
-		{"bump", Args{"n": 7}, []Phase{{"allocate", 7}, {"free", 14}}, []Op{Alloc, Free}},
-		{"bump", Args{"n": 7, "free": 0}, []Phase{{"allocate", 7}}, []Op{Alloc}},
+		{"connection", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"next buffers", 20}}, []trace.Op{trace.Alloc, trace.Free, trace.Alloc}},
+		{"carving", Args{"n": 5}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"small objects", 20}, {"second wave", 25}}, []trace.Op{trace.Alloc, trace.Free, trace.Alloc, trace.Alloc}},
+		{"carving", Args{"n": 5, "smalls": 0}, []Phase{{"setup", 10}, {"scratch freed", 15}, {"second wave", 20}}, []trace.Op{trace.Alloc, trace.Free, trace.Alloc}},
+		{"bump", Args{"n": 7}, []Phase{{"allocate", 7}, {"free", 14}}, []trace.Op{trace.Alloc, trace.Free}},
+		{"bump", Args{"n": 7, "free": 0}, []Phase{{"allocate", 7}}, []trace.Op{trace.Alloc}},
 		{"zipf", Args{"n": 7}, nil, nil},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,6 @@
-package trace
+package gen
+
+import "github.com/carvelab/carve/lab/trace"
 
 // The block-allocator article's scenarios, and the benchmark of the post
 // "Bump Allocator", as traces. Their numbers are the sources' own: 100,000
@@ -25,7 +27,7 @@ var connectionGen = Generator{
 		{Name: "scratch", Doc: "size of a scratch buffer, bytes", Default: 1024, Min: 0, Max: maxSize, Int: true},
 		{Name: "session", Doc: "size of a session, bytes", Default: 64, Min: 0, Max: maxSize, Int: true},
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		n := setup(e, a)
 		e.allocN(n, uint64(a["next"]))
@@ -74,7 +76,7 @@ var carvingGen = Generator{
 		{Name: "session", Doc: "size of a session, bytes", Default: 64, Min: 0, Max: maxSize, Int: true},
 		{Name: "small", Doc: "size of a small object, bytes", Default: 200, Min: 0, Max: maxSize, Int: true},
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		n := setup(e, a)
 		if a["smalls"] == 1 {
@@ -100,7 +102,7 @@ var bumpGen = Generator{
 		{Name: "size", Doc: "size of an object, bytes", Default: 36, Min: 0, Max: maxSize, Int: true},
 		{Name: "free", Doc: "1 to free every object at the end, 0 to leave them live", Default: 1, Min: 0, Max: 1, Int: true},
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		n := int(a["n"])
 		e.allocN(n, uint64(a["size"]))

@@ -1,14 +1,16 @@
-package trace
+package gen
 
 import (
 	"bytes"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // randFreeEvents runs randfree with args and returns its events.
-func randFreeEvents(t *testing.T, args Args) []Event {
+func randFreeEvents(t *testing.T, args Args) []trace.Event {
 	t.Helper()
 	var w eventList
 	if err := randFreeGen.Generate(&w, args); err != nil {
@@ -17,9 +19,9 @@ func randFreeEvents(t *testing.T, args Args) []Event {
 	return w
 }
 
-type eventList []Event
+type eventList []trace.Event
 
-func (l *eventList) Write(e Event) error { *l = append(*l, e); return nil }
+func (l *eventList) Write(e trace.Event) error { *l = append(*l, e); return nil }
 
 // TestRandFree checks the shape of the trace: n allocations of sizes in
 // [min, max] with IDs 1..n, then round(frac × n) frees of distinct live
@@ -53,7 +55,7 @@ func TestRandFree(t *testing.T) {
 			live := map[uint64]uint64{}
 			var bytes, lo, hi uint64 = 0, ^uint64(0), 0
 			for i, e := range evs[:tt.n] {
-				if e.Op != Alloc || e.ID != uint64(i+1) || e.Align != 0 || e.Thread != 0 {
+				if e.Op != trace.Alloc || e.ID != uint64(i+1) || e.Align != 0 || e.Thread != 0 {
 					t.Fatalf("event %d = %+v, want alloc of ID %d", i+1, e, i+1)
 				}
 				if e.Size < tt.minSz || e.Size > tt.maxS {
@@ -65,7 +67,7 @@ func TestRandFree(t *testing.T) {
 			}
 			for i, e := range evs[tt.n:] {
 				size, ok := live[e.ID]
-				if e.Op != Free || !ok {
+				if e.Op != trace.Free || !ok {
 					t.Fatalf("event %d = %+v, want the free of a live block", tt.n+i+1, e)
 				}
 				delete(live, e.ID)
@@ -128,7 +130,7 @@ func TestRandFreeRandom(t *testing.T) {
 func TestRandFreeSeed(t *testing.T) {
 	gen := func(args Args) string {
 		var b bytes.Buffer
-		w := NewWriter(&b)
+		w := trace.NewWriter(&b)
 		if err := randFreeGen.Generate(w, args); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package trace
+package summary
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ func (e *LabelError) Error() string {
 
 func (e *LabelError) Unwrap() error { return ErrNoLabel }
 
-// FindLabel returns the label of stats (a Summary's Labels) that name
+// FindLabel returns the label of stats (a Trace's Labels) that name
 // names: its Go name (GoName) or its raw name, and for a []byte's label
 // any of "[]byte", "[]uint8" and "uint8". The []byte's label wins, then a
 // Go name, then a raw name: "[]uint8" is the []byte's label even where

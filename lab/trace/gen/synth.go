@@ -1,8 +1,10 @@
-package trace
+package gen
 
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // Synthetic workloads. Their randomness comes from one PCG generator
@@ -28,7 +30,7 @@ var zipfGen = Generator{
 		{Name: "p", Doc: "probability of the spike's size", Default: 0.2, Min: 0, Max: 1},
 		{Name: "life", Doc: "mean lifetime, allocations", Default: 10000, Min: 0, Max: maxCount},
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		rng := rand.New(rand.NewPCG(uint64(a["seed"]), 0x7a697066))
 		step := uint64(a["min"])
@@ -75,7 +77,7 @@ var phasesGen = Generator{
 		{Name: "keep", Doc: "fraction of each phase's objects that live to the end", Default: 0.05, Min: 0, Max: 1},
 		{Name: "life", Doc: "mean lifetime of the others, allocations", Default: 1000, Min: 0, Max: maxCount},
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		rng := rand.New(rand.NewPCG(uint64(a["seed"]), 0x706861736573))
 		n := uint64(a["n"])

@@ -1,9 +1,11 @@
-package trace
+package gen
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // randFreeGen frees blocks in the middle of a heap and none at its top:
@@ -32,7 +34,7 @@ var randFreeGen = Generator{
 		}
 		return nil
 	},
-	gen: func(w EventWriter, a Args) error {
+	gen: func(w trace.EventWriter, a Args) error {
 		e := newEmitter(w)
 		rng := rand.New(rand.NewPCG(uint64(a["seed"]), 0x72616e6466726565))
 		n := int(a["n"])

@@ -1,8 +1,11 @@
-package trace
+package summary
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/carvelab/carve/lab/trace"
 )
 
 // TestSummarySites: a type allocated at two sites has a label per site;
@@ -21,11 +24,11 @@ a 4 32 @3
 a 5 2048 @4
 f 2
 `
-	r, err := NewReader(strings.NewReader(text), "sites.trace", Auto)
+	r, err := trace.NewReader(strings.NewReader(text), "sites.trace", trace.Auto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Summarize(r)
+	s, err := Of(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,5 +64,47 @@ f 2
 	cells := s.SiteCells(0)
 	if len(cells) != 2 || !strings.HasPrefix(cells[0][len(cells[0])-1], "app.(*Cache).Set (cache.go:88): ") {
 		t.Errorf("SiteCells = %q", cells)
+	}
+}
+
+// TestSummaryCSites: a C program's sites are labels of no type (as the
+// importers' call stacks make them); a realloc at another site moves its
+// object's bytes to that site, and a site is printed alone, with no type.
+func TestSummaryCSites(t *testing.T) {
+	var tab trace.Labels
+	site := func(s string) uint32 {
+		l, err := tab.Intern(trace.Label{Attrs: []trace.Attr{{Key: trace.AttrSite, Value: s}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	node, name, libc := site("make_node (prog.c:12)"), site("make_name (prog)"), site("libc.so.6+0x500")
+	evs := []trace.Event{
+		{Op: trace.Alloc, ID: 1, Size: 100, Label: node},
+		{Op: trace.Alloc, ID: 2, Size: 50, Label: name},
+		{Op: trace.Calloc, ID: 3, N: 4, Size: 32, Label: libc},
+		{Op: trace.Realloc, ID: 2, Size: 300, Label: node},
+		{Op: trace.Alloc, ID: 4, Size: 7, Label: name},
+		{Op: trace.Alloc, ID: 5, Size: 5},
+		{Op: trace.Free, ID: 1},
+	}
+	s, err := OfSource(trace.LabeledEvents(evs, &tab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, st := range s.Sites {
+		got[st.Site] = st.Bytes
+	}
+	if got["make_node (prog.c:12)"] != 400 || got["make_name (prog)"] != 7 || got["libc.so.6+0x500"] != 32 {
+		t.Errorf("sites at the peak: %v", got)
+	}
+	var buf bytes.Buffer
+	if err := s.WriteSites(&buf, 10); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "make_node (prog.c:12)\n") {
+		t.Errorf("a C site is printed alone, with no type:\n%s", buf.String())
 	}
 }
