@@ -1,8 +1,10 @@
 // Package scenario runs the block-allocator article's experiments (and
 // the benchmark of the post "Bump Allocator") on every allocator, and
 // prints one line per allocator in the sources' wording, beginning with
-// the allocator's name and a colon: what carve scenario prints. Demo runs
-// the pool and arena demonstrations of carve demo. See package lab for the
+// the allocator's name and a colon: what carve scenario prints.
+// Scenarios is the table of them, which carve scenario's synopsis, help
+// and dispatch read (carve help scenario lists them). Demo runs the pool
+// and arena demonstrations of carve demo. See package lab for the
 // lab's overview and the carve package for the sources.
 //
 // The real mallocs run in child processes (package rows) and are measured
