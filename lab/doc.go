@@ -55,6 +55,10 @@
 //	diff     two traces of a program compared, before and after a
 //	         change (peak live, the marked heap, the program's RSS, per
 //	         type), with a verdict; or two tables of rows, row by row
+//	scenario the block-allocator article's experiments and the bump
+//	         benchmark, a line per allocator in the sources' words, from
+//	         one table (carve help scenario lists them); carve demo's
+//	         demonstrations
 //
 // The carve command (cmd/carve) is the lab's command line.
 //

@@ -2,35 +2,26 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/scenario"
 )
 
 var scenarioCommand = &command{
-	name: "scenario", args: "connection|carving|stride|pool|bump [flags]", interspersed: true,
+	name: "scenario", args: strings.Join(scenario.Names, "|") + " [flags]", interspersed: true,
 	short: "the block-allocator article's experiments, a line per allocator in the article's words",
-	long: `connection  100,000 connections, each a 1 KiB scratch buffer and a 64-byte
-            session; the scratch buffers freed; --n new buffers of --next bytes
-            (1024: they fit the holes; 4096: they cannot)
-carving     the connection setup, the scratch freed, small objects settling
-            into the holes (--smalls 1), then a second wave of 1 KiB buffers;
-            --from pool puts the buffers in a carve pool
-stride      how far apart two malloc(16)s land, and how many bytes each holds
-pool        the article's pool.cpp: four chunks, a fifth refused, a freed
-            chunk reused
-bump        5,000,000 Person values through carve's arena and every allocator
-            (the post "Bump Allocator")
-
+	long: scenarioList() + `
 The real mallocs run in child processes and are measured by their RSS, as the
 article measured glibc; carve's heaps by their own resident pages.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		alloc := fs.String("alloc", "all", "comma-separated `LIST` of allocators, or all")
-		n := fs.Int("n", 100000, "connections (connection, carving) or objects (bump, default 5000000)")
-		next := fs.Int("next", 4096, "size of the new buffers (connection)")
-		from := fs.String("from", "malloc", "where the scratch buffers come from: malloc or pool (carving)")
-		smalls := fs.Int("smalls", 1, "1 to allocate the small objects between the waves, 0 not to (carving)")
+		n := fs.Int("n", 0, nUsage())
+		next := fs.Int("next", 4096, "size of the new buffers ("+readers("next")+")")
+		from := fs.String("from", "malloc", "where the scratch buffers come from: malloc or pool ("+readers("from")+")")
+		smalls := fs.Int("smalls", 1, "1 to allocate the small objects between the waves, 0 not to ("+readers("smalls")+")")
 		jobs := fs.Int("jobs", 2, "allocators measured at once")
 		var maxRequest, maxRSS byteSize
 		budgetFlags(fs, &maxRequest, &maxRSS)
@@ -38,14 +29,29 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			if len(args) != 1 {
 				return badUsage("want one scenario: %s", strings.Join(scenario.Names, ", "))
 			}
-			name := args[0]
+			sc, ok := scenario.Lookup(args[0])
+			if !ok {
+				return badUsage("unknown scenario %q%s: want one of %s", args[0], suggest(args[0], scenario.Names), strings.Join(scenario.Names, ", "))
+			}
+			var unread error
 			nSet := false
-			fs.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
-			if name == "bump" && !nSet {
-				*n = 5000000 // the benchmark of the post "Bump Allocator"
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "n", "next", "from", "smalls":
+					nSet = nSet || f.Name == "n"
+					if !sc.Reads(f.Name) && unread == nil {
+						unread = badUsage("--%s: %s does not read it; it is for %s", f.Name, sc.Name, readers(f.Name))
+					}
+				}
+			})
+			if unread != nil {
+				return unread
+			}
+			if !nSet {
+				*n = sc.N
 			}
 			switch {
-			case *n < 1 || *n > maxN:
+			case sc.Reads("n") && (*n < 1 || *n > maxN):
 				return badUsage("--n %d: want 1 to %d", *n, maxN)
 			case *next < 0:
 				return badUsage("--next %d: want a size of 0 bytes or more", *next)
@@ -64,21 +70,65 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			defer prog.stop()
 			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Progress: prog.counts(),
 				MaxRequest: int64(maxRequest), MaxRSS: int64(maxRSS)}
-			switch name {
-			case "connection":
-				err = scenario.Connection(c.stdout, cfg)
-			case "carving":
-				err = scenario.Carving(c.stdout, cfg)
-			case "stride":
-				err = scenario.Stride(c.stdout, cfg)
-			case "pool":
-				err = scenario.Pool(c.stdout)
-			case "bump":
-				err = scenario.Bump(c.stdout, cfg)
-			default:
-				return badUsage("unknown scenario %q%s: want one of %s", name, suggest(name, scenario.Names), strings.Join(scenario.Names, ", "))
-			}
+			err = sc.Run(c.stdout, cfg)
 			return classify(err)
 		}
 	},
+}
+
+// scenarioList is carve help scenario's list: each scenario's name and
+// what it does.
+func scenarioList() string {
+	var b strings.Builder
+	for _, s := range scenario.Scenarios {
+		for i, l := range text.Wrap(s.Doc, 66) {
+			name := ""
+			if i == 0 {
+				name = s.Name
+			}
+			fmt.Fprintf(&b, "%-10s  %s\n", name, l)
+		}
+	}
+	return b.String()
+}
+
+// readers lists the scenarios that read a flag of Scenario.Flags, or n.
+func readers(flag string) string {
+	var names []string
+	for _, s := range scenario.Scenarios {
+		if s.Reads(flag) {
+			names = append(names, s.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// nUsage is --n's usage: what each scenario that reads it counts, and
+// its default: "connections (connection, carving, default 100000) or
+// ...".
+func nUsage() string {
+	type group struct {
+		count string
+		names []string
+		n     int
+	}
+	var gs []group
+scenarios:
+	for _, s := range scenario.Scenarios {
+		if !s.Reads("n") {
+			continue
+		}
+		for i, g := range gs {
+			if g.count == s.Count && g.n == s.N {
+				gs[i].names = append(g.names, s.Name)
+				continue scenarios
+			}
+		}
+		gs = append(gs, group{s.Count, []string{s.Name}, s.N})
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, fmt.Sprintf("%s (%s, default %d)", g.count, strings.Join(g.names, ", "), g.n))
+	}
+	return strings.Join(parts, " or ")
 }

@@ -1,8 +1,10 @@
 // Package scenario runs the block-allocator article's experiments (and
 // the benchmark of the post "Bump Allocator") on every allocator, and
 // prints one line per allocator in the sources' wording, beginning with
-// the allocator's name and a colon: what carve scenario prints. Demo runs
-// the pool and arena demonstrations of carve demo. See package lab for the
+// the allocator's name and a colon: what carve scenario prints.
+// Scenarios is the table of them, which carve scenario's synopsis, help
+// and dispatch read (carve help scenario lists them). Demo runs the pool
+// and arena demonstrations of carve demo. See package lab for the
 // lab's overview and the carve package for the sources.
 //
 // The real mallocs run in child processes (package rows) and are measured
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -27,15 +30,75 @@ import (
 	"github.com/carvelab/carve/pool"
 )
 
-// Names are the scenarios, in the order help lists them.
-var Names = []string{"connection", "carving", "stride", "pool", "bump"}
+// A Scenario is one of the experiments carve scenario runs. The
+// command's synopsis, its help, its dispatch and the flags it takes of
+// each scenario are read from Scenarios.
+type Scenario struct {
+	Name string
+	// Doc says in one sentence what the scenario does, naming the flags
+	// it reads (carve help scenario prints it beside the name).
+	Doc string
+	// Run runs the scenario and prints its lines to w.
+	Run func(w io.Writer, c Config) error
+	// Count is what Config.N counts ("connections"), and N its default:
+	// the sources' own size. A scenario that reads no N has neither.
+	Count string
+	N     int
+	// Flags are the other flags of carve scenario that only some
+	// scenarios read, those this one reads: "next" (Config.Next), "from"
+	// (Config.FromPool), "smalls" (Config.Smalls).
+	Flags []string
+}
+
+// Scenarios are the scenarios, in the order help lists them.
+var Scenarios = []Scenario{
+	{Name: "connection", Run: Connection, Count: "connections", N: DefaultDemo.Connections, Flags: []string{"next"},
+		Doc: "--n connections, each a 1 KiB scratch buffer and a 64-byte session; the scratch buffers freed; " +
+			"--n new buffers of --next bytes (1024: they fit the holes; 4096: they cannot)"},
+	{Name: "carving", Run: Carving, Count: "connections", N: DefaultDemo.Connections, Flags: []string{"from", "smalls"},
+		Doc: "the connection setup (--n connections), the scratch freed, small objects settling into the holes " +
+			"(--smalls 1), then a second wave of 1 KiB buffers; --from pool puts the buffers in a carve pool"},
+	{Name: "stride", Run: Stride,
+		Doc: "how far apart two malloc(16)s land, and how many bytes each holds"},
+	{Name: "pool", Run: func(w io.Writer, _ Config) error { return Pool(w) },
+		Doc: "the article's pool.cpp: four chunks, a fifth refused, a freed chunk reused"},
+	{Name: "bump", Run: Bump, Count: "objects", N: DefaultDemo.Persons,
+		Doc: `--n Person values through carve's arena and every allocator (the post "Bump Allocator")`},
+}
+
+// Names are the scenarios' names, in the order of Scenarios.
+var Names = func() []string {
+	var names []string
+	for _, s := range Scenarios {
+		names = append(names, s.Name)
+	}
+	return names
+}()
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Reads reports whether the scenario reads the flag (n, next, from or
+// smalls; see Scenario.Flags).
+func (s Scenario) Reads(flag string) bool {
+	if flag == "n" {
+		return s.N > 0
+	}
+	return slices.Contains(s.Flags, flag)
+}
 
 // Config says what a scenario runs and at what size.
 type Config struct {
 	// Allocs are the allocators measured (rows.Names by default).
 	Allocs []string
-	// N is the number of connections (connection, carving) or of objects
-	// (bump).
+	// N is the number of what the scenario counts (its Scenario.Count).
 	N int
 	// Next is the size of the connection scenario's new buffers.
 	Next int
