@@ -50,8 +50,6 @@
 //	advise   which dedicated pools would lower a heap's peak, or which
 //	         of a Go program's types to move off the Go heap, found by
 //	         replaying candidates
-//	scenario the block-allocator article's experiments, and the bump
-//	         allocator's benchmark, on every allocator
 //	diff     two traces of a program compared, before and after a
 //	         change (peak live, the marked heap, the program's RSS, per
 //	         type), with a verdict; or two tables of rows, row by row
