@@ -1,8 +1,8 @@
 // Package gen writes synthetic allocation traces: the named generators
-// that carve gen runs. [All] lists them: the block-allocator article's
-// scenarios (connection, carving, bump) and synthetic workloads with
-// explicit seeds (zipf, phases, randfree), each with documented
-// parameters and defaults ([Param]), and the same trace for the same
+// that carve gen runs. [All] lists them (carve help gen prints the list):
+// the block-allocator article's scenarios and synthetic workloads with
+// explicit seeds, each with documented parameters and defaults
+// ([Param]), and the same trace for the same
 // arguments on any machine. A [Generator] writes its events to any
 // trace.EventWriter (a trace.Writer, a replayer), and names the phases
 // of its trace ([Generator.Phases]) where they carry the lesson.
