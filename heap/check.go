@@ -43,7 +43,7 @@ import (
 //	dirty = |free - clean| over both zones; where the heap can purge, at
 //	        most the budget and each dirty page in a range of the purge
 //	        ring
-//	Footprint = committed - clean <= Limit
+//	Footprint = committed - clean - meshed <= Limit
 //	Live = the sum over the slots and blocks in use of what was asked of
 //	       them (their usable bytes less their slack)
 //
@@ -204,7 +204,7 @@ func (z *smallZone) check() (asked int64, err error) {
 	var partial [numClasses]int
 	owner := make([]map[uint32]int, numClasses)
 	var used int64
-	nSlabs := 0
+	nSlabs, followers := 0, 0
 	kept := map[int]bool{}
 	for pg, s := range z.slabs {
 		if (s.class == 0) != z.free.has(pg) {
@@ -218,6 +218,13 @@ func (z *smallZone) check() (asked int64, err error) {
 		}
 		if s.class >= numClasses {
 			return 0, fmt.Errorf("page %d: class %d", pg, s.class)
+		}
+		if z.mesh.on && z.mesh.leaderOf[pg] != 0 {
+			if err := z.checkFollower(pg); err != nil {
+				return 0, err
+			}
+			followers++
+			continue
 		}
 		c := s.class
 		cl := &z.classes[c]
@@ -254,7 +261,7 @@ func (z *smallZone) check() (asked int64, err error) {
 		switch {
 		case nfree != int(s.nfree):
 			return 0, fmt.Errorf("page %d: %d slots free, its record says %d", pg, nfree, s.nfree)
-		case nfree >= cl.slots && !s.kept:
+		case nfree >= cl.slots && !s.kept && !z.isLeader(pg): // a leader whose followers the kernel kept
 			return 0, fmt.Errorf("page %d: a slab of the %d-byte class with every slot free, not kept", pg, cl.size)
 		case cl.partial.has(pg) != (nfree > 0):
 			return 0, fmt.Errorf("page %d: %d slots free, in the partial set: %t", pg, nfree, cl.partial.has(pg))
@@ -318,7 +325,37 @@ func (z *smallZone) check() (asked int64, err error) {
 	if used != z.usedBytes() || nSlabs != z.nSlabs {
 		return 0, fmt.Errorf("%d bytes of slots in %d slabs, the zone counts %d in %d", used, nSlabs, z.usedBytes(), z.nSlabs)
 	}
+	if followers != z.meshedPages || followers != z.mesh.followers {
+		return 0, fmt.Errorf("%d pages meshed, the zone counts %d and %d", followers, z.meshedPages, z.mesh.followers)
+	}
 	return asked, nil
+}
+
+// checkFollower verifies the follower at pg: its leader is a slab of its
+// class and no follower, whose bitmaps it shares and whose list of
+// followers holds it; it holds no count of free slots of its own, and is
+// neither kept nor in the partial set.
+func (z *smallZone) checkFollower(pg int) error {
+	s, m := z.slabs[pg], &z.mesh
+	l := int(m.leaderOf[pg]) - 1
+	if l < 0 || l >= len(z.slabs) || l == pg {
+		return fmt.Errorf("page %d: a follower of page %d", pg, l)
+	}
+	ls := z.slabs[l]
+	switch {
+	case ls.class != s.class || ls.bits != s.bits || m.leaderOf[l] != 0:
+		return fmt.Errorf("page %d: a follower (class %d, bitmap %d) of page %d (class %d, bitmap %d, itself a follower of %d)", pg, s.class, s.bits, l, ls.class, ls.bits, int(m.leaderOf[l])-1)
+	case s.nfree != 0 || s.kept || z.classes[s.class].partial.has(pg):
+		return fmt.Errorf("page %d: a follower with %d slots free of its own, kept %t, partial %t", pg, s.nfree, s.kept, z.classes[s.class].partial.has(pg))
+	}
+	for f, n := int(m.link[l])-1, 0; ; f, n = int(m.link[f])-1, n+1 {
+		switch {
+		case f == pg:
+			return nil
+		case f < 0 || f >= len(z.slabs) || n > len(z.slabs):
+			return fmt.Errorf("page %d: a follower of page %d, not in its list", pg, l)
+		}
+	}
 }
 
 // check verifies the best-fit zone and returns what was asked of its

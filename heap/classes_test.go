@@ -15,7 +15,7 @@ func TestClassesUpToDate(t *testing.T) {
 // from its offset in a page, for every offset of every class.
 func TestClassMagic(t *testing.T) {
 	var z smallZone
-	if err := z.init(pageSize); err != nil {
+	if err := z.init(pageSize, false); err != nil {
 		t.Fatal(err)
 	}
 	defer z.vm.release()

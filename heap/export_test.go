@@ -67,6 +67,16 @@ func (s *Shared) Check() error {
 	return errors.Join(errs...)
 }
 
+// MeshAll meshes what it finds in every class, as Trim does first, and
+// returns how many meshes it made.
+func (h *Heap) MeshAll() int { return h.meshAll() }
+
+// Meshing reports whether the heap meshes.
+func (h *Heap) Meshing() bool { return h.small.mesh.on }
+
+// CanMesh reports whether heaps mesh in this build.
+func CanMesh() bool { return canMesh() }
+
 // CanPurge reports whether the heap gives pages back to the OS in this
 // build: not in Go memory (off Linux, or with -tags carvegomem).
 func CanPurge() bool { return canPurge() }

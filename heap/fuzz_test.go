@@ -41,7 +41,9 @@ func TestRandomOps(t *testing.T) { heaptest.RandomInputs(t, 19, 20, 3000, runOps
 // half of the sizes fall in the size classes: those of e <= 8 (below 256
 // bytes, see heaptest.Ops) and half of those of e = 9.
 //
-// cfg: limit = fuzzLimits[cfg % 3]; retain = fuzzRetains[cfg/3 % 3].
+// cfg: limit = fuzzLimits[cfg % 3]; retain = fuzzRetains[cfg/3 % 3];
+// with cfg/9 odd the heap meshes (Mesh), and meshes what it can after
+// every step.
 var (
 	fuzzLimits  = [3]int64{1 << 20, 8 << 20, 64 << 20}
 	fuzzRetains = [3]int64{0, heap.RetainFloor, heap.DefaultRetain}
@@ -68,12 +70,17 @@ type runner struct {
 	h     *heap.Heap
 	other *heap.Heap // for blocks of another heap
 	limit int64
+	mesh  bool // mesh after every step
 	m     *heaptest.Model
 }
 
 func runOps(t *testing.T, cfg byte, ops []byte) {
-	r := &runner{t: t, m: heaptest.NewModel(t), limit: fuzzLimits[cfg%3]}
-	r.h = newHeap(t, heap.Limit(r.limit), heap.Retain(min(fuzzRetains[cfg/3%3], r.limit)))
+	r := &runner{t: t, m: heaptest.NewModel(t), limit: fuzzLimits[cfg%3], mesh: cfg/9%2 == 1}
+	opts := []heap.Option{heap.Limit(r.limit), heap.Retain(min(fuzzRetains[cfg/3%3], r.limit))}
+	if r.mesh {
+		opts = append(opts, heap.Mesh())
+	}
+	r.h = newHeap(t, opts...)
 	r.other = newHeap(t, heap.Limit(1<<20))
 	heaptest.Run(r, ops)
 	st := r.h.Stats()
@@ -265,8 +272,9 @@ func (r *runner) Trim() {
 		t.Fatalf("Trim() = %v, want nil", err)
 	}
 	after := r.h.Stats()
-	emptied := (before.Slabs - after.Slabs) * 4096 // the kept slabs that were empty
-	if after.Footprint != before.Footprint-n || after.Used != before.Used || after.Dirty != 0 || after.Kept != 0 || n != before.Dirty+emptied || emptied > before.Kept*4096 {
+	meshed := (after.Meshes - before.Meshes) * 4096     // the pages Trim's meshes gave back
+	emptied := (before.Slabs-after.Slabs)*4096 - meshed // the kept slabs that were empty
+	if after.Footprint != before.Footprint-n || after.Used != before.Used || after.Dirty != 0 || after.Kept != 0 || n != before.Dirty+emptied+meshed || emptied > before.Kept*4096 || emptied < 0 {
 		t.Fatalf("Trim() = %d: Stats() went from %+v (dirty %d, %d slabs, %d kept) to %+v (dirty %d, %d slabs, %d kept), want the dirty pages and the empty kept slabs given back, nothing else changed",
 			n, before.Stats, before.Dirty, before.Slabs, before.Kept, after.Stats, after.Dirty, after.Slabs, after.Kept)
 	}
@@ -278,6 +286,10 @@ func (r *runner) Verify(step string) {
 	t := r.t
 	t.Helper()
 	heaptest.MustCheck(t, r.h, step)
+	if r.mesh {
+		r.h.MeshAll()
+		heaptest.MustCheck(t, r.h, step+" and a mesh")
+	}
 	st := checkStats(t, r.h)
 	if st.Live != r.m.Bytes() || st.Slots+st.Blocks != int64(r.m.Blocks()) {
 		t.Fatalf("Stats() after %s = Live %d, %d slots and %d blocks, want %d, %d", step, st.Live, st.Slots, st.Blocks, r.m.Bytes(), r.m.Blocks())
@@ -289,4 +301,15 @@ func (r *runner) Verify(step string) {
 func (r *runner) VerifyAll() {
 	r.m.VerifyBytes()
 	checkMap(r.t, r.h)
+}
+
+// TestRandomOpsMeshing runs the fuzz body with meshing on, a mesh tried
+// after every step.
+func TestRandomOpsMeshing(t *testing.T) {
+	if !heap.CanMesh() {
+		t.Skip("heaps do not mesh in this build")
+	}
+	heaptest.RandomInputs(t, 23, 29, 3000, func(t *testing.T, cfg byte, ops []byte) {
+		runOps(t, 9+cfg%9, ops)
+	})
 }

@@ -50,6 +50,13 @@ func (h *Heap) Map() heapmap.Map {
 			pg = end
 			continue
 		}
+		if z.mesh.on && z.mesh.leaderOf[pg] != 0 {
+			// A meshed page: its slots are its leader's, in the leader's
+			// memory; it holds none of its own.
+			m.Append(heapmap.Reserved, 0, pageSize)
+			pg++
+			continue
+		}
 		cl := &z.classes[s.class]
 		w, _ := cl.bitmaps(s.bits)
 		free := func(i int) bool { return w[i/64]&(1<<(i%64)) != 0 }

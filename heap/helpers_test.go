@@ -38,8 +38,8 @@ func checkStats(t testing.TB, h *heap.Heap) heap.Stats {
 	case st.Used != st.SlotBytes+st.BlockBytes || st.HeaderBytes != 8*st.Blocks:
 		t.Fatalf("Stats() = Used %d, SlotBytes %d, BlockBytes %d, HeaderBytes %d for %d blocks: want Used = SlotBytes + BlockBytes, HeaderBytes = 8 Blocks",
 			st.Used, st.SlotBytes, st.BlockBytes, st.HeaderBytes, st.Blocks)
-	case st.Footprint != st.Committed-st.Clean:
-		t.Fatalf("Stats() = Footprint %d, Committed %d, Clean %d: want Footprint = Committed - Clean", st.Footprint, st.Committed, st.Clean)
+	case st.Footprint != st.Committed-st.Clean-st.Meshed:
+		t.Fatalf("Stats() = Footprint %d, Committed %d, Clean %d, Meshed %d: want Footprint = Committed - Clean - Meshed", st.Footprint, st.Committed, st.Clean, st.Meshed)
 	case st.Live < 0 || st.Live > st.Used-st.HeaderBytes || st.Used > st.Footprint || st.Resident > st.Footprint || st.Dirty > st.Footprint-st.Used:
 		t.Fatalf("Stats() = Live %d, Used %d, HeaderBytes %d, Footprint %d, Resident %d, Dirty %d: want 0 <= Live <= Used - HeaderBytes <= Footprint, Resident <= Footprint, Dirty <= Footprint - Used",
 			st.Live, st.Used, st.HeaderBytes, st.Footprint, st.Resident, st.Dirty)

@@ -45,7 +45,7 @@ func (m *midZone) init(h *Heap, id zoneID, n int64) error {
 	if n > 1<<(32+granShift) {
 		n = 1 << (32 + granShift) // links are 32-bit granule numbers
 	}
-	if err := m.zonePages.init(n); err != nil {
+	if err := m.zonePages.init(n, false); err != nil {
 		return err
 	}
 	m.top = firstBlock

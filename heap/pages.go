@@ -18,7 +18,7 @@ import (
 //	       (purged it: MADV_DONTNEED, which keeps the mapping), or it was
 //	       never touched since it was committed
 //
-//	clean ⊆ free;  Footprint = committed - clean pages
+//	clean ⊆ free;  Footprint = committed - clean - meshed pages (mesh.go)
 //
 // A free page that is not clean is dirty: resident, or possibly so. The
 // heap lets dirty pages wait, for reuse without a page fault, up to its
@@ -47,12 +47,19 @@ type zonePages struct {
 	free      searchSet      // page i is free
 	clean     bitset         // page i is free and clean
 	nClean    int            // pages clean
-	commits   int64          // calls that committed more
+	// meshedPages are pages in use mapped onto another's memory (see
+	// mesh.go): they hold none of their own.
+	meshedPages int
+	commits     int64 // calls that committed more
 }
 
-func (z *zonePages) init(n int64) error {
+func (z *zonePages) init(n int64, mesh bool) error {
 	n = roundUp(n, pageSize)
-	v, err := reserveVM(n)
+	reserve := reserveVM
+	if mesh {
+		reserve = reserveMeshVM
+	}
+	v, err := reserve(n)
 	if err != nil {
 		return err
 	}
@@ -67,8 +74,11 @@ func (z *zonePages) init(n int64) error {
 // pages returns the committed pages.
 func (z *zonePages) pages() int { return int(z.committed >> pageShift) }
 
-// footprint returns the committed bytes less the clean pages.
-func (z *zonePages) footprint() int64 { return z.committed - int64(z.nClean)<<pageShift }
+// footprint returns the committed bytes less the clean pages and the
+// meshed ones.
+func (z *zonePages) footprint() int64 {
+	return z.committed - int64(z.nClean+z.meshedPages)<<pageShift
+}
 
 // commitStep returns how far a zone commits past what a request needs: a
 // quarter of what it has, from 256 KiB to 64 MiB. Committing costs no

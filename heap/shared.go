@@ -89,6 +89,9 @@ func NewShared(opts ...Option) (*Shared, error) {
 	if err := c.apply(opts); err != nil {
 		return nil, err
 	}
+	if c.mesh {
+		return nil, fmt.Errorf("%w: Mesh: a Shared heap does not mesh (a mesh copies slots another goroutine may be writing)", ErrOption)
+	}
 	n := c.shards
 	if n == 0 {
 		n = min(runtime.GOMAXPROCS(0), MaxShards)

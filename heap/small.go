@@ -92,14 +92,18 @@ type smallZone struct {
 	classes [numClasses]class
 	nSlabs  int
 	kept    keptRing // the empty slabs kept
+	mesh    meshState
 
 	slabEvents int64 // slabs made and freed, for Metadata
 }
 
-func (z *smallZone) init(n int64) error {
-	if err := z.zonePages.init(n); err != nil {
+// init reserves n bytes for the zone, backed by a memory file if it
+// meshes.
+func (z *smallZone) init(n int64, mesh bool) error {
+	if err := z.zonePages.init(n, mesh); err != nil {
 		return err
 	}
+	z.mesh = meshState{on: mesh, rng: uint64(uintptr(z.base)) | 1}
 	for c := range z.classes {
 		if c == 0 {
 			continue
@@ -159,16 +163,22 @@ func (z *smallZone) last(cl *class, p offset) *byte {
 }
 
 // take hands out the lowest free slot of the slab at page pg, a partial
-// slab of class cl, for a request of size bytes.
+// slab of class cl, for a request of size bytes; a zone that meshes, a
+// free slot picked at random.
 func (z *smallZone) take(cl *class, size int) offset {
 	pg, base := cl.next-1, cl.cur
-	i := base
-	for cl.bits[i] == 0 { // the slab has a free slot: the loop stops within its words
-		i++
+	var slot int
+	if z.mesh.on {
+		slot = z.mesh.randomSlot(cl, base)
+	} else {
+		i := base
+		for cl.bits[i] == 0 { // the slab has a free slot: the loop stops within its words
+			i++
+		}
+		m := cl.bits[i]
+		cl.bits[i] = m & (m - 1)
+		slot = (i-base)*64 + bits.TrailingZeros64(m)
 	}
-	m := cl.bits[i]
-	cl.bits[i] = m & (m - 1)
-	slot := (i-base)*64 + bits.TrailingZeros64(m)
 	if s := &z.slabs[pg]; s.nfree == 1 {
 		z.fill(cl, pg)
 	} else {
@@ -242,6 +252,7 @@ func (h *Heap) newSlab(c uint8) error {
 			return fmt.Errorf("a slab of the %d-byte class: %w", classSize[c], err)
 		}
 		z.slabs = append(z.slabs, make([]slab, z.pages()-len(z.slabs))...)
+		z.mesh.grow(z.pages())
 		pg = z.free.first()
 		h.checkSlow()
 	}
@@ -390,6 +401,12 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 		return z.notSlot(off)
 	}
 	pg := int(off >> pageShift)
+	if z.mesh.on {
+		// A follower's slots are its leader's: the record to count in.
+		if pg = z.leader(pg); pg != int(off>>pageShift) {
+			s = &z.slabs[pg]
+		}
+	}
 	n := z.asked(cl, off, w, bit)
 	if cap(b) == 0 && n != 0 {
 		return pastEnd(addr(b), n)
@@ -409,6 +426,12 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	}
 	if int(s.nfree) == cl.slots && !s.kept {
 		h.keep(pg)
+	} else if z.mesh.on {
+		f := &z.mesh.frees[s.class]
+		if *f++; *f >= max(meshEvery, cl.partial.n) {
+			*f = 0
+			h.meshClass(s.class, passProbes)
+		}
 	}
 	return nil
 }
@@ -459,9 +482,14 @@ func (h *Heap) unkeepAll() {
 	}
 }
 
-// freeSlab gives back the page of the empty slab at pg, of class cl.
+// freeSlab gives back the page of the empty slab at pg, of class cl, and
+// a leader's followers' pages (unmesh): if the kernel refuses to map the
+// followers back, the slab stays, empty.
 func (h *Heap) freeSlab(cl *class, pg int) {
 	z := &h.small
+	if z.isLeader(pg) && !h.unmesh(pg) {
+		return
+	}
 	cl.partial.remove(pg)
 	if cl.next == pg+1 {
 		z.setNext(cl, cl.partial.first())

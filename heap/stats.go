@@ -50,6 +50,13 @@ type Stats struct {
 	// Purges counts the system calls that gave free pages back to the OS
 	// (one per stretch of pages), since New.
 	Purges int64
+	// Meshed is the bytes of the pages of slabs meshed onto another's
+	// memory now (see Mesh), each a page given back: not among Slabs, and
+	// Footprint = Committed - Clean - Meshed. Meshes counts the meshes
+	// made since New, Unmeshed the pages mapped back onto their own memory
+	// when their slab emptied, and MeshRefused the meshes and unmeshes the
+	// kernel refused (mmap, fallocate), each leaving the heap as it was.
+	Meshed, Meshes, Unmeshed, MeshRefused int64
 	// Classes describes each size class, smallest first.
 	Classes []ClassStats
 }
@@ -96,6 +103,10 @@ func (h *Heap) Stats() Stats {
 		Clean:       int64(h.small.nClean+h.mid.nClean) << pageShift,
 		Dirty:       int64(h.dirty) << pageShift,
 		Purges:      h.purges,
+		Meshes:      h.small.mesh.meshes,
+		Meshed:      int64(h.small.meshedPages) << pageShift,
+		Unmeshed:    h.small.mesh.unmeshed,
+		MeshRefused: h.small.mesh.refused,
 		Classes:     make([]ClassStats, numClasses-1),
 	}
 	for c := 1; c < numClasses; c++ {
@@ -110,7 +121,7 @@ func (h *Heap) Stats() Stats {
 	st.Largest = int64(h.mid.largest())
 	for _, z := range h.zones() {
 		if z.committed > 0 {
-			if n, err := z.vm.resident(0, z.committed); err == nil {
+			if n, err := z.vm.residentOnce(0, z.committed); err == nil {
 				st.Resident += n
 			}
 		}
@@ -143,7 +154,7 @@ func (h *Heap) Metadata() int64 {
 }
 
 func (h *Heap) metadata() int64 {
-	n := int64(cap(h.small.slabs))*8 + int64(cap(h.mid.first))*2
+	n := int64(cap(h.small.slabs))*8 + int64(cap(h.mid.first))*2 + h.small.mesh.bytes()
 	for _, z := range h.zones() {
 		n += z.free.bytes() + int64(cap(z.clean))*8
 	}
@@ -157,7 +168,8 @@ func (h *Heap) metadata() int64 {
 // Trim gives every free page back to the OS now, whatever the Retain,
 // the kept empty slabs' included, and returns how many bytes it gave
 // back: Footprint drops by as much. Blocks and slabs in use stay where
-// they are.
+// they are; a heap that meshes (see Mesh) first meshes what it finds in
+// every class.
 func (h *Heap) Trim() (int64, error) {
 	if invariants.Enabled {
 		if err := h.enter(); err != nil {
@@ -169,6 +181,9 @@ func (h *Heap) Trim() (int64, error) {
 		return 0, h.unusable()
 	}
 	before := h.Footprint()
+	// Each round meshes groups the last made: a few rounds find most.
+	for round := 0; h.small.mesh.on && round < 4 && h.meshAll() > 0; round++ {
+	}
 	h.unkeepAll()
 	h.purgeAll()
 	h.checkSlow()

@@ -2,7 +2,10 @@
 
 package heap
 
-import "unsafe"
+import (
+	"errors"
+	"unsafe"
+)
 
 // This file holds the heap's address space in Go memory: off Linux, and on
 // Linux in builds tagged carvegomem. Such a build exists for the race
@@ -66,3 +69,16 @@ func physicalMemory() int64 { return 16 << 20 }
 // reserveFactor is how many times the Limit each zone reserves: once, as
 // reservations are Go memory here.
 const reserveFactor = 1
+
+// Go memory cannot be remapped: the heap does not mesh here (canMesh),
+// and these are never called.
+
+func canMesh() bool                       { return false }
+func reserveMeshVM(n int64) (vm, error)   { return reserveVM(n) }
+func (v vm) remap(lo, from int64) error   { return errNoMesh }
+func (v vm) punch(lo, hi int64) error     { return errNoMesh }
+func (v vm) fileResident() (int64, error) { return 0, errNoMesh }
+
+var errNoMesh = errors.New("heap: meshing needs Linux, and builds not tagged carvegomem")
+
+func (v vm) residentOnce(lo, hi int64) (int64, error) { return v.resident(lo, hi) }

@@ -3,6 +3,7 @@
 package heap
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -23,6 +24,11 @@ import (
 // vm is a zone's reservation.
 type vm struct {
 	raw []byte // the mapping as mmap returned it (munmap wants exactly this); nil after release
+	// file is 1 + the descriptor of the memory file behind a zone that
+	// meshes (reserveMeshVM), 0 for an anonymous one: the reservation's
+	// page i is the file's page i until a mesh maps it onto another's
+	// (remap).
+	file int
 }
 
 // reserveVM maps n bytes (a multiple of the page size) with no access and
@@ -34,6 +40,66 @@ func reserveVM(n int64) (vm, error) {
 		return vm{}, fmt.Errorf("heap: reserve %d bytes: %w", n, err)
 	}
 	return vm{raw: b}, nil
+}
+
+// reserveMeshVM reserves n bytes as reserveVM does, backed by a memory
+// file (memfd_create) of n bytes, sparse: a page of the file holds memory
+// once written, and a hole punched in it gives the memory back. Its
+// mapping is MAP_SHARED, so that remap can map one page of the
+// reservation onto another's page of the file; a fork shares it with the
+// child, without copy-on-write.
+func reserveMeshVM(n int64) (vm, error) {
+	fd, err := unix.MemfdCreate("carve-heap", unix.MFD_CLOEXEC)
+	if err != nil {
+		return vm{}, fmt.Errorf("heap: memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, n); err != nil {
+		unix.Close(fd)
+		return vm{}, fmt.Errorf("heap: size the memory file to %d bytes: %w", n, err)
+	}
+	b, err := unix.Mmap(fd, 0, int(n), unix.PROT_NONE, unix.MAP_SHARED|unix.MAP_NORESERVE)
+	if err != nil {
+		unix.Close(fd)
+		return vm{}, fmt.Errorf("heap: reserve %d bytes of the memory file: %w", n, err)
+	}
+	return vm{raw: b, file: fd + 1}, nil
+}
+
+// canMesh reports whether zones can mesh here (Linux, a page the heap's).
+func canMesh() bool { return canPurge() }
+
+// remap maps the page at offset lo of the reservation onto the file's
+// page at offset from, readable and writable: what was there is no longer
+// seen through lo. A refused mmap leaves the mapping as it was.
+func (v vm) remap(lo, from int64) error {
+	_, err := unix.MmapPtr(v.file-1, from, unsafe.Pointer(&v.raw[lo]), pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+	return err
+}
+
+// punch gives back the memory of the file's pages [lo, hi): they read as
+// zero through every page mapping them.
+func (v vm) punch(lo, hi int64) error {
+	return unix.Fallocate(v.file-1, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo, hi-lo)
+}
+
+// residentOnce is resident, counting each page of memory once: for a
+// zone backed by a memory file, whose pages a meshed page and its leader
+// both map (mincore counts such a page twice), the file's blocks.
+func (v vm) residentOnce(lo, hi int64) (int64, error) {
+	if v.file != 0 {
+		return v.fileResident()
+	}
+	return v.resident(lo, hi)
+}
+
+// fileResident returns the bytes of memory the file holds: each page
+// once, however many pages of the reservation map it.
+func (v vm) fileResident() (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(v.file-1, &st); err != nil {
+		return 0, err
+	}
+	return st.Blocks * 512, nil
 }
 
 // base returns the address of the first byte: a multiple of the page size.
@@ -51,7 +117,15 @@ func (v vm) commit(lo, hi int64) error {
 // (mem.Region.Decommit also takes access away with an mprotect, which
 // splits the mapping: one mapping per hole, and the kernel allows 65,530
 // per process.)
-func (v vm) purge(lo, hi int64) error { return unix.Madvise(v.raw[lo:hi], unix.MADV_DONTNEED) }
+//
+// A zone backed by a memory file punches a hole in it instead:
+// MADV_DONTNEED frees no page of a shared file mapping.
+func (v vm) purge(lo, hi int64) error {
+	if v.file != 0 {
+		return v.punch(lo, hi)
+	}
+	return unix.Madvise(v.raw[lo:hi], unix.MADV_DONTNEED)
+}
 
 // resident returns how many bytes of [lo, hi) are in physical memory
 // (mincore).
@@ -98,6 +172,10 @@ func (v *vm) release() error {
 		return nil
 	}
 	err := unix.Munmap(v.raw)
+	if v.file != 0 {
+		err = errors.Join(err, unix.Close(v.file-1))
+		v.file = 0
+	}
 	v.raw = nil
 	return err
 }

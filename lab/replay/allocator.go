@@ -72,6 +72,7 @@ var rowTable = []Row{
 	{Name: buddy.Header.String(), Doc: "the FREENIX paper's modified buddy: a 16-byte header in each block", Look: look.Look{Color: look.Wine, Dash: look.Dashed}, new: buddyRow(buddy.Header)},
 	{Name: "sizeclass", Doc: "a pool per size class up to 32 KiB, large requests mapped whole", Look: look.Look{Color: look.Sand}, new: sizeclassRow},
 	{Name: "heap", Doc: "carve's heap: size-class slabs, a best-fit zone, free pages given back", Look: look.Look{Color: look.Green, Dash: look.Dashed}, new: heapRow},
+	{Name: "heap-mesh", Doc: "carve's heap meshing its small-object slabs (heap.Mesh): a page's slots onto another's memory", Look: look.Look{Color: look.Olive, Dash: look.Dashed}, new: heapMeshRow},
 	{Name: "go", Doc: "the Go runtime's heap: make([]byte), collected at the program's GOGC", Look: look.Look{Color: look.Purple}, Varies: true, new: func() (Allocator, error) { return newGoHeap(), nil }},
 }
 
@@ -144,6 +145,14 @@ func buddyRow(m buddy.Mode) func() (Allocator, error) {
 
 func sizeclassRow() (Allocator, error) {
 	h, err := sizeclass.New()
+	if err != nil {
+		return nil, err
+	}
+	return &heap{h: h, stats: func() carve.Stats { return h.Stats().Stats }, fp: h.Footprint}, nil
+}
+
+func heapMeshRow() (Allocator, error) {
+	h, err := cheap.New(cheap.Mesh())
 	if err != nil {
 		return nil, err
 	}

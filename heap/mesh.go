@@ -1,0 +1,377 @@
+package heap
+
+import (
+	"fmt"
+	"math/bits"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/carvelab/carve/internal/invariants"
+)
+
+// This file holds meshing (the Mesh option): compaction of the small
+// zone without moving any slot's address, after Powers, Tench, Berger and
+// McGregor, "Mesh: Compacting Memory Management for C/C++ Applications"
+// (PLDI 2019).
+//
+// Two slabs of one class whose slots in use do not overlap hold, between
+// them, no more than one page's slots. The heap copies the slots in use
+// of one, the source, into the same offsets of the other's page, the
+// destination, maps the source's page of the reservation onto the
+// destination's page of the zone's memory file (remap: mmap MAP_FIXED of
+// the file's offset), and punches the source's own page of the file out:
+// a page of memory goes back to the OS, and every address still reads
+// and writes the bytes it did. The source becomes a follower of the
+// destination, its leader: its record shares the leader's bitmaps, so a
+// free through either page lands in the one slab; the leader takes its
+// slots for new requests, and keeps any number of followers, each a page
+// of the reservation onto its page of the file. A slab that is itself a
+// leader or a follower is never a source.
+//
+// When a leader empties, before its page goes back to the zone, each
+// follower's page of the reservation is mapped back onto its own page of
+// the file, a hole that reads as zero: the follower's page becomes free
+// and clean.
+//
+// Candidates are found as the paper finds them, by random probing with a
+// bound on the probes: at Trim, every class's slabs with free slots are
+// tried against each other in a random order; on the way, every
+// meshEvery frees of slots, the slab a free landed in is tried against a
+// few slabs of its class picked at random. Slots are handed out at random
+// among a slab's free ones, not the lowest: the paper's bound on how
+// often two slabs mesh assumes random placement, and the lowest-slot rule
+// packs every slab's live slots at its start, where no two are disjoint.
+//
+// The contract:
+//   - no slot's address changes;
+//   - a mesh copies slots while no one may write them: the heap is not
+//     safe for concurrent use anyway, and Shared does not mesh (Go owns
+//     SIGSEGV, so Mesh's write barrier, which write-protects the source
+//     while it is copied, cannot be built);
+//   - a mesh costs a copy of the source's slots in use, an mmap and a
+//     fallocate; each splits the reservation's mapping, so the heaps of a
+//     process keep at most meshBound followers between them, a quarter of
+//     the kernel's vm.max_map_count; an mmap the kernel refuses leaves the
+//     heap as it was;
+//   - the zone's memory is MAP_SHARED: a forked child shares it with the
+//     parent, without copy-on-write;
+//   - RSS and mincore count a leader's page once per page of the
+//     reservation that maps it, so they show no saving: Stats' Resident
+//     counts the memory file's pages once (its allocated blocks);
+//   - off Linux, and in builds tagged carvegomem, the heap does not mesh.
+
+// A class is meshed on the way (meshClass) once its slots were freed as
+// many times as it has slabs with free slots, and at least meshEvery
+// times, each source trying passProbes destinations: on the order of
+// passProbes probes per free, each a few words of bitmap compared. Trim
+// tries trimProbes.
+const (
+	meshEvery  = 64
+	passProbes = 16
+	trimProbes = 64
+)
+
+// meshState is what the small zone keeps for meshing, when it meshes.
+type meshState struct {
+	on bool
+	// leaderOf[pg] is 1 + the page of the leader of the follower at pg,
+	// or 0; link[pg], for a leader, 1 + its first follower, and for a
+	// follower 1 + the next of its leader's, or 0.
+	leaderOf, link []int32
+	followers      int             // follower pages: pages given back by meshing
+	meshes         int64           // meshes made
+	unmeshed       int64           // followers mapped back onto their own pages
+	refused        int64           // meshes the kernel refused (mmap, fallocate)
+	frees          [numClasses]int // frees of each class's slots since its last pass
+	pages          []int32         // meshClass's list of candidates, kept for the next
+	rng            uint64          // the state of the random slot choice and probes
+}
+
+// meshed is every heap's followers in the process, held below meshBound.
+var meshed atomic.Int64
+
+// meshBound is how many followers the heaps of a process may keep between
+// them: each splits a mapping in up to three, and the kernel refuses
+// mappings past vm.max_map_count (65,530 by default); a quarter of it
+// leaves the rest to the program.
+var meshBound = sync.OnceValue(func() int64 {
+	n := int64(65530)
+	if b, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 {
+			n = v
+		}
+	}
+	return n / 4
+})
+
+// random returns the next of the zone's random numbers (xorshift64*).
+func (m *meshState) random() uint64 {
+	x := m.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	m.rng = x
+	return x * 2685821657736338717
+}
+
+// grow makes room for the records of n pages.
+func (m *meshState) grow(n int) {
+	if m.on && len(m.leaderOf) < n {
+		m.leaderOf = append(m.leaderOf, make([]int32, n-len(m.leaderOf))...)
+		m.link = append(m.link, make([]int32, n-len(m.link))...)
+	}
+}
+
+// bytes returns the Go memory meshing holds.
+func (m *meshState) bytes() int64 { return int64(cap(m.leaderOf)+cap(m.link)+cap(m.pages)) * 4 }
+
+// randomSlot returns a free slot of the slab whose bitmaps start at base
+// in class cl, picked at random, and takes it off the free bitmap.
+func (m *meshState) randomSlot(cl *class, base int) int {
+	r := m.random()
+	i := int(r % uint64(cl.words))
+	for cl.bits[base+i] == 0 { // the slab has a free slot
+		if i++; i == cl.words {
+			i = 0
+		}
+	}
+	w := cl.bits[base+i]
+	// The (r >> 32) % n-th set bit of w, n its set bits.
+	for k := int((r >> 32) % uint64(bits.OnesCount64(w))); k > 0; k-- {
+		w &= w - 1
+	}
+	bit := w & -w
+	cl.bits[base+i] &^= bit
+	return i*64 + bits.TrailingZeros64(bit)
+}
+
+// leader returns the page whose record holds the slab at pg: its leader
+// if pg is a follower, else pg.
+func (z *smallZone) leader(pg int) int {
+	if z.mesh.on {
+		if l := z.mesh.leaderOf[pg]; l != 0 {
+			return int(l - 1)
+		}
+	}
+	return pg
+}
+
+// isLeader reports whether the slab at pg has followers.
+func (z *smallZone) isLeader(pg int) bool {
+	return z.mesh.on && z.mesh.link[pg] != 0 && z.mesh.leaderOf[pg] == 0
+}
+
+// disjoint reports whether the slabs at a and b, of class cl, have no
+// slot in use at the same offset.
+func (z *smallZone) disjoint(cl *class, a, b int) bool {
+	fa, _ := cl.bitmaps(z.slabs[a].bits)
+	fb, _ := cl.bitmaps(z.slabs[b].bits)
+	for i := range fa {
+		if ^(fa[i]|fb[i])&mask(i, 0, cl.slots) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// canSource reports whether the slab at pg may be meshed onto another: a
+// slab with slots in use and free, not a follower, not kept.
+func (z *smallZone) canSource(pg int) bool {
+	s := &z.slabs[pg]
+	if s.class == 0 || s.kept || z.mesh.leaderOf[pg] != 0 {
+		return false
+	}
+	cl := &z.classes[s.class]
+	return cl.slots > 1 && s.nfree > 0 && int(s.nfree) < cl.slots
+}
+
+// canDest reports whether the slab at pg may take another's slots: a
+// slab of class c with slots free, not a follower.
+func (z *smallZone) canDest(pg int, c uint8) bool {
+	s := &z.slabs[pg]
+	return s.class == c && s.nfree > 0 && z.mesh.leaderOf[pg] == 0
+}
+
+// meshOnto meshes the slab at src onto the one at dst, of class cl: it
+// copies src's slots in use into dst's page, maps src's page of the
+// reservation, and those of src's followers if src leads, onto dst's page
+// of the file, and punches src's own out: src and its followers become
+// dst's. It fails, leaving the heap as it was, if the kernel refuses the
+// first mapping, or if the process's followers are at meshBound.
+func (h *Heap) meshOnto(cl *class, dst, src int) error {
+	z := &h.small
+	m := &z.mesh
+	if meshed.Add(1) > meshBound() {
+		meshed.Add(-1)
+		return fmt.Errorf("heap: %d pages meshed in the process, the most it keeps", meshBound())
+	}
+	ds, ss := &z.slabs[dst], &z.slabs[src]
+	df, dslack := cl.bitmaps(ds.bits)
+	sf, sslack := cl.bitmaps(ss.bits)
+	dp, sp := offset(dst)<<pageShift, offset(src)<<pageShift
+	for i := range sf {
+		for x := ^sf[i] & mask(i, 0, cl.slots); x != 0; x &= x - 1 {
+			o := offset(i*64+bits.TrailingZeros64(x)) * offset(cl.size)
+			copy(z.bytes(dp+o, int(cl.size)), z.bytes(sp+o, int(cl.size)))
+		}
+	}
+	// src's page of the reservation, and its followers', go onto dst's
+	// page of the file; only then is src's own page of the file punched.
+	// A mapping the kernel refuses puts back those made.
+	group := []int{src}
+	for f := int(m.link[src]) - 1; f >= 0; f = int(m.link[f]) - 1 {
+		group = append(group, f)
+	}
+	for i, g := range group {
+		if err := z.vm.remap(int64(g)<<pageShift, int64(dp)); err != nil {
+			for _, back := range group[:i] {
+				if z.vm.remap(int64(back)<<pageShift, int64(sp)) != nil {
+					panic(fmt.Sprintf("heap: page %d cannot be mapped back onto its memory after a refused mesh: %v", back, err))
+				}
+			}
+			meshed.Add(-1)
+			m.refused++
+			h.repoison(cl, dst, sf)
+			return fmt.Errorf("heap: map page %d onto page %d: %w", g, dst, err)
+		}
+	}
+	if err := z.vm.punch(int64(sp), int64(sp)+pageSize); err != nil {
+		// The page stays in the file, lost to it until Close; the mesh
+		// stands.
+		m.refused++
+	}
+	for _, f := range group[1:] {
+		m.leaderOf[f] = int32(dst + 1)
+		z.slabs[f].bits = ds.bits
+	}
+	// One slab now: dst's bitmaps hold both slabs' slots in use.
+	for i := range df {
+		df[i] &= sf[i]
+		dslack[i] |= sslack[i]
+	}
+	cl.partial.remove(src)
+	ds.nfree = 0
+	for _, w := range df {
+		ds.nfree += uint16(bits.OnesCount64(w))
+	}
+	if ds.nfree == 0 {
+		cl.partial.remove(dst)
+	}
+	idx := ss.bits
+	cl.bits[int(idx)*2*cl.words] = uint64(cl.spare)
+	cl.spare = idx + 1
+	cl.nspare++
+	*ss = slab{class: ss.class, bits: ds.bits}
+	m.leaderOf[src] = int32(dst + 1)
+	last := src // src and its followers join dst's list at its head
+	for int(m.link[last]) != 0 {
+		last = int(m.link[last]) - 1
+	}
+	m.link[last] = m.link[dst]
+	m.link[dst] = int32(src + 1)
+	m.followers++
+	m.meshes++
+	z.meshedPages++
+	cl.slabs--
+	z.nSlabs--
+	z.slabEvents++
+	z.setNext(cl, cl.partial.first())
+	return nil
+}
+
+// repoison fills again with the poison, in checked builds, the slots of
+// the slab at dst that a refused mesh copied src's slots in use into (sf
+// is src's free bitmap).
+func (h *Heap) repoison(cl *class, dst int, sf []uint64) {
+	if !invariants.Enabled {
+		return
+	}
+	z := &h.small
+	for i := range sf {
+		for x := ^sf[i] & mask(i, 0, cl.slots); x != 0; x &= x - 1 {
+			o := offset(dst)<<pageShift + offset(i*64+bits.TrailingZeros64(x))*offset(cl.size)
+			poison(z.bytes(o, int(cl.size)))
+		}
+	}
+}
+
+// unmesh maps each follower of the leader at pg, an empty slab, back onto
+// its own page of the file, a hole: the followers' pages become free and
+// clean. It reports false, having unmeshed none, if the kernel refuses.
+func (h *Heap) unmesh(pg int) bool {
+	z := &h.small
+	m := &z.mesh
+	for f := int(m.link[pg]) - 1; f >= 0; f = int(m.link[pg]) - 1 {
+		fp := int64(f) << pageShift
+		if err := z.vm.remap(fp, fp); err != nil {
+			m.refused++
+			return false
+		}
+		m.link[pg] = m.link[f]
+		m.link[f], m.leaderOf[f] = 0, 0
+		z.slabs[f] = slab{}
+		z.release(f, f+1)
+		z.clean.set(f)
+		z.nClean++
+		z.meshedPages--
+		m.followers--
+		m.unmeshed++
+		meshed.Add(-1)
+	}
+	return true
+}
+
+// meshAll meshes what it finds in every class (meshClass, with
+// trimProbes), and returns how many meshes it made.
+func (h *Heap) meshAll() int {
+	n := 0
+	for c := uint8(1); c < numClasses; c++ {
+		n += h.meshClass(c, trimProbes)
+	}
+	return n
+}
+
+// meshClass meshes what it finds in class c: each slab with slots in use
+// and free, in a random order, tried against up to probes others of its
+// class picked at random. It returns how many meshes it made.
+func (h *Heap) meshClass(c uint8, probes int) int {
+	z := &h.small
+	cl := &z.classes[c]
+	if cl.slots < 2 || cl.partial.n < 2 {
+		return 0
+	}
+	pages := z.mesh.pages[:0]
+	for w, m := range cl.partial.words {
+		for ; m != 0; m &= m - 1 {
+			pages = append(pages, int32(w*64+bits.TrailingZeros64(m)))
+		}
+	}
+	z.mesh.pages = pages
+	for i := len(pages) - 1; i > 0; i-- {
+		j := int(z.mesh.random() % uint64(i+1))
+		pages[i], pages[j] = pages[j], pages[i]
+	}
+	n := 0
+	for _, src := range pages {
+		if !z.canSource(int(src)) {
+			continue
+		}
+		for range probes {
+			d := int(pages[z.mesh.random()%uint64(len(pages))])
+			if d != int(src) && z.canDest(d, c) && z.disjoint(cl, d, int(src)) {
+				if h.meshOnto(cl, d, int(src)) == nil {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}
+
+// pageAddr returns the address of the zone's page pg, for tests.
+func (z *smallZone) pageAddr(pg int) unsafe.Pointer { return unsafe.Add(z.base, pg<<pageShift) }

@@ -1,0 +1,176 @@
+package heap
+
+import (
+	"encoding/binary"
+	"os"
+	"testing"
+	"unsafe"
+)
+
+// meshedPair makes a meshing heap with two slabs of the 2048-byte class
+// (two slots a page), the first holding a block in slot 0 and the second
+// in slot 1, and meshes the second onto the first. It returns the heap,
+// the two blocks and the two pages.
+func meshedPair(t *testing.T) (h *Heap, a, b []byte, pa, pb int) {
+	t.Helper()
+	if !canMesh() {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("heaps do not mesh in this build, and CI=true: CI runs on Linux")
+		}
+		t.Skip("heaps do not mesh in this build")
+	}
+	h, err := New(Mesh())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	z := &h.small
+	// Four blocks fill two slabs; keep the one at slot 0 of the first
+	// page and the one at slot 1 of the second.
+	var bs [4][]byte
+	for i := range bs {
+		if bs[i], err = h.Alloc(2048, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := func(b []byte) (int, int) {
+		off := addr(b) - uintptr(z.base)
+		return int(off >> pageShift), int(off&(pageSize-1)) / 2048
+	}
+	pages := map[int]bool{}
+	for _, x := range bs {
+		pg, _ := slot(x)
+		pages[pg] = true
+	}
+	if len(pages) != 2 {
+		t.Fatalf("four 2048-byte blocks on %d pages, want 2", len(pages))
+	}
+	pa, pb = -1, -1
+	for _, x := range bs {
+		pg, s := slot(x)
+		switch {
+		case pa < 0 && s == 0:
+			pa, a = pg, x
+		case pa >= 0 && pg != pa && s == 1 && b == nil:
+			pb, b = pg, x
+		}
+	}
+	if a == nil || b == nil {
+		t.Fatal("no slot 0 and slot 1 on two pages")
+	}
+	for _, x := range bs {
+		if &x[0] != &a[0] && &x[0] != &b[0] {
+			if err := h.Free(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range a {
+		a[i], b[i] = 'a', 'b'
+	}
+	cl := &z.classes[z.slabs[pa].class]
+	if !z.disjoint(cl, pa, pb) {
+		t.Fatal("slot 0 of one page and slot 1 of another are not disjoint")
+	}
+	if err := h.meshOnto(cl, pa, pb); err != nil {
+		t.Fatal(err)
+	}
+	return h, a, b, pa, pb
+}
+
+// TestMeshedPagesShareMemory: after a mesh the two pages of the
+// reservation read and write one page of memory, the blocks keep their
+// bytes, the heap counts a page fewer, and when both blocks are freed
+// the follower's page is its own again.
+func TestMeshedPagesShareMemory(t *testing.T) {
+	h, a, b, pa, pb := meshedPair(t)
+	z := &h.small
+	for i := range a {
+		if a[i] != 'a' || b[i] != 'b' {
+			t.Fatalf("after the mesh byte %d reads %q and %q, want 'a' and 'b'", i, a[i], b[i])
+		}
+	}
+	// b's slot 1 seen through a's page, and a's slot 0 through b's page.
+	viaA := unsafe.Slice((*byte)(unsafe.Add(z.pageAddr(pa), 2048)), 2048)
+	viaB := unsafe.Slice((*byte)(z.pageAddr(pb)), 2048)
+	if viaA[0] != 'b' || viaB[0] != 'a' {
+		t.Fatalf("page %d's slot 1 reads %q, page %d's slot 0 %q: want one page of memory behind both", pa, viaA[0], pb, viaB[0])
+	}
+	b[7] = 'x'
+	if viaA[7] != 'x' {
+		t.Fatal("a write through the follower's page is not seen through the leader's")
+	}
+	if fa, fb, ok := pfns(t, z.pageAddr(pa), z.pageAddr(pb)); ok && fa != fb {
+		t.Fatalf("pagemap: page frames %#x and %#x, want one", fa, fb)
+	}
+	st := h.Stats()
+	if st.Meshes != 1 || st.Meshed != pageSize || st.Footprint != st.Committed-st.Clean-st.Meshed {
+		t.Fatalf("Stats() = %d meshes, %d bytes meshed, Footprint %d of Committed %d less Clean %d: want 1, a page, Footprint = Committed - Clean - Meshed",
+			st.Meshes, st.Meshed, st.Footprint, st.Committed, st.Clean)
+	}
+	if err := h.check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Free(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.Meshed != 0 || st.Unmeshed != 1 || st.Footprint != 0 {
+		t.Fatalf("after freeing both and Trim: %d bytes meshed, %d unmeshed, Footprint %d; want 0, 1, 0", st.Meshed, st.Unmeshed, st.Footprint)
+	}
+	if err := h.check(); err != nil {
+		t.Fatal(err)
+	}
+	// The follower's page reads its own memory again: zeros.
+	if viaB[0] != 0 {
+		t.Fatalf("page %d reads %q after its unmesh, want its own page, zero", pb, viaB[0])
+	}
+}
+
+// TestMeshFreeThroughEitherPage: a block meshed onto another page is
+// freed through its own address into the one slab, and a double free
+// through either page is refused.
+func TestMeshFreeThroughEitherPage(t *testing.T) {
+	h, a, b, _, _ := meshedPair(t)
+	if err := h.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Free(b); err == nil {
+		t.Fatal("a second Free of the meshed block succeeded")
+	}
+	if n, err := h.UsableSize(a); err != nil || n != 2048 {
+		t.Fatalf("UsableSize(a) = %d, %v", n, err)
+	}
+	if err := h.check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pfns returns the page frames behind two pages from /proc/self/pagemap,
+// where the process may read them (frames read as 0 without
+// CAP_SYS_ADMIN).
+func pfns(t *testing.T, p, q unsafe.Pointer) (uint64, uint64, bool) {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	read := func(a unsafe.Pointer) uint64 {
+		var b [8]byte
+		if _, err := f.ReadAt(b[:], int64(uintptr(a)/pageSize)*8); err != nil {
+			return 0
+		}
+		return binary.LittleEndian.Uint64(b[:]) & (1<<55 - 1)
+	}
+	fp, fq := read(p), read(q)
+	if fp == 0 || fq == 0 {
+		t.Log("/proc/self/pagemap gives no page frames here: checked by writes only")
+		return 0, 0, false
+	}
+	return fp, fq, true
+}
