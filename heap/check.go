@@ -219,7 +219,7 @@ func (z *smallZone) check() (asked int64, err error) {
 		if s.class >= numClasses {
 			return 0, fmt.Errorf("page %d: class %d", pg, s.class)
 		}
-		if z.mesh.on && z.mesh.leaderOf[pg] != 0 {
+		if z.follower(pg) {
 			if err := z.checkFollower(pg); err != nil {
 				return 0, err
 			}
@@ -337,18 +337,18 @@ func (z *smallZone) check() (asked int64, err error) {
 // neither kept nor in the partial set.
 func (z *smallZone) checkFollower(pg int) error {
 	s, m := z.slabs[pg], &z.mesh
-	l := int(m.leaderOf[pg]) - 1
+	l := int(m.leaderOf[int32(pg)]) - 1
 	if l < 0 || l >= len(z.slabs) || l == pg {
 		return fmt.Errorf("page %d: a follower of page %d", pg, l)
 	}
 	ls := z.slabs[l]
 	switch {
-	case ls.class != s.class || ls.bits != s.bits || m.leaderOf[l] != 0:
-		return fmt.Errorf("page %d: a follower (class %d, bitmap %d) of page %d (class %d, bitmap %d, itself a follower of %d)", pg, s.class, s.bits, l, ls.class, ls.bits, int(m.leaderOf[l])-1)
+	case ls.class != s.class || ls.bits != s.bits || m.leaderOf[int32(l)] != 0:
+		return fmt.Errorf("page %d: a follower (class %d, bitmap %d) of page %d (class %d, bitmap %d, itself a follower of %d)", pg, s.class, s.bits, l, ls.class, ls.bits, int(m.leaderOf[int32(l)])-1)
 	case s.nfree != 0 || s.kept || z.classes[s.class].partial.has(pg):
 		return fmt.Errorf("page %d: a follower with %d slots free of its own, kept %t, partial %t", pg, s.nfree, s.kept, z.classes[s.class].partial.has(pg))
 	}
-	for f, n := int(m.link[l])-1, 0; ; f, n = int(m.link[f])-1, n+1 {
+	for f, n := int(m.link[int32(l)])-1, 0; ; f, n = int(m.link[int32(f)])-1, n+1 {
 		switch {
 		case f == pg:
 			return nil

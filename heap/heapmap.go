@@ -50,7 +50,7 @@ func (h *Heap) Map() heapmap.Map {
 			pg = end
 			continue
 		}
-		if z.mesh.on && z.mesh.leaderOf[pg] != 0 {
+		if z.follower(pg) {
 			// A meshed page: its slots are its leader's, in the leader's
 			// memory; it holds none of its own.
 			m.Append(heapmap.Reserved, 0, pageSize)

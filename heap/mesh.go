@@ -78,10 +78,11 @@ const (
 // meshState is what the small zone keeps for meshing, when it meshes.
 type meshState struct {
 	on bool
-	// leaderOf[pg] is 1 + the page of the leader of the follower at pg,
-	// or 0; link[pg], for a leader, 1 + its first follower, and for a
-	// follower 1 + the next of its leader's, or 0.
-	leaderOf, link []int32
+	// leaderOf[pg] is 1 + the page of the leader of the follower at pg;
+	// link[pg], for a leader, 1 + its first follower, and for a follower
+	// 1 + the next of its leader's. Pages that are neither have no entry
+	// (0): the maps cost memory for the meshed pages only.
+	leaderOf, link map[int32]int32
 	followers      int             // follower pages: pages given back by meshing
 	meshes         int64           // meshes made
 	unmeshed       int64           // followers mapped back onto their own pages
@@ -90,6 +91,10 @@ type meshState struct {
 	pages          []int32         // meshClass's list of candidates, kept for the next
 	rng            uint64          // the state of the random slot choice and probes
 }
+
+// meshSeed starts every heap's random numbers alike, so that a replay
+// meshes the same way every time.
+const meshSeed = 0x9E3779B97F4A7C15
 
 // meshed is every heap's followers in the process, held below meshBound.
 var meshed atomic.Int64
@@ -118,16 +123,24 @@ func (m *meshState) random() uint64 {
 	return x * 2685821657736338717
 }
 
-// grow makes room for the records of n pages.
-func (m *meshState) grow(n int) {
-	if m.on && len(m.leaderOf) < n {
-		m.leaderOf = append(m.leaderOf, make([]int32, n-len(m.leaderOf))...)
-		m.link = append(m.link, make([]int32, n-len(m.link))...)
+// set sets entry pg of map r to v, deleting it for 0.
+func set(r map[int32]int32, pg int, v int32) {
+	if v == 0 {
+		delete(r, int32(pg))
+	} else {
+		r[int32(pg)] = v
 	}
 }
 
+// mapEntryBytes is what an entry of a map of int32 to int32 costs, about:
+// its key and value, its control byte, and the slack of groups filled to
+// 7/8, rounded up.
+const mapEntryBytes = 16
+
 // bytes returns the Go memory meshing holds.
-func (m *meshState) bytes() int64 { return int64(cap(m.leaderOf)+cap(m.link)+cap(m.pages)) * 4 }
+func (m *meshState) bytes() int64 {
+	return int64(len(m.leaderOf)+len(m.link))*mapEntryBytes + int64(cap(m.pages))*4
+}
 
 // randomSlot returns a free slot of the slab whose bitmaps start at base
 // in class cl, picked at random, and takes it off the free bitmap.
@@ -152,17 +165,22 @@ func (m *meshState) randomSlot(cl *class, base int) int {
 // leader returns the page whose record holds the slab at pg: its leader
 // if pg is a follower, else pg.
 func (z *smallZone) leader(pg int) int {
-	if z.mesh.on {
-		if l := z.mesh.leaderOf[pg]; l != 0 {
+	if z.mesh.followers > 0 {
+		if l := z.mesh.leaderOf[int32(pg)]; l != 0 {
 			return int(l - 1)
 		}
 	}
 	return pg
 }
 
+// follower reports whether the slab at pg is meshed onto another.
+func (z *smallZone) follower(pg int) bool {
+	return z.mesh.followers > 0 && z.mesh.leaderOf[int32(pg)] != 0
+}
+
 // isLeader reports whether the slab at pg has followers.
 func (z *smallZone) isLeader(pg int) bool {
-	return z.mesh.on && z.mesh.link[pg] != 0 && z.mesh.leaderOf[pg] == 0
+	return z.mesh.followers > 0 && z.mesh.link[int32(pg)] != 0 && z.mesh.leaderOf[int32(pg)] == 0
 }
 
 // disjoint reports whether the slabs at a and b, of class cl, have no
@@ -182,7 +200,7 @@ func (z *smallZone) disjoint(cl *class, a, b int) bool {
 // slab with slots in use and free, not a follower, not kept.
 func (z *smallZone) canSource(pg int) bool {
 	s := &z.slabs[pg]
-	if s.class == 0 || s.kept || z.mesh.leaderOf[pg] != 0 {
+	if s.class == 0 || s.kept || z.follower(pg) {
 		return false
 	}
 	cl := &z.classes[s.class]
@@ -193,7 +211,7 @@ func (z *smallZone) canSource(pg int) bool {
 // slab of class c with slots free, not a follower.
 func (z *smallZone) canDest(pg int, c uint8) bool {
 	s := &z.slabs[pg]
-	return s.class == c && s.nfree > 0 && z.mesh.leaderOf[pg] == 0
+	return s.class == c && s.nfree > 0 && !z.follower(pg)
 }
 
 // meshOnto meshes the slab at src onto the one at dst, of class cl: it
@@ -209,6 +227,9 @@ func (h *Heap) meshOnto(cl *class, dst, src int) error {
 		meshed.Add(-1)
 		return fmt.Errorf("heap: %d pages meshed in the process, the most it keeps", meshBound())
 	}
+	if m.leaderOf == nil {
+		m.leaderOf, m.link = map[int32]int32{}, map[int32]int32{}
+	}
 	ds, ss := &z.slabs[dst], &z.slabs[src]
 	df, dslack := cl.bitmaps(ds.bits)
 	sf, sslack := cl.bitmaps(ss.bits)
@@ -223,7 +244,7 @@ func (h *Heap) meshOnto(cl *class, dst, src int) error {
 	// page of the file; only then is src's own page of the file punched.
 	// A mapping the kernel refuses puts back those made.
 	group := []int{src}
-	for f := int(m.link[src]) - 1; f >= 0; f = int(m.link[f]) - 1 {
+	for f := int(m.link[int32(src)]) - 1; f >= 0; f = int(m.link[int32(f)]) - 1 {
 		group = append(group, f)
 	}
 	for i, g := range group {
@@ -245,7 +266,7 @@ func (h *Heap) meshOnto(cl *class, dst, src int) error {
 		m.refused++
 	}
 	for _, f := range group[1:] {
-		m.leaderOf[f] = int32(dst + 1)
+		set(m.leaderOf, f, int32(dst+1))
 		z.slabs[f].bits = ds.bits
 	}
 	// One slab now: dst's bitmaps hold both slabs' slots in use.
@@ -266,13 +287,13 @@ func (h *Heap) meshOnto(cl *class, dst, src int) error {
 	cl.spare = idx + 1
 	cl.nspare++
 	*ss = slab{class: ss.class, bits: ds.bits}
-	m.leaderOf[src] = int32(dst + 1)
+	set(m.leaderOf, src, int32(dst+1))
 	last := src // src and its followers join dst's list at its head
-	for int(m.link[last]) != 0 {
-		last = int(m.link[last]) - 1
+	for m.link[int32(last)] != 0 {
+		last = int(m.link[int32(last)]) - 1
 	}
-	m.link[last] = m.link[dst]
-	m.link[dst] = int32(src + 1)
+	set(m.link, last, m.link[int32(dst)])
+	set(m.link, dst, int32(src+1))
 	m.followers++
 	m.meshes++
 	z.meshedPages++
@@ -305,14 +326,15 @@ func (h *Heap) repoison(cl *class, dst int, sf []uint64) {
 func (h *Heap) unmesh(pg int) bool {
 	z := &h.small
 	m := &z.mesh
-	for f := int(m.link[pg]) - 1; f >= 0; f = int(m.link[pg]) - 1 {
+	for f := int(m.link[int32(pg)]) - 1; f >= 0; f = int(m.link[int32(pg)]) - 1 {
 		fp := int64(f) << pageShift
 		if err := z.vm.remap(fp, fp); err != nil {
 			m.refused++
 			return false
 		}
-		m.link[pg] = m.link[f]
-		m.link[f], m.leaderOf[f] = 0, 0
+		set(m.link, pg, m.link[int32(f)])
+		set(m.link, f, 0)
+		set(m.leaderOf, f, 0)
 		z.slabs[f] = slab{}
 		z.release(f, f+1)
 		z.clean.set(f)

@@ -103,7 +103,7 @@ func (z *smallZone) init(n int64, mesh bool) error {
 	if err := z.zonePages.init(n, mesh); err != nil {
 		return err
 	}
-	z.mesh = meshState{on: mesh, rng: uint64(uintptr(z.base)) | 1}
+	z.mesh = meshState{on: mesh, rng: meshSeed}
 	for c := range z.classes {
 		if c == 0 {
 			continue
@@ -252,7 +252,6 @@ func (h *Heap) newSlab(c uint8) error {
 			return fmt.Errorf("a slab of the %d-byte class: %w", classSize[c], err)
 		}
 		z.slabs = append(z.slabs, make([]slab, z.pages()-len(z.slabs))...)
-		z.mesh.grow(z.pages())
 		pg = z.free.first()
 		h.checkSlow()
 	}
@@ -403,8 +402,8 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	pg := int(off >> pageShift)
 	if z.mesh.on {
 		// A follower's slots are its leader's: the record to count in.
-		if pg = z.leader(pg); pg != int(off>>pageShift) {
-			s = &z.slabs[pg]
+		if l := z.leader(pg); l != pg {
+			pg, s = l, &z.slabs[l]
 		}
 	}
 	n := z.asked(cl, off, w, bit)
@@ -427,8 +426,10 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 	if int(s.nfree) == cl.slots && !s.kept {
 		h.keep(pg)
 	} else if z.mesh.on {
+		// A class meshes on the way once it holds less than half of its
+		// slabs' slots: there the pages it would save outweigh the work.
 		f := &z.mesh.frees[s.class]
-		if *f++; *f >= max(meshEvery, cl.partial.n) {
+		if *f++; *f >= max(meshEvery, cl.partial.n) && 2*cl.inUse < int64(cl.slabs*cl.slots) {
 			*f = 0
 			h.meshClass(s.class, passProbes)
 		}
