@@ -14,9 +14,9 @@
 //
 //	trace    the event model (alloc, calloc, memalign, realloc, free on
 //	         object IDs, each object with an optional label: a Go type)
-//	         and its formats: carve's native one, CS:APP .rep, valgrind
-//	         --trace-malloc, heaptrack, glibc mtrace, AOSP memory_replay, Go
-//	         execution traces (GODEBUG=traceallocfree=1); gzip and zstd
+//	         and its formats, carve's native one, the C recorders' logs
+//	         and Go execution traces (trace.Formats, which carve help
+//	         lists); gzip and zstd
 //	trace/gen  the generators of the block-allocator article's scenarios
 //	         and of synthetic workloads (carve gen)
 //	trace/summary  a trace described before any replay: sizes,

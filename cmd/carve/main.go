@@ -212,9 +212,9 @@ func (c *cli) help(args []string) int {
 				fmt.Fprintf(c.stdout, "  %-9s %s\n", cmd.name, cmd.short)
 			}
 		}
-		fmt.Fprint(c.stdout, "\nA TRACE is a file (carve's native format, CS:APP .rep, valgrind, heaptrack,\n"+
-			"mtrace or AOSP memory_replay; gzip or zstd), a shipped trace (aosp-systemui),\n"+
-			"or gen:NAME[:param=value,...] (carve help gen lists the generators).\n\n"+
+		fmt.Fprint(c.stdout, "\nA TRACE is a file (gzip or zstd or not) in one of these formats:\n"+formatsHelp()+
+			"or a shipped trace (aosp-systemui), or gen:NAME[:param=value,...] (carve help\n"+
+			"gen lists the generators).\n\n"+
 			"Run 'carve help COMMAND' (or carve COMMAND -h) for a command's flags.\n"+
 			"Exit codes: 0 ok, 1 a check failed, 2 bad usage or unreadable input.\n")
 		return 0

@@ -88,11 +88,22 @@ func openTrace(f *traceFlags, arg string) (traces.Trace, trace.Source, io.Closer
 	return t, src, closer, nil
 }
 
+// formatsHelp lists the formats of the files carve reads, one a line
+// with its doc, as the trace package's table of formats has them.
+func formatsHelp() string {
+	var b strings.Builder
+	for _, f := range trace.Formats() {
+		fmt.Fprintf(&b, "  %-10s %s\n", f, f.Doc())
+	}
+	return b.String()
+}
+
 var convertCommand = &command{
 	name: "convert", args: "[-o FILE] TRACE", interspersed: true,
 	short: "rewrite a trace in carve's native format",
 	long: "A TRACE is " + traces.Usage() + ". The objects' labels (a Go trace's types) and a Go trace's\n" +
-		"samples of its heap are kept: the output is version 2 of the format when the trace has labels.",
+		"samples of its heap are kept: the output is version 2 of the format when the trace has labels.\n" +
+		"A file may be in any of these formats:\n" + formatsHelp(),
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		out := fs.String("o", "", "write the trace to `FILE` instead of standard output")
 		var tf traceFlags

@@ -31,10 +31,32 @@ const (
 	aospDone     = `"<tid>: thread_done 0x0 [<end ns>]"`
 )
 
-// parseAOSP reads one line of an AOSP trace. It is the hot path of the
+// aospImporter reads an AOSP trace: the call stacks of carve's recorder
+// are the Reader's cStacks; it keeps nothing else between lines.
+type aospImporter struct{}
+
+func openAOSP(r *Reader, opt ReaderOptions) (importer, error) {
+	r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
+	return aospImporter{}, nil
+}
+
+// isAOSPLine reports whether l is a line of an AOSP trace: a record
+// ("<tid>: ..."), or carve's recorder's modules and stacks, before its
+// first record.
+func isAOSPLine(l []byte) bool {
+	if hasAt(l, 0, "module 0x") || hasAt(l, 0, "stack ") {
+		return true
+	}
+	_, i, ok := dec(l, 0)
+	return ok && hasAt(l, i, ": ")
+}
+
+func (aospImporter) end(*Reader) (bool, error) { return false, nil }
+
+// line reads one line of an AOSP trace. It is the hot path of the
 // parse benchmark: every field is read in place, and the action is
 // matched on its bytes.
-func (r *Reader) parseAOSP(line []byte, cut bool, ev *Event) (bool, error) {
+func (aospImporter) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
 	if cut {
 		return false, r.longError("line", line)
 	}
@@ -238,9 +260,9 @@ func aospBuffered(b []byte) (l aospCommonLine, ok bool) {
 	return l, true
 }
 
-// nextAOSP records the next line and returns its event if it is a common
+// buffered records the next line and returns its event if it is a common
 // one, read in the buffer; ok is false otherwise, and nothing is read.
-func (r *Reader) nextAOSP(ev *Event) (ok bool, err error) {
+func (aospImporter) buffered(r *Reader, ev *Event) (ok bool, err error) {
 	l := r.lines
 	line, ok := aospBuffered(l.buf[l.r:l.w])
 	if !ok {

@@ -3,62 +3,117 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
-// Format is a trace format.
+// Format is a trace format: an index of the table formats.
 type Format uint8
 
 // The formats. Auto asks NewReader to detect the format from the first
-// bytes; the others are described in the package documentation.
+// bytes; what each of the others is, Format.Doc says (the table formats
+// holds it), and the package documentation gives its lines.
 const (
-	Auto      Format = iota
-	Native           // carve's own text: "# carve trace v1" (or v2, with labels), then "a 1 16"...
-	Rep              // CS:APP malloc lab trace (.rep)
-	Valgrind         // valgrind --trace-malloc=yes log
-	Heaptrack        // heaptrack data, raw (heaptrack -r) or interpreted
-	Mtrace           // glibc mtrace() log
-	AOSP             // Android memory_replay / malloc_debug record_allocs
-	Go               // Go execution trace with GODEBUG=traceallocfree=1
-
-	numFormats = iota
+	Auto Format = iota
+	Native
+	Rep
+	Valgrind
+	Heaptrack
+	Mtrace
+	AOSP
+	Go
 )
 
-var formatNames = [numFormats]string{"auto", "native", "rep", "valgrind", "heaptrack", "mtrace", "aosp", "go"}
+// A format is an entry of the table of formats: its name, what help says
+// of it, how detection knows it and how a Reader imports it.
+type format struct {
+	name string
+	doc  string // one line, as carve help lists it
+	// head reports whether the first bytes of a trace are of the
+	// format, before any line is looked at (a binary format's header).
+	head func(b []byte) bool
+	// line reports whether a line is of the format: detection takes the
+	// format of the first line one format claims (see detect). No line
+	// is claimed by two formats (TestDetectLineClaims).
+	line func(l []byte) bool
+	// open readies r for the format, the trace's first bytes buffered
+	// in r.lines, and returns the format's importer.
+	open func(r *Reader, opt ReaderOptions) (importer, error)
+}
+
+// formats is the table of the formats, by Format; every list of them
+// (ParseFormat's, the help's, detection) is read from it.
+var formats = []format{
+	Auto:      {name: "auto", doc: "detect the format from the first lines"},
+	Native:    {name: "native", doc: "carve's own text (carve convert writes it)", line: isNativeLine, open: openNative},
+	Rep:       {name: "rep", doc: "CS:APP malloc lab trace (.rep)", line: isRepLine, open: openRep},
+	Valgrind:  {name: "valgrind", doc: "valgrind --trace-malloc=yes log", line: isValgrindLine, open: openValgrind},
+	Heaptrack: {name: "heaptrack", doc: "heaptrack data, raw (heaptrack -r) or interpreted", line: isHeaptrackLine, open: openHeaptrack},
+	Mtrace:    {name: "mtrace", doc: "glibc mtrace() log", line: isMtraceLine, open: openMtrace},
+	AOSP:      {name: "aosp", doc: "Android memory_replay / malloc_debug record_allocs", line: isAOSPLine, open: openAOSP},
+	Go:        {name: "go", doc: "Go execution trace with GODEBUG=traceallocfree=1", head: isGoHeader, open: openGo},
+}
+
+// numFormats is the number of formats, Auto included.
+func numFormats() Format { return Format(len(formats)) }
 
 // String returns the format's name, as ParseFormat takes it.
 func (f Format) String() string {
-	if f >= numFormats {
+	if f >= numFormats() {
 		return fmt.Sprintf("Format(%d)", uint8(f))
 	}
-	return formatNames[f]
+	return formats[f].name
+}
+
+// Doc returns the format's one-line description, as help lists it.
+func (f Format) Doc() string {
+	if f >= numFormats() {
+		return ""
+	}
+	return formats[f].doc
 }
 
 // Formats returns every format but Auto, in a stable order.
 func Formats() []Format {
-	fs := make([]Format, 0, numFormats-1)
-	for f := Native; f < numFormats; f++ {
+	fs := make([]Format, 0, numFormats()-1)
+	for f := Native; f < numFormats(); f++ {
 		fs = append(fs, f)
 	}
 	return fs
 }
 
-// ParseFormat returns the format named name: "auto", "native", "rep",
-// "valgrind", "heaptrack", "mtrace", "aosp" or "go".
+// formatList returns the names of the formats from the first on, for
+// errors: "native, rep, ... or go".
+func formatList(first Format) string {
+	var b strings.Builder
+	for f := first; f < numFormats(); f++ {
+		switch {
+		case f == numFormats()-1 && f > first:
+			b.WriteString(" or ")
+		case f > first:
+			b.WriteString(", ")
+		}
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+// ParseFormat returns the format named name: one of Formats' names, or
+// "auto".
 func ParseFormat(name string) (Format, error) {
-	for f, n := range formatNames {
-		if n == name {
-			return Format(f), nil
+	for f := range numFormats() {
+		if f.String() == name {
+			return f, nil
 		}
 	}
-	return 0, fmt.Errorf("trace: unknown format %q (want one of auto, native, rep, valgrind, heaptrack, mtrace, aosp, go)", name)
+	return 0, fmt.Errorf("trace: unknown format %q (want one of %s)", name, formatList(Auto))
 }
 
 // detectLines is how many lines detection reads at most: valgrind's log
 // may follow the program's own output.
 const detectLines = 64
 
-// detect names the format of a trace from its first bytes: a Go
-// execution trace by its header, else the first line that looks like one
+// detect names the format of a trace from its first bytes: a format by
+// its header (a Go execution trace's), else the first line that looks like one
 // format decides. It returns Auto when no line does.
 //
 // Heaptrack's records "a", "c", "m" and "t" look like the lines of a
@@ -67,8 +122,10 @@ const detectLines = 64
 // makes it a native trace without its header, which its reader then
 // refuses, rather than heaptrack data of no allocation.
 func detect(b []byte) Format {
-	if _, ok := goHeader(b); ok {
-		return Go
+	for f, ft := range formats {
+		if ft.head != nil && ft.head(b) {
+			return Format(f)
+		}
 	}
 	first := Auto // a line of heaptrack that a native trace may have
 	for n := 0; n < detectLines && len(b) > 0; n++ {
@@ -149,35 +206,9 @@ func nativeBody(l []byte) bool {
 
 // detectLine names the format a line belongs to, or Auto.
 func detectLine(l []byte) Format {
-	switch {
-	case hasAt(l, 0, nativePrefix):
-		return Native
-	case hasAt(l, 0, "= Start") || hasAt(l, 0, "@ "):
-		return Mtrace
-	case valgrindPrefix(l) > 0 || valgrindMessage(l):
-		return Valgrind
-	case hasAt(l, 0, "module 0x") || hasAt(l, 0, "stack "):
-		return AOSP // carve's recorder's modules and stacks, before its first record
-	}
-	if v, i, ok := dec(l, 0); ok {
-		_ = v
-		if hasAt(l, i, ": ") {
-			return AOSP
-		}
-		if _, ok := repHeaderLine(l); ok {
-			return Rep
-		}
-		return Auto
-	}
-	if len(l) >= 2 && l[1] == ' ' {
-		switch l[0] {
-		case '+', '-':
-			if hasAt(l, 2, "0x") || hasAt(l, 2, "(nil)") {
-				return Mtrace // mtrace without caller: "+ 0x55... 0x10"
-			}
-			return Heaptrack
-		case 'v', 'x', 'X', 'I', 'm', 't', 'i', 'a', 's', 'c', 'R', 'A', 'S':
-			return Heaptrack
+	for f, ft := range formats {
+		if ft.line != nil && ft.line(l) {
+			return Format(f)
 		}
 	}
 	return Auto

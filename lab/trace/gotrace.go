@@ -131,6 +131,35 @@ type goSpan struct {
 // anonymous structs) are cut, with "..." after.
 const maxTypeName = 4096
 
+// goImporter reads a Go execution trace: a binary stream the Reader does
+// not split into lines, read through next. Its state is the Reader's
+// goState (gotr), which the accessors of a Go program's trace read
+// (GoCycles, ProcessRSS, Position).
+type goImporter struct{}
+
+func openGo(r *Reader, opt ReaderOptions) (importer, error) {
+	r.lines.fillAll()
+	if err := r.initGo(opt); err != nil {
+		return nil, err
+	}
+	return goImporter{}, nil
+}
+
+// isGoHeader reports whether b starts with a Go execution trace's header.
+func isGoHeader(b []byte) bool {
+	_, ok := goHeader(b)
+	return ok
+}
+
+func (goImporter) next(r *Reader, ev *Event) bool { return r.nextGo(ev) }
+
+// line is never called: the Reader reads a stream importer through next.
+func (goImporter) line(r *Reader, _ []byte, _ bool, _ *Event) (bool, error) {
+	return false, fmt.Errorf("%s: %w: a Go execution trace has no lines", r.name, ErrGoTrace)
+}
+
+func (goImporter) end(*Reader) (bool, error) { return false, nil }
+
 // initGo sets r up to read a Go execution trace from rd, which starts
 // with the header buffered in r.lines.
 func (r *Reader) initGo(opt ReaderOptions) error {

@@ -102,12 +102,34 @@ type errTooManyInfos struct{}
 func (errTooManyInfos) Error() string        { return "trace: too many allocation records" }
 func (errTooManyInfos) Is(target error) bool { return target == ErrTooManyLive }
 
-// parseHeaptrack reads one record of heaptrack data.
-func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) {
+func openHeaptrack(r *Reader, opt ReaderOptions) (importer, error) {
+	r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
+	return &heaptrackState{}, nil
+}
+
+// isHeaptrackLine reports whether l is a record of heaptrack data: a
+// letter of its records, a blank, and its fields ("+ <size> <trace>
+// <ptr>", not mtrace's "+ 0x55...").
+func isHeaptrackLine(l []byte) bool {
+	if len(l) < 2 || l[1] != ' ' {
+		return false
+	}
+	switch l[0] {
+	case '+', '-':
+		return !hasAt(l, 2, "0x") && !hasAt(l, 2, "(nil)")
+	case 'v', 'x', 'X', 'I', 'm', 't', 'i', 'a', 's', 'c', 'R', 'A', 'S':
+		return true
+	}
+	return false
+}
+
+func (*heaptrackState) end(*Reader) (bool, error) { return false, nil }
+
+// line reads one record of heaptrack data.
+func (h *heaptrackState) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
 	if len(line) == 0 || len(line) > 1 && line[1] != ' ' && line[1] != '\t' {
 		return r.skip()
 	}
-	h := &r.heap
 	r.site = 0
 	var err error
 	switch line[0] {
@@ -124,7 +146,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 				return false, r.syntaxError("alloc", `"+ <size> <trace> <ptr>", as the "+" records before`, line)
 			}
 			h.kind = htInterpreted
-			return r.htAlloc(a, line, ev)
+			return h.htAlloc(r, a, line, ev)
 		}
 		var node, p uint64
 		node, i, ok = hexField(line, i)
@@ -138,7 +160,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 			return false, r.syntaxError("alloc", `"+ <allocation info>", as the records before`, line)
 		}
 		h.kind = htRaw
-		if r.site, err = r.htRawLabel(node); err != nil {
+		if r.site, err = h.htRawLabel(r, node); err != nil {
 			return false, err
 		}
 		return r.born(p, ev, Event{Op: Alloc, Size: a})
@@ -151,7 +173,7 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 			return false, r.syntaxError("free", htFree, line)
 		}
 		if h.kind == htInterpreted {
-			return r.htFree(a, line, ev)
+			return h.htFree(r, a, line, ev)
 		}
 		if a == 0 {
 			r.stats.NullFrees++
@@ -179,20 +201,19 @@ func (r *Reader) parseHeaptrack(line []byte, cut bool, ev *Event) (bool, error) 
 			return false, fmt.Errorf("%s:%d: %w (more than %d)", r.name, r.lines.n, errTooManyInfos{}, MaxInfos)
 		}
 		h.sizes = append(h.sizes, size)
-		h.labels = append(h.labels, r.htInterpretedLabel(node))
+		h.labels = append(h.labels, h.htInterpretedLabel(r, node))
 		return r.skip()
 	case 'x', 'm', 't', 's', 'i':
 		if cut {
 			return false, r.longError("record", line)
 		}
-		return r.htStackRecord(line)
+		return h.htStackRecord(r, line)
 	}
 	return r.skip()
 }
 
 // htAlloc allocates an object of allocation info idx.
-func (r *Reader) htAlloc(idx uint64, line []byte, ev *Event) (bool, error) {
-	h := &r.heap
+func (h *heaptrackState) htAlloc(r *Reader, idx uint64, line []byte, ev *Event) (bool, error) {
 	if idx >= uint64(len(h.sizes)) {
 		return false, r.syntaxError("alloc", `an allocation info defined by an "a" record before`, line)
 	}
@@ -211,8 +232,7 @@ func (r *Reader) htAlloc(idx uint64, line []byte, ev *Event) (bool, error) {
 }
 
 // htFree frees the newest live object of allocation info idx.
-func (r *Reader) htFree(idx uint64, line []byte, ev *Event) (bool, error) {
-	h := &r.heap
+func (h *heaptrackState) htFree(r *Reader, idx uint64, line []byte, ev *Event) (bool, error) {
 	if idx >= uint64(len(h.sizes)) {
 		return false, r.syntaxError("free", `an allocation info defined by an "a" record before`, line)
 	}
@@ -235,8 +255,7 @@ func (r *Reader) htFree(idx uint64, line []byte, ev *Event) (bool, error) {
 
 // htStackRecord reads a record of the call stacks: "x", "m" and "t" of
 // raw data, "s", "i" and "t" of interpreted data.
-func (r *Reader) htStackRecord(line []byte) (bool, error) {
-	h := &r.heap
+func (h *heaptrackState) htStackRecord(r *Reader, line []byte) (bool, error) {
 	kind := uint8(htRaw)
 	if line[0] == 's' || line[0] == 'i' {
 		kind = htInterpreted
@@ -255,7 +274,7 @@ func (r *Reader) htStackRecord(line []byte) (bool, error) {
 		}
 		h.exe = s
 	case 'm':
-		return r.htModule(line)
+		return h.htModule(r, line)
 	case 's':
 		s, ok := htString(line)
 		if !ok {
@@ -266,7 +285,7 @@ func (r *Reader) htStackRecord(line []byte) (bool, error) {
 		}
 		h.strs = append(h.strs, s)
 	case 'i':
-		return r.htIP(line)
+		return h.htIP(r, line)
 	case 't':
 		a, i, ok := hexField(line, 1)
 		if ok {
@@ -304,7 +323,7 @@ func htStringAt(line []byte, i int) (string, int, bool) {
 // <memsz>]...": the file's segments mapped at the load address plus
 // each vaddr; "m 1 -" unloads every module (heaptrack writes them all
 // again after a dlopen or dlclose), and the file "x" is the executable.
-func (r *Reader) htModule(line []byte) (bool, error) {
+func (h *heaptrackState) htModule(r *Reader, line []byte) (bool, error) {
 	const syntax = `"m <length> <file> <load address> [<vaddr> <memsz>]..." or "m 1 -"`
 	file, i, ok := htStringAt(line, 1)
 	if !ok {
@@ -315,7 +334,7 @@ func (r *Reader) htModule(line []byte) (bool, error) {
 		return r.skip()
 	}
 	if file == "x" {
-		file = r.heap.exe
+		file = h.exe
 	}
 	base, i, ok := hexField(line, i)
 	if !ok {
@@ -344,9 +363,8 @@ func (r *Reader) htModule(line []byte) (bool, error) {
 // htIP reads interpreted data's "i <ip> <module> [<function> [<file>
 // <line>]] [<function> <file> <line>]...", whose first frame is the
 // innermost, and gives it its site's label.
-func (r *Reader) htIP(line []byte) (bool, error) {
+func (h *heaptrackState) htIP(r *Reader, line []byte) (bool, error) {
 	const syntax = `"i <ip> <module> [<function> [<file> <line>] [<function> <file> <line>]...]"`
-	h := &r.heap
 	var f [4]uint64 // ip, module, function, file; then line
 	i, n := 1, 0
 	var ln uint64
@@ -390,8 +408,7 @@ func (r *Reader) htIP(line []byte) (bool, error) {
 // htInterpretedLabel returns the label of trace node node's site (0 for
 // the root, or a node not defined: heaptrack's own files define each
 // before use).
-func (r *Reader) htInterpretedLabel(node uint64) uint32 {
-	h := &r.heap
+func (h *heaptrackState) htInterpretedLabel(r *Reader, node uint64) uint32 {
 	if node == 0 || node > uint64(len(h.nodes)) {
 		return 0
 	}
@@ -404,8 +421,7 @@ func (r *Reader) htInterpretedLabel(node uint64) uint32 {
 
 // htRawLabel returns the label of raw trace node node's site, named at
 // its first use with the modules then loaded.
-func (r *Reader) htRawLabel(node uint64) (uint32, error) {
-	h := &r.heap
+func (h *heaptrackState) htRawLabel(r *Reader, node uint64) (uint32, error) {
 	if node == 0 || node > uint64(len(h.nodes)) {
 		return 0, nil
 	}

@@ -20,10 +20,33 @@ const (
 	mtraceMore = `"> <ptr> <size>" after "<"`
 )
 
-// parseMtrace reads one line of an mtrace log.
-func (r *Reader) parseMtrace(line []byte, cut bool, ev *Event) (bool, error) {
+// mtraceState is what the mtrace importer keeps between lines.
+type mtraceState struct {
+	old     uint64 // the address of a "<" line, waiting for its ">"
+	pending bool
+}
+
+func openMtrace(*Reader, ReaderOptions) (importer, error) { return &mtraceState{}, nil }
+
+// isMtraceLine reports whether l is a line of an mtrace log: its start,
+// a call with its caller, or a malloc or free without one ("+ 0x55...
+// 0x10").
+func isMtraceLine(l []byte) bool {
+	return hasAt(l, 0, "= Start") || hasAt(l, 0, "@ ") ||
+		len(l) >= 2 && l[1] == ' ' && (l[0] == '+' || l[0] == '-') && (hasAt(l, 2, "0x") || hasAt(l, 2, "(nil)"))
+}
+
+func (s *mtraceState) end(r *Reader) (bool, error) {
+	if s.pending {
+		return false, r.endError("realloc", mtraceMore)
+	}
+	return false, nil
+}
+
+// line reads one line of an mtrace log.
+func (s *mtraceState) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
 	if !cut && (blank(line, 0) || line[0] == '=') {
-		if r.mtrace.pending {
+		if s.pending {
 			return false, r.syntaxError("realloc", mtraceMore, line)
 		}
 		return r.skip()
@@ -35,7 +58,7 @@ func (r *Reader) parseMtrace(line []byte, cut bool, ev *Event) (bool, error) {
 	if !ok {
 		return false, r.syntaxError("line", mtraceLine, line)
 	}
-	if r.mtrace.pending != (op == '>') {
+	if s.pending != (op == '>') {
 		if op == '>' {
 			return false, r.syntaxError("realloc", `"< <ptr>" before ">"`, line)
 		}
@@ -52,11 +75,11 @@ func (r *Reader) parseMtrace(line []byte, cut bool, ev *Event) (bool, error) {
 		r.free(p, ev)
 		return true, nil
 	case '<':
-		r.mtrace.pending, r.mtrace.old = true, p
+		s.pending, s.old = true, p
 		return false, nil
 	case '>':
-		r.mtrace.pending = false
-		return r.reallocCall(r.mtrace.old, p, size, ev)
+		s.pending = false
+		return r.reallocCall(s.old, p, size, ev)
 	default: // '!'
 		r.stats.Failed++
 		return false, nil

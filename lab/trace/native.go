@@ -49,9 +49,29 @@ type nativeState struct {
 	labels []uint32
 }
 
-// parseNative reads one line of the native format.
-func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
-	if !r.native.header {
+func openNative(r *Reader, _ ReaderOptions) (importer, error) {
+	r.lines.fillAll()
+	if b := r.lines.buf[:r.lines.w]; hasAt(b, 0, nativeHeaderV2) || hasAt(b, 0, nativeHeaderV3) {
+		r.labels = &Labels{}
+	}
+	return &nativeState{}, nil
+}
+
+// isNativeLine reports whether l is a native trace's header.
+func isNativeLine(l []byte) bool { return hasAt(l, 0, nativePrefix) }
+
+// end refuses a trace without its header; one with it is whole even if
+// it holds no event.
+func (s *nativeState) end(r *Reader) (bool, error) {
+	if !s.header {
+		return false, r.endError("header", nativeHeaders)
+	}
+	return true, nil
+}
+
+// line reads one line of the native format.
+func (s *nativeState) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
+	if !s.header {
 		switch {
 		case cut:
 			return false, r.longError("header", line)
@@ -59,15 +79,15 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 			return false, r.headerError(line)
 		case hasAt(line, 0, nativeHeader):
 		case hasAt(line, 0, nativeHeaderV2), hasAt(line, 0, nativeHeaderV3):
-			r.native.v2 = true
-			r.native.v3 = hasAt(line, 0, nativeHeaderV3)
+			s.v2 = true
+			s.v3 = hasAt(line, 0, nativeHeaderV3)
 			if r.labels == nil {
 				r.labels = &Labels{}
 			}
 		default:
 			return false, r.headerError(line)
 		}
-		r.native.header = true
+		s.header = true
 		return r.skip()
 	}
 	if len(line) > 0 && line[0] == '#' || blank(line, 0) {
@@ -77,7 +97,7 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		return false, r.longError("line", line)
 	}
 	if len(line) < 2 || line[1] != ' ' && line[1] != '\t' {
-		return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
+		return false, r.syntaxError("line", s.syntax(nativeAny, nativeAnyV2), line)
 	}
 	var (
 		id, a, b uint64
@@ -92,15 +112,15 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		if !ok {
 			return false, r.syntaxError("alloc", nativeAlloc, line)
 		}
-		*ev = Event{Op: Alloc, ID: id, Size: a, Thread: r.native.thread}
+		*ev = Event{Op: Alloc, ID: id, Size: a, Thread: s.thread}
 		if blank(line, i) {
 			return true, nil
 		}
 		if j, _ := space(line, i); j > i && line[j] == '@' {
-			return r.labelRef(line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
+			return s.labelRef(r, line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
 		}
 		if b, i, ok = decField(line, i); !ok {
-			return false, r.syntaxError("alloc", r.nativeSyntax(nativeAlloc, nativeAllocV2), line)
+			return false, r.syntaxError("alloc", s.syntax(nativeAlloc, nativeAllocV2), line)
 		}
 		if b > 1<<31 || b&(b-1) != 0 {
 			return false, r.syntaxError("alloc", "an alignment that is a power of two up to 2^31", line)
@@ -109,25 +129,25 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 		if blank(line, i) {
 			return true, nil
 		}
-		return r.labelRef(line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
+		return s.labelRef(r, line, i, "alloc", nativeAlloc, nativeAllocV2, ev)
 	case 'f':
 		if id, i, ok = decField(line, 1); !ok || !blank(line, i) {
 			return false, r.syntaxError("free", nativeFree, line)
 		}
-		*ev = Event{Op: Free, ID: id, Thread: r.native.thread}
+		*ev = Event{Op: Free, ID: id, Thread: s.thread}
 		return true, nil
 	case 'r':
 		if id, i, ok = decField(line, 1); ok {
 			a, i, ok = decField(line, i)
 		}
 		if !ok {
-			return false, r.syntaxError("realloc", r.nativeSyntax(nativeRealloc, nativeReallocV2), line)
+			return false, r.syntaxError("realloc", s.syntax(nativeRealloc, nativeReallocV2), line)
 		}
-		*ev = Event{Op: Realloc, ID: id, Size: a, Thread: r.native.thread}
+		*ev = Event{Op: Realloc, ID: id, Size: a, Thread: s.thread}
 		if blank(line, i) {
 			return true, nil
 		}
-		return r.labelRef(line, i, "realloc", nativeRealloc, nativeReallocV2, ev)
+		return s.labelRef(r, line, i, "realloc", nativeRealloc, nativeReallocV2, ev)
 	case 'c':
 		if id, i, ok = decField(line, 1); ok {
 			if a, i, ok = decField(line, i); ok {
@@ -135,18 +155,18 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 			}
 		}
 		if !ok {
-			return false, r.syntaxError("calloc", r.nativeSyntax(nativeCalloc, nativeCallocV2), line)
+			return false, r.syntaxError("calloc", s.syntax(nativeCalloc, nativeCallocV2), line)
 		}
 		e, ok := callocEvent(id, a, b)
 		if !ok {
 			return false, r.syntaxError("calloc", "<n> × <size> below 2^64", line)
 		}
-		e.Thread = r.native.thread
+		e.Thread = s.thread
 		*ev = e
 		if blank(line, i) {
 			return true, nil
 		}
-		return r.labelRef(line, i, "calloc", nativeCalloc, nativeCallocV2, ev)
+		return s.labelRef(r, line, i, "calloc", nativeCalloc, nativeCallocV2, ev)
 	case 'm':
 		if id, i, ok = decField(line, 1); ok {
 			if a, i, ok = decField(line, i); ok {
@@ -154,40 +174,40 @@ func (r *Reader) parseNative(line []byte, cut bool, ev *Event) (bool, error) {
 			}
 		}
 		if !ok {
-			return false, r.syntaxError("memalign", r.nativeSyntax(nativeMemalign, nativeMemalignV2), line)
+			return false, r.syntaxError("memalign", s.syntax(nativeMemalign, nativeMemalignV2), line)
 		}
 		if a > 1<<31 || a&(a-1) != 0 {
 			return false, r.syntaxError("memalign", "an alignment that is a power of two up to 2^31", line)
 		}
-		*ev = Event{Op: Memalign, ID: id, Align: uint32(a), Size: b, Thread: r.native.thread}
+		*ev = Event{Op: Memalign, ID: id, Align: uint32(a), Size: b, Thread: s.thread}
 		if blank(line, i) {
 			return true, nil
 		}
-		return r.labelRef(line, i, "memalign", nativeMemalign, nativeMemalignV2, ev)
+		return s.labelRef(r, line, i, "memalign", nativeMemalign, nativeMemalignV2, ev)
 	case 't':
 		if a, i, ok = decField(line, 1); !ok || !blank(line, i) || a > 1<<32-1 {
 			return false, r.syntaxError("thread", nativeThread+" with a thread below 2^32", line)
 		}
-		r.native.thread = uint32(a)
+		s.thread = uint32(a)
 		return r.skip()
 	case 'l':
-		if r.native.v2 {
-			return r.parseLabel(line)
+		if s.v2 {
+			return s.parseLabel(r, line)
 		}
 	case 'g':
-		if r.native.v2 {
+		if s.v2 {
 			return r.parseGoHeap(line)
 		}
 	case 'G':
-		if r.native.v3 {
+		if s.v3 {
 			return r.parseGoCycle(line)
 		}
 	case 'R':
-		if r.native.v3 {
+		if s.v3 {
 			return r.parseProcessRSS(line)
 		}
 	}
-	return false, r.syntaxError("line", r.nativeSyntax(nativeAny, nativeAnyV2), line)
+	return false, r.syntaxError("line", s.syntax(nativeAny, nativeAnyV2), line)
 }
 
 // headerError is the error of a first line that is not a header: one of
@@ -200,12 +220,12 @@ func (r *Reader) headerError(line []byte) error {
 	return err
 }
 
-// nativeSyntax returns the syntax of the trace's version: v1's or v2's.
-func (r *Reader) nativeSyntax(v1, v2 string) string {
-	if r.native.v3 && v2 == nativeAnyV2 {
+// syntax returns the syntax of the trace's version: v1's or v2's.
+func (s *nativeState) syntax(v1, v2 string) string {
+	if s.v3 && v2 == nativeAnyV2 {
 		return nativeAnyV3
 	}
-	if r.native.v2 {
+	if s.v2 {
 		return v2
 	}
 	return v1
@@ -214,8 +234,8 @@ func (r *Reader) nativeSyntax(v1, v2 string) string {
 // labelRef reads what follows an allocation's fields, from line[i:]: in
 // a v2 trace blanks and one "@<label>" naming a label defined before,
 // and nothing else. It sets ev.Label.
-func (r *Reader) labelRef(line []byte, i int, what, v1, v2 string, ev *Event) (bool, error) {
-	if !r.native.v2 {
+func (s *nativeState) labelRef(r *Reader, line []byte, i int, what, v1, v2 string, ev *Event) (bool, error) {
+	if !s.v2 {
 		return false, r.syntaxError(what, v1, line)
 	}
 	j, ok := space(line, i)
@@ -226,15 +246,15 @@ func (r *Reader) labelRef(line []byte, i int, what, v1, v2 string, ev *Event) (b
 	if !ok || !blank(line, j) {
 		return false, r.syntaxError(what, v2, line)
 	}
-	if n == 0 || n >= uint64(len(r.native.labels)) || r.native.labels[n] == 0 {
+	if n == 0 || n >= uint64(len(s.labels)) || s.labels[n] == 0 {
 		return false, r.syntaxError(what, "a label defined before by an \"l\" line", line)
 	}
-	ev.Label = r.native.labels[n]
+	ev.Label = s.labels[n]
 	return true, nil
 }
 
 // parseLabel reads an "l <label> <name> [<key>=<value> ...]" line.
-func (r *Reader) parseLabel(line []byte) (bool, error) {
+func (s *nativeState) parseLabel(r *Reader, line []byte) (bool, error) {
 	n, i, ok := decField(line, 1)
 	if !ok {
 		return false, r.syntaxError("label", nativeLabel, line)
@@ -268,7 +288,7 @@ func (r *Reader) parseLabel(line []byte) (bool, error) {
 		}
 		l.Attrs = append(l.Attrs, Attr{key, v})
 	}
-	if int(n) < len(r.native.labels) && r.native.labels[n] != 0 {
+	if int(n) < len(s.labels) && s.labels[n] != 0 {
 		return false, r.syntaxError("label", fmt.Sprintf("label %d defined once", n), line)
 	}
 	id, err := r.labels.Intern(l)
@@ -278,10 +298,10 @@ func (r *Reader) parseLabel(line []byte) (bool, error) {
 	if err != nil {
 		return false, r.syntaxError("label", err.Error(), line)
 	}
-	if int(n) >= len(r.native.labels) {
-		r.native.labels = append(r.native.labels, make([]uint32, int(n)+1-len(r.native.labels))...)
+	if int(n) >= len(s.labels) {
+		s.labels = append(s.labels, make([]uint32, int(n)+1-len(s.labels))...)
 	}
-	r.native.labels[n] = id
+	s.labels[n] = id
 	return r.skip()
 }
 

@@ -37,7 +37,6 @@ type Reader struct {
 	name   string
 	format Format
 	lines  *lines
-	parse  func(r *Reader, line []byte, cut bool, ev *Event) (bool, error)
 	err    error // sticky: io.EOF at the end, or the error that stopped reading
 	ev     Event // Next's event
 
@@ -59,19 +58,11 @@ type Reader struct {
 	pend   Event   // an event due after the one just returned
 	npend  bool
 
-	native nativeState
-	rep    struct {
-		header  [4]uint64 // heap size, IDs, ops, weight
-		nh      int       // header numbers read
-		started bool      // a request was read: the header is over
-	}
-	mtrace struct {
-		old     uint64 // the address of a "<" line, waiting for its ">"
-		pending bool
-	}
-	heap    heaptrackState
-	cstacks cStacks  // a C trace's call stacks (carve's recorder, heaptrack)
-	gotr    *goState // a Go execution trace's
+	imp     importer         // the format's own: its state between lines
+	fast    bufferedImporter // imp, if it reads lines in the buffer; else nil
+	stream  streamImporter   // imp, if it reads no lines; else nil
+	cstacks cStacks          // a C trace's call stacks (carve's recorder, heaptrack)
+	gotr    *goState         // a Go execution trace's
 }
 
 // ReaderStats counts what a Reader read, and what it had to make of the
@@ -216,38 +207,21 @@ func NewReaderOptions(rd io.Reader, name string, opt ReaderOptions) (*Reader, er
 		}
 		if format = detect(r.lines.buf[:r.lines.w]); format == Auto {
 			r.Close()
-			return nil, fmt.Errorf("%s: %w (want the first lines of a carve, .rep, valgrind, heaptrack, mtrace or AOSP trace, or a Go execution trace)", name, ErrDetect)
+			return nil, fmt.Errorf("%s: %w (want the first lines of a trace of one of the formats %s)", name, ErrDetect, formatList(Native))
 		}
 	}
-	switch format {
-	case Native:
-		r.parse = (*Reader).parseNative
-		r.lines.fillAll()
-		if hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV2) || hasAt(r.lines.buf[:r.lines.w], 0, nativeHeaderV3) {
-			r.labels = &Labels{}
-		}
-	case Go:
-		r.lines.fillAll()
-		if err := r.initGo(opt); err != nil {
-			r.Close()
-			return nil, err
-		}
-	case Rep:
-		r.parse = (*Reader).parseRep
-	case Valgrind:
-		r.parse = (*Reader).parseValgrind
-	case Heaptrack:
-		r.parse = (*Reader).parseHeaptrack
-		r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
-	case Mtrace:
-		r.parse = (*Reader).parseMtrace
-	case AOSP:
-		r.parse = (*Reader).parseAOSP
-		r.labels, r.cstacks.sym = &Labels{}, opt.Symbolizer
-	default:
+	if format >= numFormats() || formats[format].open == nil {
 		r.Close()
 		return nil, fmt.Errorf("trace: NewReader(%q): unknown format %d", name, format)
 	}
+	imp, err := formats[format].open(r, opt)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.imp = imp
+	r.fast, _ = imp.(bufferedImporter)
+	r.stream, _ = imp.(streamImporter)
 	r.format = format
 	return r, nil
 }
@@ -378,7 +352,7 @@ func (r *Reader) Labels() *Labels { return r.labels }
 // returns the same error.
 func (r *Reader) Next() (Event, error) {
 	// The event is parsed into the Reader, not a local: the parser is
-	// called through a function value, so a local's address would escape
+	// called through an interface, so a local's address would escape
 	// and cost an allocation per event.
 	if r.next(&r.ev) {
 		r.stats.Events++
@@ -430,14 +404,14 @@ func (r *Reader) next(ev *Event) bool {
 		if r.err != nil {
 			return false
 		}
-		if r.gotr != nil {
-			return r.nextGo(ev)
+		if r.stream != nil {
+			return r.stream.next(r, ev)
 		}
 		l := r.lines
-		if r.format == AOSP {
-			// The common lines of the hot format, read in the buffer
-			// without finding their end first.
-			ok, err := r.nextAOSP(ev)
+		if r.fast != nil {
+			// The common lines of the format, read in the buffer without
+			// finding their end first.
+			ok, err := r.fast.buffered(r, ev)
 			if err != nil {
 				r.err = err
 				return false
@@ -451,7 +425,7 @@ func (r *Reader) next(ev *Event) bool {
 			line := trimCR(l.buf[l.r : l.r+i])
 			l.r += i + 1
 			l.n++
-			ok, err := r.parse(r, line, false, ev)
+			ok, err := r.imp.line(r, line, false, ev)
 			if err != nil {
 				r.err = err
 				return false
@@ -466,7 +440,7 @@ func (r *Reader) next(ev *Event) bool {
 			r.err = r.end(err)
 			continue
 		}
-		ok, err := r.parse(r, line, cut, ev)
+		ok, err := r.imp.line(r, line, cut, ev)
 		if err != nil {
 			r.err = err
 			return false
@@ -483,21 +457,11 @@ func (r *Reader) end(err error) error {
 	if err != io.EOF {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
-	switch r.format {
-	case Native:
-		if !r.native.header {
-			return r.endError("header", nativeHeaders)
-		}
-	case Rep:
-		if !r.rep.started && r.rep.nh != 2 && r.rep.nh != 4 {
-			return r.endError("header", repHeader)
-		}
-	case Mtrace:
-		if r.mtrace.pending {
-			return r.endError("realloc", `"> <ptr> <size>" after "<"`)
-		}
+	whole, err := r.imp.end(r)
+	if err != nil {
+		return err
 	}
-	if r.stats.Events == 0 && r.stats.Skipped >= r.lines.n && !(r.format == Native && r.native.header) {
+	if r.stats.Events == 0 && r.stats.Skipped >= r.lines.n && !whole {
 		// Lines, and not one of them a call of the format's (an event, a
 		// failed call, a free of NULL): a file taken for what it is not,
 		// most likely (a carve trace of allocations alone, without its
@@ -505,6 +469,37 @@ func (r *Reader) end(err error) error {
 		return fmt.Errorf("%s: %w in its %d lines, read in the %s format (a carve trace starts with %q)", r.name, ErrNoEvent, r.lines.n, r.format, nativeHeader)
 	}
 	return io.EOF
+}
+
+// An importer reads one format's lines into events, driven by the
+// Reader: it is the format's state between lines, in its own type, made
+// by the format's open (see formats), and its methods take the Reader for
+// the bookkeeping all importers share (addresses to IDs, the stats, the
+// labels).
+type importer interface {
+	// line reads one line into ev (cut: the line was longer than
+	// MaxLine, and this is its start) and reports whether it held an
+	// event.
+	line(r *Reader, line []byte, cut bool, ev *Event) (bool, error)
+	// end is called at the end of the stream: it returns the error of a
+	// trace that stopped short, else whole reports whether the trace is
+	// complete even with no event in it (a native trace's header says
+	// so); when it is not, a trace of lines without one event is an
+	// error wrapping ErrNoEvent.
+	end(r *Reader) (whole bool, err error)
+}
+
+// A bufferedImporter reads the common lines of its format in the
+// Reader's buffer before the Reader looks for the line's end: it returns
+// false, having read nothing, for a line it leaves to line.
+type bufferedImporter interface {
+	buffered(r *Reader, ev *Event) (bool, error)
+}
+
+// A streamImporter reads a format that is no lines (a Go execution
+// trace): the Reader asks it for each event, as next does.
+type streamImporter interface {
+	next(r *Reader, ev *Event) bool
 }
 
 // skip counts a line that carries no event.

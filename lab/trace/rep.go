@@ -21,32 +21,63 @@ const (
 // fills ids and ops, and leaves the others 0. They are read, not checked
 // (mdriver's traces do not always agree with their counts). It is zero for
 // other formats, and before the first event.
-func (r *Reader) RepHeader() [4]uint64 { return r.rep.header }
+func (r *Reader) RepHeader() [4]uint64 {
+	if s, ok := r.imp.(*repState); ok {
+		return s.header
+	}
+	return [4]uint64{}
+}
 
-// parseRep reads one line of a .rep trace. The trace's ids name blocks
+// repState is what the .rep importer keeps between lines.
+type repState struct {
+	header  [4]uint64 // heap size, IDs, ops, weight
+	nh      int       // header numbers read
+	started bool      // a request was read: the header is over
+}
+
+func openRep(*Reader, ReaderOptions) (importer, error) { return &repState{}, nil }
+
+// isRepLine reports whether l is a line of a .rep trace's header: decimal
+// numbers from its first byte on.
+func isRepLine(l []byte) bool {
+	if _, _, ok := dec(l, 0); !ok {
+		return false
+	}
+	_, ok := repHeaderLine(l)
+	return ok
+}
+
+func (s *repState) end(r *Reader) (bool, error) {
+	if !s.started && s.nh != 2 && s.nh != 4 {
+		return false, r.endError("header", repHeader)
+	}
+	return false, nil
+}
+
+// line reads one line of a .rep trace. The trace's ids name blocks
 // the way a program's addresses do (mdriver keeps one pointer per id), so
 // they go through the same mapping: the objects are numbered anew, in
 // order of birth, and "r" on an id that holds no block is an allocation,
 // as realloc(NULL) is in mdriver.
-func (r *Reader) parseRep(line []byte, cut bool, ev *Event) (bool, error) {
+func (s *repState) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
 	if cut {
 		return false, r.longError("line", line)
 	}
 	if blank(line, 0) {
 		return r.skip()
 	}
-	if !r.rep.started {
+	if !s.started {
 		if b := line[firstNonSpace(line)]; b >= '0' && b <= '9' {
-			return r.repHeaderLine(line)
+			return s.headerLine(r, line)
 		}
-		switch r.rep.nh {
+		switch s.nh {
 		case 2: // ids, ops
-			r.rep.header = [4]uint64{0, r.rep.header[0], r.rep.header[1], 0}
+			s.header = [4]uint64{0, s.header[0], s.header[1], 0}
 		case 4:
 		default:
-			return false, r.syntaxError("header", repHeader+fmt.Sprintf(", got %d numbers, then", r.rep.nh), line)
+			return false, r.syntaxError("header", repHeader+fmt.Sprintf(", got %d numbers, then", s.nh), line)
 		}
-		r.rep.started = true
+		s.started = true
 	}
 	var (
 		id, size uint64
@@ -90,9 +121,9 @@ func (r *Reader) parseRep(line []byte, cut bool, ev *Event) (bool, error) {
 	return true, nil
 }
 
-// repHeaderLine reads header numbers, any number of them on a line, as
+// headerLine reads header numbers, any number of them on a line, as
 // fscanf does; more than four is an error.
-func (r *Reader) repHeaderLine(line []byte) (bool, error) {
+func (s *repState) headerLine(r *Reader, line []byte) (bool, error) {
 	i := 0
 	for {
 		i, _ = space(line, i)
@@ -100,11 +131,11 @@ func (r *Reader) repHeaderLine(line []byte) (bool, error) {
 			return r.skip()
 		}
 		v, j, ok := dec(line, i)
-		if !ok || r.rep.nh == 4 {
+		if !ok || s.nh == 4 {
 			return false, r.syntaxError("header", repHeader, line)
 		}
-		r.rep.header[r.rep.nh] = v
-		r.rep.nh++
+		s.header[s.nh] = v
+		s.nh++
 		i = j
 	}
 }

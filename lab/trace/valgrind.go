@@ -95,8 +95,19 @@ func vgClassify(name []byte) vgKind {
 	return vgOther
 }
 
-// parseValgrind reads one line of a valgrind log.
-func (r *Reader) parseValgrind(line []byte, cut bool, ev *Event) (bool, error) {
+// valgrindImporter reads a valgrind log: it keeps nothing between lines.
+type valgrindImporter struct{}
+
+func openValgrind(*Reader, ReaderOptions) (importer, error) { return valgrindImporter{}, nil }
+
+// isValgrindLine reports whether l is a line of valgrind's: a traced
+// call ("--<pid>-- ...") or one of its messages ("==<pid>== ...").
+func isValgrindLine(l []byte) bool { return valgrindPrefix(l) > 0 || valgrindMessage(l) }
+
+func (valgrindImporter) end(*Reader) (bool, error) { return false, nil }
+
+// line reads one line of a valgrind log.
+func (valgrindImporter) line(r *Reader, line []byte, cut bool, ev *Event) (bool, error) {
 	i := valgrindPrefix(line)
 	if i == 0 {
 		return r.skip()
