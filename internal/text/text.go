@@ -2,6 +2,7 @@
 package text
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -98,4 +99,23 @@ func Or(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// FirstDiff shows the first line where two texts differ, for a test's
+// failure: its number, and the line of each.
+func FirstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, wl, gl)
+		}
+	}
+	return "(no line differs)"
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/carvelab/carve/internal/text"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -162,7 +164,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run go test ./lab/trace -update to write it)", err)
 			}
 			if !bytes.Equal(out, want) {
-				t.Errorf("converted %s differs from %s:\n%s", name, golden, diff(string(want), string(out)))
+				t.Errorf("converted %s differs from %s:\n%s", name, golden, text.FirstDiff(string(want), string(out)))
 			}
 			checkConsistent(t, r.Format(), evs)
 
@@ -230,24 +232,6 @@ func checkSameLabels(t testing.TB, got, want *Labels) {
 			t.Errorf("label %d = %v, want %v", id, g, w)
 		}
 	}
-}
-
-// diff shows the first lines where two texts differ.
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, wl, gl)
-		}
-	}
-	return "(no line differs)"
 }
 
 // checkConsistent checks what an importer promises: every allocation

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/trace"
 )
 
@@ -163,7 +163,7 @@ func TestGeneratorGolden(t *testing.T) {
 				t.Fatalf("%v (run go test ./lab/trace/gen -update to write it)", err)
 			}
 			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("%s(%v) differs from %s:\n%s", gg.name, gg.args, path, diff(string(want), b.String()))
+				t.Errorf("%s(%v) differs from %s:\n%s", gg.name, gg.args, path, text.FirstDiff(string(want), b.String()))
 			}
 		})
 	}
@@ -250,24 +250,6 @@ func (l *limitWriter) Write(trace.Event) error {
 	}
 	l.left--
 	return nil
-}
-
-// diff shows the first line where two texts differ.
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n want %q\n  got %q", i+1, wl, gl)
-		}
-	}
-	return "(no line differs)"
 }
 
 // phaseWriter records the ops of every event in order.
