@@ -145,4 +145,22 @@
 // the heap's footprint and resident figures.
 //
 // The default Limit is the machine's physical memory (at most MaxLimit).
+//
+// # Meshing
+//
+// With the Mesh option the heap compacts its small zone without moving
+// any slot, as Mesh (Powers et al., PLDI 2019) does: two slabs of a class
+// whose slots in use do not overlap are merged onto one page of memory,
+// the other page of the zone's reservation mapped onto it, and the freed
+// page goes back to the OS (mesh.go says how, and its contract). On the
+// 100,000 blocks of 16 to 256 bytes of gen:randfree:min=16,max=256, 90%
+// freed at random, the footprint at the end falls from 9.67 times the
+// live bytes to 2.97 (the lab's heap and heap-mesh rows, measured from
+// the heaps' own figures). A class meshes on the way only while it holds
+// under half of its slabs' slots, so a heap whose slabs are fuller pays
+// little: on the shipped trace and a Go program's, the rows' ns/op were
+// within 1.2 times heap's, their peak RSS the same. A mesh costs a copy
+// of the slots in use, an mmap and a fallocate; Stats counts the meshes
+// (Meshes, Meshed, Unmeshed, MeshRefused), and Map shows a meshed page as
+// reserved (its slots are its leader's).
 package heap
