@@ -85,29 +85,5 @@ func (s *searchSet) first() int {
 	return -1
 }
 
-// next returns the least member at or after i, else the least member, or
-// -1 if the set is empty.
-func (s *searchSet) next(i int) int {
-	if s.n == 0 {
-		return -1
-	}
-	if w := i / 64; w < len(s.words) {
-		if m := s.words[w] &^ (1<<(i%64) - 1); m != 0 {
-			return w*64 + bits.TrailingZeros64(m)
-		}
-		for j := (w + 1) / 64; j < len(s.summary); j++ {
-			m := s.summary[j]
-			if j == (w+1)/64 {
-				m &^= 1<<((w+1)%64) - 1
-			}
-			if m != 0 {
-				x := j*64 + bits.TrailingZeros64(m)
-				return x*64 + bits.TrailingZeros64(s.words[x])
-			}
-		}
-	}
-	return s.first()
-}
-
 // bytes returns the Go memory the set holds.
 func (s *searchSet) bytes() int64 { return int64(cap(s.words)+cap(s.summary)) * 8 }
