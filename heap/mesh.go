@@ -38,10 +38,15 @@ import (
 // and clean.
 //
 // Candidates are found as the paper finds them, by random probing with a
-// bound on the probes: at Trim, every class's slabs with free slots are
-// tried against each other in a random order; on the way, every
-// meshEvery frees of slots, the slab a free landed in is tried against a
-// few slabs of its class picked at random. Slots are handed out at random
+// bound on the probes (meshClass): each of a class's slabs with free
+// slots, in a random order, is tried against a few of the others picked
+// at random. Trim does so for every class, in rounds while they find
+// meshes (a round meshes the groups the last one made); on the way, a
+// class is meshed so once its slots were freed as many times as it has
+// slabs with free slots, while it holds under half of its slabs' slots.
+// A source may lead followers of its own: they follow its slots onto the
+// destination's page, so a page of memory backs any number of pages of
+// the reservation (pairs alone would stop at about half). Slots are handed out at random
 // among a slab's free ones, not the lowest: the paper's bound on how
 // often two slabs mesh assumes random placement, and the lowest-slot rule
 // packs every slab's live slots at its start, where no two are disjoint.
