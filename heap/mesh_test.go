@@ -11,7 +11,13 @@ import (
 // (two slots a page), the first holding a block in slot 0 and the second
 // in slot 1, and meshes the second onto the first. It returns the heap,
 // the two blocks and the two pages.
-func meshedPair(t *testing.T) (h *Heap, a, b []byte, pa, pb int) {
+func meshedPair(t testing.TB) (h *Heap, a, b []byte, pa, pb int) {
+	t.Helper()
+	return pairOf(t, true)
+}
+
+// pairOf makes meshedPair's two slabs, and meshes them if mesh.
+func pairOf(t testing.TB, mesh bool) (h *Heap, a, b []byte, pa, pb int) {
 	t.Helper()
 	if !canMesh() {
 		if os.Getenv("CI") == "true" {
@@ -23,7 +29,9 @@ func meshedPair(t *testing.T) (h *Heap, a, b []byte, pa, pb int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	if mesh {
+		t.Cleanup(func() { h.Close() })
+	}
 	z := &h.small
 	// Four blocks fill two slabs; keep the one at slot 0 of the first
 	// page and the one at slot 1 of the second.
@@ -72,10 +80,17 @@ func meshedPair(t *testing.T) (h *Heap, a, b []byte, pa, pb int) {
 	if !z.disjoint(cl, pa, pb) {
 		t.Fatal("slot 0 of one page and slot 1 of another are not disjoint")
 	}
-	if err := h.meshOnto(cl, pa, pb); err != nil {
-		t.Fatal(err)
+	if mesh {
+		if err := h.meshOnto(cl, pa, pb); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return h, a, b, pa, pb
+}
+
+// meshedPairUnmeshed is meshedPair but the mesh, for the benchmark.
+func meshedPairUnmeshed(t testing.TB) (h *Heap, a, b []byte, pa, pb int) {
+	return pairOf(t, false)
 }
 
 // TestMeshedPagesShareMemory: after a mesh the two pages of the
@@ -173,4 +188,23 @@ func pfns(t *testing.T, p, q unsafe.Pointer) (uint64, uint64, bool) {
 		return 0, 0, false
 	}
 	return fp, fq, true
+}
+
+// BenchmarkMesh measures one mesh of two slabs of the 2048-byte class,
+// a block in each (the copy of one slot, the mmap and the fallocate);
+// making and freeing the pair is not timed.
+//
+//	go test -run '^$' -bench Mesh ./heap
+func BenchmarkMesh(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		h, _, _, pa, pb := meshedPairUnmeshed(b)
+		cl := &h.small.classes[h.small.slabs[pa].class]
+		b.StartTimer()
+		if err := h.meshOnto(cl, pa, pb); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		h.Close()
+	}
 }
