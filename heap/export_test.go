@@ -71,9 +71,6 @@ func (s *Shared) Check() error {
 // returns how many meshes it made.
 func (h *Heap) MeshAll() int { return h.meshAll() }
 
-// Meshing reports whether the heap meshes.
-func (h *Heap) Meshing() bool { return h.small.mesh.on }
-
 // CanMesh reports whether heaps mesh in this build.
 func CanMesh() bool { return canMesh() }
 

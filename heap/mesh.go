@@ -97,6 +97,10 @@ type meshState struct {
 	rng            uint64          // the state of the random slot choice and probes
 }
 
+// Meshing reports whether the heap meshes: made with Mesh, on a platform
+// where it can (Linux, builds not tagged carvegomem).
+func (h *Heap) Meshing() bool { return h.small.mesh.on }
+
 // meshSeed starts every heap's random numbers alike, so that a replay
 // meshes the same way every time.
 const meshSeed = 0x9E3779B97F4A7C15

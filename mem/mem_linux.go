@@ -121,6 +121,42 @@ func AnonRSS() (int64, error) {
 	return (res - shared) * int64(PageSize()), nil
 }
 
+// AnonPSS returns the process's anonymous and shared-memory proportional
+// set size in bytes (Pss_Anon + Pss_Shmem of /proc/self/smaps_rollup):
+// a page counts once however many of the process's pages map it, as
+// AnonRSS does not, which leaves shared memory out and whose kernel
+// counters count a page once per mapping. It walks the process's page
+// tables, so it costs more than AnonRSS: a sample's, not an event's. The
+// kernel keeps no peak of it.
+func AnonPSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, err
+	}
+	var kb int64
+	found := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok || (string(name) != "Pss_Anon" && string(name) != "Pss_Shmem") {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, fmt.Errorf("mem: /proc/self/smaps_rollup: %s: want a number of kB, got %q", name, rest)
+		}
+		n, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("mem: /proc/self/smaps_rollup: %s: %w", name, err)
+		}
+		kb += n
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("mem: /proc/self/smaps_rollup has no Pss_Anon and Pss_Shmem (Linux 5.10 or later has them)")
+	}
+	return kb << 10, nil
+}
+
 // PeakRSS returns the highest RSS of the process so far, or since the last
 // [ResetPeakRSS] (VmHWM in /proc/self/status).
 func PeakRSS() (int64, error) {

@@ -57,6 +57,9 @@ func ProcessRSS(pid int) (int64, error) { return 0, ErrUnsupported }
 // AnonRSS is not measurable on this platform.
 func AnonRSS() (int64, error) { return 0, ErrUnsupported }
 
+// AnonPSS is not measurable on this platform.
+func AnonPSS() (int64, error) { return 0, ErrUnsupported }
+
 // PeakRSS is not measurable on this platform.
 func PeakRSS() (int64, error) { return 0, ErrUnsupported }
 

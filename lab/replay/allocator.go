@@ -228,6 +228,29 @@ func (a *heap) Stats() carve.Stats {
 }
 func (a *heap) Contains(b []byte) bool { return a.h.Contains(b) }
 
+// MapsPagesTwice reports whether the heap maps one page of memory at two
+// addresses (a heap that meshes: heap.Mesh), so that RSS counts it twice.
+func (a *heap) MapsPagesTwice() bool {
+	m, ok := a.h.(interface{ Meshing() bool })
+	return ok && m.Meshing()
+}
+
+// MapsPagesTwice reports whether a, or the heap behind its routes, maps
+// one page of memory at two addresses: its process's RSS then counts the
+// page twice, and its resident memory is measured by PSS instead.
+func MapsPagesTwice(a Allocator) bool {
+	for {
+		if m, ok := a.(interface{ MapsPagesTwice() bool }); ok {
+			return m.MapsPagesTwice()
+		}
+		w, ok := a.(interface{ wrapped() Allocator })
+		if !ok {
+			return false
+		}
+		a = w.wrapped()
+	}
+}
+
 // Map returns a map of the heap's address space (see package heapmap).
 func (a *heap) Map() heapmap.Map { return a.h.Map() }
 

@@ -293,6 +293,7 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 		return replay.Result{}, 0, "", nil, err
 	}
 	defer a.Close()
+	rss.pss = replay.MapsPagesTwice(a)
 	ra := &rssStats{Allocator: a, rss: rss}
 	res, err := replay.Run(src, ra, opt)
 	if err == nil {
@@ -313,9 +314,15 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 // it leaves out what the Go runtime mapped since the baseline (the
 // replayer's own bookkeeping, the trace's buffers), as runtime/metrics
 // reports it, so that the figure is the allocator's.
+//
+// For an allocator that maps a page of memory at two addresses (a heap
+// that meshes), the meter reads the proportional set size (mem.AnonPSS)
+// instead, which counts such a page once, and includes shared memory,
+// where such a heap's pages are.
 type rssMeter struct {
-	base, goBase int64
-	withGo       bool // the Go heap is the allocator: count its growth
+	base, basePSS, goBase int64
+	withGo                bool // the Go heap is the allocator: count its growth
+	pss                   bool // read AnonPSS
 }
 
 // goMapped returns the bytes the Go runtime has mapped and not released.
@@ -340,17 +347,23 @@ func newRSSMeter(withGo bool) (*rssMeter, error) {
 	if err := mem.ResetPeakRSS(); err != nil {
 		return nil, fmt.Errorf("%w: resetting the peak RSS: %v", ErrUnavailable, err)
 	}
-	return &rssMeter{base: base, goBase: goMapped(), withGo: withGo}, nil
+	basePSS, _ := mem.AnonPSS() // 0 where the kernel does not say; only a meshing row reads it
+	return &rssMeter{base: base, basePSS: basePSS, goBase: goMapped(), withGo: withGo}, nil
 }
 
 // now returns the RSS above the baseline, less the Go runtime's growth
 // unless the Go heap is what is measured.
 func (m *rssMeter) now() int64 {
 	r, err := mem.AnonRSS()
+	base := m.base
+	if m.pss {
+		r, err = mem.AnonPSS()
+		base = m.basePSS
+	}
 	if err != nil {
 		return 0
 	}
-	r -= m.base
+	r -= base
 	if !m.withGo {
 		r -= max(goMapped()-m.goBase, 0)
 	}
@@ -361,8 +374,12 @@ func (m *rssMeter) now() int64 {
 // meter was made: file-backed pages and the Go runtime's growth included,
 // as the kernel does not tell them apart. The rows' peak resident figure
 // is the largest of the samples of now instead.
+//
+// A meter reading PSS has no mark (the kernel keeps none of PSS, and its
+// VmHWM counts a page mapped twice twice): 0, so that the samples alone
+// make the peak.
 func (m *rssMeter) peak() int64 {
-	if m == nil {
+	if m == nil || m.pss {
 		return 0
 	}
 	p, err := mem.PeakRSS()
