@@ -24,8 +24,10 @@ import (
 //	a slab in the kept ring, which holds each slab marked kept once; a
 //	slab is in its class's partial set exactly when nfree > 0, and the
 //	class's next is 1 + the set's first member, cur where that slab's
-//	bitmaps start; every bitmap is one slab's or spare, once; inUse = sum
-//	of (slots - nfree); Used sums inUse*size over the classes;
+//	bitmaps start; every bitmap is one slab's or spare, once, but that a
+//	meshed page (a follower) shares its leader's, holding no nfree of its
+//	own and in no set (checkFollower); inUse = sum of (slots - nfree);
+//	Used sums inUse*size over the classes;
 //	a slot's slack bit is set only if the slot is in use, and then its last
 //	byte is below its size (the slack less 1, at most size - 1).
 //

@@ -29,8 +29,8 @@ import (
 // destination, its leader: its record shares the leader's bitmaps, so a
 // free through either page lands in the one slab; the leader takes its
 // slots for new requests, and keeps any number of followers, each a page
-// of the reservation onto its page of the file. A slab that is itself a
-// leader or a follower is never a source.
+// of the reservation onto its page of the file. A follower is never a
+// source; a leader may be, its followers following its slots.
 //
 // When a leader empties, before its page goes back to the zone, each
 // follower's page of the reservation is mapped back onto its own page of
