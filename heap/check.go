@@ -71,7 +71,11 @@ func (h *Heap) check() error {
 	}
 	dirty := 0
 	for id, z := range h.zones() {
-		d, err := z.checkPages()
+		aliased := h.small.mesh.isStale // a page let go of by unmesh reads another's memory
+		if id != int(smallID) {
+			aliased = func(int) bool { return false }
+		}
+		d, err := z.checkPages(aliased)
 		if err != nil {
 			return fmt.Errorf("%s: %w", []string{"small zone", "best-fit zone"}[id], err)
 		}
@@ -102,8 +106,9 @@ func (h *Heap) check() error {
 }
 
 // checkPages verifies a zone's page bitmaps against each other and the OS,
-// and returns its dirty pages.
-func (z *zonePages) checkPages() (int, error) {
+// and returns its dirty pages. A clean page must not be resident, unless
+// aliased: it maps another page's memory.
+func (z *zonePages) checkPages(aliased func(pg int) bool) (int, error) {
 	n := z.pages()
 	switch {
 	case z.committed%pageSize != 0 || z.committed > z.reserved:
@@ -137,7 +142,7 @@ func (z *zonePages) checkPages() (int, error) {
 			return 0, fmt.Errorf("mincore: %w", err)
 		}
 		for i, v := range vec {
-			if v&1 != 0 && z.clean.has(i) {
+			if v&1 != 0 && z.clean.has(i) && !aliased(i) {
 				return 0, fmt.Errorf("page %d is clean, but resident", i)
 			}
 		}
@@ -206,11 +211,17 @@ func (z *smallZone) check() (asked int64, err error) {
 	var partial [numClasses]int
 	owner := make([]map[uint32]int, numClasses)
 	var used int64
-	nSlabs, followers := 0, 0
+	nSlabs, followers, stale := 0, 0, 0
 	kept := map[int]bool{}
 	for pg, s := range z.slabs {
 		if (s.class == 0) != z.free.has(pg) {
 			return 0, fmt.Errorf("page %d: slab class %d, free %t", pg, s.class, z.free.has(pg))
+		}
+		if z.mesh.isStale(pg) {
+			if s.class != 0 || !z.clean.has(pg) {
+				return 0, fmt.Errorf("page %d: let go of by unmesh, not free and clean (class %d)", pg, s.class)
+			}
+			stale++
 		}
 		if s.class == 0 {
 			if s != (slab{}) { // kept included: a kept slab is a slab
@@ -263,7 +274,7 @@ func (z *smallZone) check() (asked int64, err error) {
 		switch {
 		case nfree != int(s.nfree):
 			return 0, fmt.Errorf("page %d: %d slots free, its record says %d", pg, nfree, s.nfree)
-		case nfree >= cl.slots && !s.kept && !z.isLeader(pg): // a leader whose followers the kernel kept
+		case nfree >= cl.slots && !s.kept:
 			return 0, fmt.Errorf("page %d: a slab of the %d-byte class with every slot free, not kept", pg, cl.size)
 		case cl.partial.has(pg) != (nfree > 0):
 			return 0, fmt.Errorf("page %d: %d slots free, in the partial set: %t", pg, nfree, cl.partial.has(pg))
@@ -329,6 +340,9 @@ func (z *smallZone) check() (asked int64, err error) {
 	}
 	if followers != z.meshedPages || followers != z.mesh.followers {
 		return 0, fmt.Errorf("%d pages meshed, the zone counts %d and %d", followers, z.meshedPages, z.mesh.followers)
+	}
+	if stale != z.mesh.nstale {
+		return 0, fmt.Errorf("%d pages let go of by unmesh, the zone counts %d", stale, z.mesh.nstale)
 	}
 	return asked, nil
 }

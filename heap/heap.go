@@ -150,10 +150,10 @@ func Retain(n int64) Option {
 	}}
 }
 
-// Mesh makes the heap mesh its small-object slabs (see Heap.Mesh): two
-// slabs of one class whose slots in use do not overlap share one page of
-// memory, and the other page goes back to the OS, no slot's address
-// changing. The small zone is then backed by a memory file, MAP_SHARED
+// Mesh makes the heap mesh its small-object slabs (see Meshing in the
+// package doc): two slabs of one class whose slots in use do not overlap
+// share one page of memory, and the other page goes back to the OS, no
+// slot's address changing. The small zone is then backed by a memory file, MAP_SHARED
 // (a fork shares it with the child), and slots are handed out at random
 // among a slab's free ones. Off Linux, and in builds tagged carvegomem,
 // the heap does not mesh (Heap.Meshing reports it). Shared does not mesh.
@@ -217,7 +217,7 @@ func (h *Heap) Close() error {
 		return h.unusable()
 	}
 	vs, vm := h.small.vm, h.mid.vm
-	meshed.Add(-int64(h.small.mesh.followers))
+	meshed.Add(-int64(h.small.mesh.followers + h.small.mesh.nstale))
 	// Forget the memory before it goes: no field may point into address
 	// space the OS can hand to someone else.
 	*h = Heap{closed: true, limit: h.limit}

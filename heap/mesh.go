@@ -2,6 +2,7 @@ package heap
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"strconv"
@@ -32,24 +33,28 @@ import (
 // of the reservation onto its page of the file. A follower is never a
 // source; a leader may be, its followers following its slots.
 //
-// When a leader empties, before its page goes back to the zone, each
-// follower's page of the reservation is mapped back onto its own page of
-// the file, a hole that reads as zero: the follower's page becomes free
-// and clean.
+// When a leader's slab leaves its class (empty, and not kept), its
+// followers' pages become free and clean, still mapped onto the leader's
+// page of the file: the zone maps such a page back onto its own page of
+// the file, a hole that reads as zero, only when it takes it again for a
+// slab (restore), or when Trim runs, or when the process's followers
+// reach meshBound. A heap emptying for good makes no system call for
+// them.
 //
 // Candidates are found as the paper finds them, by random probing with a
 // bound on the probes (meshClass): each of a class's slabs with free
 // slots, in a random order, is tried against a few of the others picked
 // at random. Trim does so for every class, in rounds while they find
 // meshes (a round meshes the groups the last one made); on the way, a
-// class is meshed so once its slots were freed as many times as it has
-// slabs with free slots, while it holds under half of its slabs' slots.
-// A source may lead followers of its own: they follow its slots onto the
-// destination's page, so a page of memory backs any number of pages of
-// the reservation (pairs alone would stop at about half). Slots are handed out at random
-// among a slab's free ones, not the lowest: the paper's bound on how
-// often two slabs mesh assumes random placement, and the lowest-slot rule
-// packs every slab's live slots at its start, where no two are disjoint.
+// class is meshed when freed finds it due. A source may lead followers of
+// its own: they follow its slots onto the destination's page, so a page
+// of memory backs any number of pages of the reservation (pairs alone
+// would stop at about half). Of two groups that mesh, the smaller moves:
+// a page is mapped anew only when its group at least doubles. Slots are
+// handed out at random among a slab's free ones, not the lowest: the
+// paper's bound on how often two slabs mesh assumes random placement, and
+// the lowest-slot rule packs every slab's live slots at its start, where
+// no two are disjoint.
 //
 // The contract:
 //   - no slot's address changes;
@@ -59,9 +64,10 @@ import (
 //     while it is copied, cannot be built);
 //   - a mesh costs a copy of the source's slots in use, an mmap and a
 //     fallocate; each splits the reservation's mapping, so the heaps of a
-//     process keep at most meshBound followers between them, a quarter of
-//     the kernel's vm.max_map_count; an mmap the kernel refuses leaves the
-//     heap as it was;
+//     process keep at most meshBound followers (and pages let go of, not
+//     yet mapped back) between them, a quarter of the kernel's
+//     vm.max_map_count; an mmap the kernel refuses leaves the heap as it
+//     was;
 //   - the zone's memory is MAP_SHARED: a forked child shares it with the
 //     parent, without copy-on-write;
 //   - RSS and mincore count a leader's page once per page of the
@@ -69,15 +75,21 @@ import (
 //     counts the memory file's pages once (its allocated blocks);
 //   - off Linux, and in builds tagged carvegomem, the heap does not mesh.
 
-// A class is meshed on the way (meshClass) once its slots were freed as
-// many times as it has slabs with free slots, and at least meshEvery
-// times, each source trying passProbes destinations: on the order of
-// passProbes probes per free, each a few words of bitmap compared. Trim
-// tries trimProbes.
+// On the way, a class is meshed (freed) once its slots were freed as many
+// times as it has slabs with free slots, and at least every[c] times
+// (from meshEvery to maxEvery), each source trying passProbes
+// destinations, a pass making at most passMeshes meshes: on the order of
+// passProbes probes per free, each a few words of bitmap compared, and at
+// most one mesh's system calls per free. It is so only while the heap's
+// footprint is at least meshSparse times its live bytes. Trim tries
+// trimProbes, with no bound on the meshes.
 const (
 	meshEvery  = 64
-	passProbes = 16
+	maxEvery   = 1 << 16
+	passProbes = 32
+	passMeshes = 64
 	trimProbes = 64
+	meshSparse = 2
 )
 
 // meshState is what the small zone keeps for meshing, when it meshes.
@@ -88,13 +100,17 @@ type meshState struct {
 	// 1 + the next of its leader's. Pages that are neither have no entry
 	// (0): the maps cost memory for the meshed pages only.
 	leaderOf, link map[int32]int32
-	followers      int             // follower pages: pages given back by meshing
-	meshes         int64           // meshes made
-	unmeshed       int64           // followers mapped back onto their own pages
-	refused        int64           // meshes the kernel refused (mmap, fallocate)
-	frees          [numClasses]int // frees of each class's slots since its last pass
-	pages          []int32         // meshClass's list of candidates, kept for the next
-	rng            uint64          // the state of the random slot choice and probes
+	followers      int               // follower pages: pages given back by meshing
+	meshes         int64             // meshes made
+	unmeshed       int64             // followers let go of when their slab left its class
+	refused        int64             // meshes the kernel refused (mmap, fallocate)
+	frees          [numClasses]int   // frees of each class's slots since its last pass
+	every          [numClasses]int   // the fewest frees between a class's passes (see freed)
+	inUseAt        [numClasses]int64 // the class's slots in use at its last pass
+	pages          []int32           // meshClass's list of candidates, kept for the next
+	stale          bitset            // free pages unmesh let go of, still mapped onto another's page of the file
+	nstale         int               // pages in stale
+	rng            uint64            // the state of the random slot choice and probes
 }
 
 // Meshing reports whether the heap meshes: made with Mesh, on a platform
@@ -148,7 +164,7 @@ const mapEntryBytes = 16
 
 // bytes returns the Go memory meshing holds.
 func (m *meshState) bytes() int64 {
-	return int64(len(m.leaderOf)+len(m.link))*mapEntryBytes + int64(cap(m.pages))*4
+	return int64(len(m.leaderOf)+len(m.link))*mapEntryBytes + int64(cap(m.pages))*4 + int64(cap(m.stale))*8
 }
 
 // randomSlot returns a free slot of the slab whose bitmaps start at base
@@ -185,6 +201,16 @@ func (z *smallZone) leader(pg int) int {
 // follower reports whether the slab at pg is meshed onto another.
 func (z *smallZone) follower(pg int) bool {
 	return z.mesh.followers > 0 && z.mesh.leaderOf[int32(pg)] != 0
+}
+
+// groupSize returns the pages of the reservation that the slab at pg, not
+// a follower, is mapped at: its own and its followers'.
+func (z *smallZone) groupSize(pg int) int {
+	n := 1
+	for f := z.mesh.link[int32(pg)]; f != 0; f = z.mesh.link[f-1] {
+		n++
+	}
+	return n
 }
 
 // isLeader reports whether the slab at pg has followers.
@@ -232,7 +258,16 @@ func (z *smallZone) canDest(pg int, c uint8) bool {
 func (h *Heap) meshOnto(cl *class, dst, src int) error {
 	z := &h.small
 	m := &z.mesh
-	if meshed.Add(1) > meshBound() {
+	if meshed.Add(1) > meshBound() && m.nstale > 0 {
+		// Pages let go of by unmesh still split the mapping: map them
+		// back, making room.
+		meshed.Add(-1)
+		if err := h.restoreAll(); err != nil {
+			return err
+		}
+		meshed.Add(1)
+	}
+	if meshed.Load() > meshBound() {
 		meshed.Add(-1)
 		return fmt.Errorf("heap: %d pages meshed in the process, the most it keeps", meshBound())
 	}
@@ -329,18 +364,15 @@ func (h *Heap) repoison(cl *class, dst int, sf []uint64) {
 	}
 }
 
-// unmesh maps each follower of the leader at pg, an empty slab, back onto
-// its own page of the file, a hole: the followers' pages become free and
-// clean. It reports false, having unmeshed none, if the kernel refuses.
-func (h *Heap) unmesh(pg int) bool {
+// unmesh lets go of each follower of the leader at pg, an empty slab
+// leaving its class: the followers' pages become free and clean, each
+// still mapped onto the leader's page of the file until the zone takes it
+// again (restore). Letting them go costs no system call: a page the zone
+// never takes again (a heap emptying for good) is never mapped anew.
+func (h *Heap) unmesh(pg int) {
 	z := &h.small
 	m := &z.mesh
 	for f := int(m.link[int32(pg)]) - 1; f >= 0; f = int(m.link[int32(pg)]) - 1 {
-		fp := int64(f) << pageShift
-		if err := z.vm.remap(fp, fp); err != nil {
-			m.refused++
-			return false
-		}
 		set(m.link, pg, m.link[int32(f)])
 		set(m.link, f, 0)
 		set(m.leaderOf, f, 0)
@@ -351,9 +383,48 @@ func (h *Heap) unmesh(pg int) bool {
 		z.meshedPages--
 		m.followers--
 		m.unmeshed++
-		meshed.Add(-1)
+		if len(m.stale) <= f/64 {
+			m.stale = m.stale.grow(z.pages())
+		}
+		m.stale.set(f)
+		m.nstale++
 	}
-	return true
+}
+
+// isStale reports whether the free page pg was let go of by unmesh and
+// not yet restored.
+func (m *meshState) isStale(pg int) bool {
+	return m.nstale > 0 && pg/64 < len(m.stale) && m.stale.has(pg)
+}
+
+// restore maps the free page pg, let go of by unmesh, back onto its own
+// page of the file, a hole that reads as zero.
+func (h *Heap) restore(pg int) error {
+	z := &h.small
+	m := &z.mesh
+	p := int64(pg) << pageShift
+	if err := z.vm.remap(p, p); err != nil {
+		m.refused++
+		return fmt.Errorf("heap: map page %d back onto its own memory: %w", pg, err)
+	}
+	m.stale.clear(pg)
+	m.nstale--
+	meshed.Add(-1)
+	return nil
+}
+
+// restoreAll restores every page unmesh let go of, and returns the first
+// refusal.
+func (h *Heap) restoreAll() error {
+	m := &h.small.mesh
+	for w := 0; m.nstale > 0 && w < len(m.stale); w++ {
+		for x := m.stale[w]; x != 0; x &= x - 1 {
+			if err := h.restore(w*64 + bits.TrailingZeros64(x)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // meshAll meshes what it finds in every class (meshClass, with
@@ -361,7 +432,7 @@ func (h *Heap) unmesh(pg int) bool {
 func (h *Heap) meshAll() int {
 	n := 0
 	for c := uint8(1); c < numClasses; c++ {
-		n += h.meshClass(c, trimProbes)
+		n += h.meshClass(c, trimProbes, math.MaxInt)
 	}
 	return n
 }
@@ -369,7 +440,7 @@ func (h *Heap) meshAll() int {
 // meshClass meshes what it finds in class c: each slab with slots in use
 // and free, in a random order, tried against up to probes others of its
 // class picked at random. It returns how many meshes it made.
-func (h *Heap) meshClass(c uint8, probes int) int {
+func (h *Heap) meshClass(c uint8, probes, most int) int {
 	z := &h.small
 	cl := &z.classes[c]
 	if cl.slots < 2 || cl.partial.n < 2 {
@@ -388,13 +459,22 @@ func (h *Heap) meshClass(c uint8, probes int) int {
 	}
 	n := 0
 	for _, src := range pages {
+		if n == most {
+			break
+		}
 		if !z.canSource(int(src)) {
 			continue
 		}
 		for range probes {
 			d := int(pages[z.mesh.random()%uint64(len(pages))])
 			if d != int(src) && z.canDest(d, c) && z.disjoint(cl, d, int(src)) {
-				if h.meshOnto(cl, d, int(src)) == nil {
+				// The smaller group moves: each page is mapped anew only
+				// when its group at least doubles.
+				from, onto := int(src), d
+				if z.canSource(d) && z.groupSize(d) < z.groupSize(from) {
+					from, onto = onto, from
+				}
+				if h.meshOnto(cl, onto, from) == nil {
 					n++
 				}
 				break
@@ -406,3 +486,37 @@ func (h *Heap) meshClass(c uint8, probes int) int {
 
 // pageAddr returns the address of the zone's page pg, for tests.
 func (z *smallZone) pageAddr(pg int) unsafe.Pointer { return unsafe.Add(z.base, pg<<pageShift) }
+
+// freed counts a free of a slot of class c, cl, and meshes the class on
+// the way when it is due: once its slots were freed as many times as it
+// has slabs with free slots, and at least every[c] times, while it holds
+// less than half of its slabs' slots and the heap's footprint is at least
+// meshSparse times its live bytes. There the pages a mesh gives back are
+// worth its system calls; in a heap close to its live bytes they are not.
+// A mesh pays only if the class does not soon take the meshed slabs'
+// free slots again, or free their last: a class grown since its last pass
+// (a heap on its way up, whose free slots its next requests take anyway)
+// skips the pass, and it and a class whose meshed slab emptied (see
+// freeSmall) double every[c], up to maxEvery.
+func (m *meshState) freed(h *Heap, c uint8, cl *class) {
+	f := &m.frees[c]
+	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n) || 2*cl.inUse >= int64(cl.slabs*cl.slots) {
+		return
+	}
+	*f = 0
+	if h.Footprint() < meshSparse*h.live {
+		return
+	}
+	if cl.inUse > m.inUseAt[c] {
+		m.inUseAt[c] = cl.inUse
+		m.backOff(c)
+		return
+	}
+	m.inUseAt[c] = cl.inUse
+	h.meshClass(c, passProbes, passMeshes)
+}
+
+// backOff doubles the frees between class c's passes, up to maxEvery.
+func (m *meshState) backOff(c uint8) {
+	m.every[c] = min(maxEvery, max(meshEvery, 2*m.every[c]))
+}

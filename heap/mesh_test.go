@@ -166,6 +166,51 @@ func TestMeshFreeThroughEitherPage(t *testing.T) {
 	}
 }
 
+// TestUnmeshedPageTakenAgain: a follower let go of when its leader's slab
+// leaves its class makes no system call then; when the zone takes its
+// page again for a slab, the page is mapped back onto its own memory, and
+// what is written through it is no longer seen through the old leader's.
+func TestUnmeshedPageTakenAgain(t *testing.T) {
+	h, a, b, pa, pb := meshedPair(t)
+	z := &h.small
+	if err := h.Free(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	h.unkeepAll() // the empty slab leaves its class: the follower is let go
+	if !z.mesh.isStale(pb) || z.mesh.nstale != 1 || z.mesh.followers != 0 {
+		t.Fatalf("after the leader's slab left: page %d let go %t (%d pages), %d followers; want true, 1, 0", pb, z.mesh.isStale(pb), z.mesh.nstale, z.mesh.followers)
+	}
+	if err := h.check(); err != nil {
+		t.Fatal(err)
+	}
+	// The 16-byte class's next slabs take the free pages: pa first
+	// (dirty, no fault), then the lowest free one.
+	for i := 0; z.slabs[pb].class == 0; i++ {
+		if _, err := h.Alloc(16, 1); err != nil || i > 4*pageSize/16 {
+			t.Fatalf("block %d of 16 bytes: %v, page %d not taken", i, err, pb)
+		}
+	}
+	if z.mesh.isStale(pb) || z.mesh.nstale != 0 {
+		t.Fatalf("page %d taken for a slab is still let go of (%d pages)", pb, z.mesh.nstale)
+	}
+	if err := h.check(); err != nil {
+		t.Fatal(err)
+	}
+	viaA := unsafe.Slice((*byte)(z.pageAddr(pa)), pageSize)
+	viaB := unsafe.Slice((*byte)(z.pageAddr(pb)), pageSize)
+	before := viaA[100]
+	viaB[100] = before + 1
+	if viaA[100] != before {
+		t.Fatal("a write through the page taken again is seen through its old leader's")
+	}
+	if fa, fb, ok := pfns(t, z.pageAddr(pa), z.pageAddr(pb)); ok && fa == fb {
+		t.Fatalf("pagemap: both pages on frame %#x, want two", fa)
+	}
+}
+
 // pfns returns the page frames behind two pages from /proc/self/pagemap,
 // where the process may read them (frames read as 0 without
 // CAP_SYS_ADMIN).

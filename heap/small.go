@@ -259,6 +259,11 @@ func (h *Heap) newSlab(c uint8) error {
 		return fmt.Errorf("%w: a slab of the %d-byte class would take the footprint %d past the limit %d",
 			ErrExhausted, classSize[c], h.Footprint(), h.limit)
 	}
+	if z.mesh.isStale(pg) {
+		if err := h.restore(pg); err != nil {
+			return fmt.Errorf("a slab of the %d-byte class: %w", classSize[c], err)
+		}
+	}
 	h.used(&z.zonePages, pg, pg+1)
 	cl := &z.classes[c]
 	var idx uint32
@@ -424,15 +429,12 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 		}
 	}
 	if int(s.nfree) == cl.slots && !s.kept {
+		if z.mesh.on && z.isLeader(pg) {
+			z.mesh.backOff(s.class) // a meshed slab emptied: the mesh was not needed
+		}
 		h.keep(pg)
 	} else if z.mesh.on {
-		// A class meshes on the way once it holds less than half of its
-		// slabs' slots: there the pages it would save outweigh the work.
-		f := &z.mesh.frees[s.class]
-		if *f++; *f >= max(meshEvery, cl.partial.n) && 2*cl.inUse < int64(cl.slabs*cl.slots) {
-			*f = 0
-			h.meshClass(s.class, passProbes)
-		}
+		z.mesh.freed(h, s.class, cl)
 	}
 	return nil
 }
@@ -484,12 +486,11 @@ func (h *Heap) unkeepAll() {
 }
 
 // freeSlab gives back the page of the empty slab at pg, of class cl, and
-// a leader's followers' pages (unmesh): if the kernel refuses to map the
-// followers back, the slab stays, empty.
+// a leader's followers' pages (unmesh).
 func (h *Heap) freeSlab(cl *class, pg int) {
 	z := &h.small
-	if z.isLeader(pg) && !h.unmesh(pg) {
-		return
+	if z.isLeader(pg) {
+		h.unmesh(pg)
 	}
 	cl.partial.remove(pg)
 	if cl.next == pg+1 {

@@ -53,9 +53,10 @@ type Stats struct {
 	// Meshed is the bytes of the pages of slabs meshed onto another's
 	// memory now (see Mesh), each a page given back: not among Slabs, and
 	// Footprint = Committed - Clean - Meshed. Meshes counts the meshes
-	// made since New, Unmeshed the pages mapped back onto their own memory
-	// when their slab emptied, and MeshRefused the meshes and unmeshes the
-	// kernel refused (mmap, fallocate), each leaving the heap as it was.
+	// made since New, Unmeshed the meshed pages that became free when
+	// their slab left its class, and MeshRefused the system calls of
+	// meshing the kernel refused (mmap, fallocate), each leaving the heap
+	// as it was.
 	Meshed, Meshes, Unmeshed, MeshRefused int64
 	// Classes describes each size class, smallest first.
 	Classes []ClassStats
@@ -186,6 +187,7 @@ func (h *Heap) Trim() (int64, error) {
 	}
 	h.unkeepAll()
 	h.purgeAll()
+	err := h.restoreAll()
 	h.checkSlow()
-	return before - h.Footprint(), nil
+	return before - h.Footprint(), err
 }
