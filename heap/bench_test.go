@@ -18,12 +18,13 @@ type allocator interface {
 }
 
 // impls are the heaps the benchmarks compare, side by side: this one,
-// fit's best fit and sizeclass, each with its default options.
+// with its default options and meshing, fit's best fit and sizeclass.
 var impls = []struct {
 	name string
 	make func() (allocator, error)
 }{
 	{"heap", func() (allocator, error) { return heap.New() }},
+	{"heap-mesh", func() (allocator, error) { return heap.New(heap.Mesh()) }},
 	{"best-fit", func() (allocator, error) { return fit.New(fit.BestFit) }},
 	{"sizeclass", func() (allocator, error) { return sizeclass.New() }},
 }

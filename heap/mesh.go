@@ -90,6 +90,12 @@ const (
 	passMeshes = 64
 	trimProbes = 64
 	meshSparse = 2
+	// A pass probes at most probesPerFree times per free since the
+	// class's last, and runs only when a probe finds a partner with a
+	// chance of at least minChance, as meshChance estimates it (at 1%, a
+	// source's passProbes probes find one about a quarter of the time).
+	probesPerFree = 16
+	minChance     = 0.01
 )
 
 // meshState is what the small zone keeps for meshing, when it meshes.
@@ -168,24 +174,33 @@ func (m *meshState) bytes() int64 {
 }
 
 // randomSlot returns a free slot of the slab whose bitmaps start at base
-// in class cl, picked at random, and takes it off the free bitmap.
+// in class cl, picked at random, and takes it off the free bitmap: the
+// first free slot at or after a random one, in a word picked at random
+// (the next with a free slot if it has none). A free slot after a run of
+// slots in use is so picked a little more often than one after a free
+// slot, which packs a slab's slots in use into runs: two slabs' runs at
+// random offsets overlap no more often than slots placed one by one at
+// random, which is what meshing needs; and it costs a rotate and a count
+// of trailing zeros, where picking uniformly among the free slots costs
+// a search of the word, and its mispredicted branches.
 func (m *meshState) randomSlot(cl *class, base int) int {
 	r := m.random()
-	i := int(r % uint64(cl.words))
+	i := below(uint32(r), cl.words)
 	for cl.bits[base+i] == 0 { // the slab has a free slot
 		if i++; i == cl.words {
 			i = 0
 		}
 	}
 	w := cl.bits[base+i]
-	// The (r >> 32) % n-th set bit of w, n its set bits.
-	for k := int((r >> 32) % uint64(bits.OnesCount64(w))); k > 0; k-- {
-		w &= w - 1
-	}
-	bit := w & -w
-	cl.bits[base+i] &^= bit
-	return i*64 + bits.TrailingZeros64(bit)
+	start := int(r>>32) & 63
+	b := (start + bits.TrailingZeros64(bits.RotateLeft64(w, -start))) & 63
+	cl.bits[base+i] &^= 1 << b
+	return i*64 + b
 }
+
+// below maps the random r onto [0, n) by a multiply and a shift, not a
+// division: (r × n) / 2³².
+func below(r uint32, n int) int { return int(uint64(r) * uint64(n) >> 32) }
 
 // leader returns the page whose record holds the slab at pg: its leader
 // if pg is a follower, else pg.
@@ -432,7 +447,7 @@ func (h *Heap) restoreAll() error {
 func (h *Heap) meshAll() int {
 	n := 0
 	for c := uint8(1); c < numClasses; c++ {
-		n += h.meshClass(c, trimProbes, math.MaxInt)
+		n += h.meshClass(c, trimProbes, math.MaxInt, math.MaxInt)
 	}
 	return n
 }
@@ -440,7 +455,7 @@ func (h *Heap) meshAll() int {
 // meshClass meshes what it finds in class c: each slab with slots in use
 // and free, in a random order, tried against up to probes others of its
 // class picked at random. It returns how many meshes it made.
-func (h *Heap) meshClass(c uint8, probes, most int) int {
+func (h *Heap) meshClass(c uint8, probes, most, budget int) int {
 	z := &h.small
 	cl := &z.classes[c]
 	if cl.slots < 2 || cl.partial.n < 2 {
@@ -466,6 +481,9 @@ func (h *Heap) meshClass(c uint8, probes, most int) int {
 			continue
 		}
 		for range probes {
+			if budget--; budget < 0 {
+				return n
+			}
 			d := int(pages[z.mesh.random()%uint64(len(pages))])
 			if d != int(src) && z.canDest(d, c) && z.disjoint(cl, d, int(src)) {
 				// The smaller group moves: each page is mapped anew only
@@ -500,11 +518,12 @@ func (z *smallZone) pageAddr(pg int) unsafe.Pointer { return unsafe.Add(z.base, 
 // freeSmall) double every[c], up to maxEvery.
 func (m *meshState) freed(h *Heap, c uint8, cl *class) {
 	f := &m.frees[c]
-	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n) || 2*cl.inUse >= int64(cl.slabs*cl.slots) {
+	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n) {
 		return
 	}
+	frees := *f
 	*f = 0
-	if h.Footprint() < meshSparse*h.live {
+	if meshChance(cl) < minChance || h.Footprint() < meshSparse*h.live {
 		return
 	}
 	if cl.inUse > m.inUseAt[c] {
@@ -513,7 +532,20 @@ func (m *meshState) freed(h *Heap, c uint8, cl *class) {
 		return
 	}
 	m.inUseAt[c] = cl.inUse
-	h.meshClass(c, passProbes, passMeshes)
+	h.meshClass(c, passProbes, passMeshes, probesPerFree*frees)
+}
+
+// meshChance estimates the chance that two of class cl's slabs with free
+// slots mesh: with p the share of their slots in use, placed at random,
+// no slot in use in both, (1 - p²)^slots.
+func meshChance(cl *class) float64 {
+	full := cl.slabs - cl.partial.n // slabs with no free slot
+	n := cl.partial.n * cl.slots
+	if n == 0 {
+		return 0
+	}
+	p := float64(cl.inUse-int64(full*cl.slots)) / float64(n)
+	return math.Pow(1-p*p, float64(cl.slots))
 }
 
 // backOff doubles the frees between class c's passes, up to maxEvery.

@@ -2,6 +2,7 @@ package heap
 
 import (
 	"encoding/binary"
+	"math"
 	"os"
 	"testing"
 	"unsafe"
@@ -251,5 +252,91 @@ func BenchmarkMesh(b *testing.B) {
 		}
 		b.StopTimer()
 		h.Close()
+	}
+}
+
+// TestRandomSlot: the random slot choice hands out only free slots, each
+// once, reaches every free slot of a slab, and leaves the bitmap with the
+// slot taken off.
+func TestRandomSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		slots int
+		used  func(i int) bool // the slots in use to start with
+	}{
+		{"empty, one word", 64, func(int) bool { return false }},
+		{"every other, one word", 64, func(i int) bool { return i%2 == 0 }},
+		{"one free, last word", 170, func(i int) bool { return i != 169 }},
+		{"runs, four words", 256, func(i int) bool { return i%40 < 30 }},
+		{"two slots", 2, func(i int) bool { return i == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			words := (tc.slots + 63) / 64
+			cl := &class{slots: tc.slots, words: words, bits: make([]uint64, 2*words)}
+			free := 0
+			for i := range tc.slots {
+				if !tc.used(i) {
+					cl.bits[i/64] |= 1 << (i % 64)
+					free++
+				}
+			}
+			start := append([]uint64(nil), cl.bits...)
+			m := &meshState{rng: meshSeed}
+			seen := map[int]int{}
+			for round := range 200 {
+				copy(cl.bits, start)
+				for range free {
+					s := m.randomSlot(cl, 0)
+					if s < 0 || s >= tc.slots || tc.used(s) {
+						t.Fatalf("round %d: slot %d, not a free slot of %d", round, s, tc.slots)
+					}
+					if cl.bits[s/64]&(1<<(s%64)) != 0 {
+						t.Fatalf("round %d: slot %d handed out and still marked free", round, s)
+					}
+					seen[s]++
+				}
+				for w := range words {
+					if cl.bits[w] != 0 {
+						t.Fatalf("round %d: %d free slots handed out, word %d still has %#x free", round, free, w, cl.bits[w])
+					}
+				}
+			}
+			if len(seen) != free {
+				t.Fatalf("%d free slots, %d handed out over the rounds", free, len(seen))
+			}
+			// The first slot handed out varies: not the lowest-slot rule.
+			first := map[int]bool{}
+			for range 400 {
+				copy(cl.bits, start)
+				first[m.randomSlot(cl, 0)] = true
+			}
+			if want := min(free, 8); len(first) < want {
+				t.Errorf("the first slot handed out was one of %d slots over 400 tries, want at least %d", len(first), want)
+			}
+		})
+	}
+}
+
+// TestMeshChance: the estimate that two slabs with free slots mesh.
+func TestMeshChance(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		slots, slabs, partial int
+		inUse                 int64
+		want                  float64
+	}{
+		{"all free", 16, 4, 4, 0, 1},
+		{"one slab with free slots", 16, 4, 1, 3*16 + 8, 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75 * 0.75},
+		{"two slots, half used", 2, 10, 10, 10, 0.75 * 0.75},
+		{"none with free slots", 16, 4, 0, 64, 0},
+	} {
+		cl := &class{slots: tc.slots, slabs: tc.slabs, inUse: tc.inUse}
+		for pg := range tc.partial {
+			cl.partial.grow(pg + 1)
+			cl.partial.add(pg)
+		}
+		if got := meshChance(cl); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: meshChance = %g, want %g", tc.name, got, tc.want)
+		}
 	}
 }
