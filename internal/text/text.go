@@ -39,11 +39,11 @@ func Thousands(n int64) string {
 }
 
 // Count writes n, its thousands separated, and the noun, plural when n is
-// not 1: "1 event", "770,279 events", "2 other processes".
+// not 1: "1 event", "770,279 events", "2 other processes", "5 meshes".
 func Count(n int64, noun string) string {
 	switch {
 	case n == 1:
-	case strings.HasSuffix(noun, "s"):
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "sh"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "x"):
 		noun += "es"
 	default:
 		noun += "s"

@@ -43,6 +43,9 @@ func TestCount(t *testing.T) {
 		{-100, "byte", "-100 bytes"},
 		{2, "other process", "2 other processes"},
 		{1, "other process", "1 other process"},
+		{2598, "mesh", "2,598 meshes"},
+		{3, "batch", "3 batches"},
+		{2, "box", "2 boxes"},
 	}
 	for _, tt := range tests {
 		if got := Count(tt.n, tt.noun); got != tt.want {

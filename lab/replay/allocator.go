@@ -235,6 +235,26 @@ func (a *heap) MapsPagesTwice() bool {
 	return ok && m.Meshing()
 }
 
+// MeshOf returns what meshing did in a, or in the heap behind its routes,
+// if that heap meshes.
+func MeshOf(a Allocator) (Mesh, bool) {
+	for {
+		if h, ok := a.(*heap); ok {
+			m, ok := h.h.(interface{ Stats() cheap.Stats })
+			if !ok || !h.MapsPagesTwice() {
+				return Mesh{}, false
+			}
+			st := m.Stats()
+			return Mesh{Meshes: st.Meshes, Meshed: st.Meshed, Unmeshed: st.Unmeshed, Refused: st.MeshRefused}, true
+		}
+		w, ok := a.(interface{ wrapped() Allocator })
+		if !ok {
+			return Mesh{}, false
+		}
+		a = w.wrapped()
+	}
+}
+
 // MapsPagesTwice reports whether a, or the heap behind its routes, maps
 // one page of memory at two addresses: its process's RSS then counts the
 // page twice, and its resident memory is measured by PSS instead.

@@ -146,6 +146,9 @@ type Result struct {
 	// Stats there.
 	Live int64
 	End  carve.Stats
+	// Mesh is, for a heap that meshes (MapsPagesTwice), what meshing did
+	// over the replay; nil for another allocator.
+	Mesh *Mesh
 	// Fragmentation is the FREENIX paper's 100 × (End.Footprint / Live -
 	// 1) at the end, NaN when Live is below a tenth of PeakLive or below
 	// MinLiveForFragmentation.
@@ -211,4 +214,16 @@ func (v *Violation) Error() string {
 		s += fmt.Sprintf(" (object %d at %#x)", v.Other, v.OAddr)
 	}
 	return s
+}
+
+// Mesh is what a heap that meshes (heap.Mesh) did over a replay: the
+// meshes it made, the bytes of pages meshed onto another's memory at the
+// end (given back: its footprint leaves them out), the meshed pages freed
+// when their slab left its class, and the system calls of meshing the
+// kernel refused.
+type Mesh struct {
+	Meshes   int64 `json:"meshes"`
+	Meshed   int64 `json:"meshed_bytes_at_end"`
+	Unmeshed int64 `json:"unmeshed"`
+	Refused  int64 `json:"refused,omitempty"`
 }

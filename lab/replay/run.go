@@ -76,7 +76,11 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	}
 	l.collector, _ = a.(Collector)
 	r.l = l
-	return l.replay(src)
+	res, err := l.replay(src)
+	if m, ok := MeshOf(a); ok && err == nil {
+		res.Mesh = &m
+	}
+	return res, err
 }
 
 func (r *replayer) footprint() int64 { return r.a.Footprint() }

@@ -296,6 +296,9 @@ func childReplay(t traces.Trace, src trace.Source, job Job) (replay.Result, int6
 	rss.pss = replay.MapsPagesTwice(a)
 	ra := &rssStats{Allocator: a, rss: rss}
 	res, err := replay.Run(src, ra, opt)
+	if m, ok := replay.MeshOf(a); ok && err == nil {
+		res.Mesh = &m // Run sees the meter, not the heap behind it
+	}
 	if err == nil {
 		err = unrouted(a)
 	}

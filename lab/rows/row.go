@@ -114,6 +114,9 @@ type Row struct {
 	// trace that records the program's collections, has its frees placed
 	// for a paced heap: see Spec.paced). Its figures are in the row's too.
 	Routed *replay.Routed `json:"routed,omitempty"`
+	// Mesh is, for a row whose heap meshes, what meshing did (see
+	// replay.Mesh).
+	Mesh *replay.Mesh `json:"mesh,omitempty"`
 	// VsProgram is, for the go row that collected where the program did,
 	// its peak RSS against the recorded program's own (Table.Program),
 	// when the trace holds that.
@@ -186,6 +189,7 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 		rw.Phases = append(rw.Phases, Phase{Name: t.Phases[i].Name, EndEvent: m.Event, Live: m.Live, Footprint: m.Stats.Footprint, Resident: m.Stats.Resident})
 	}
 	rw.PeakMarked = res.PeakMarked
+	rw.Mesh = res.Mesh
 	for _, c := range res.Cycles {
 		rw.Cycles = append(rw.Cycles, Cycle{Event: c.Event, Marked: c.Live, RuntimeMarked: c.Marked, Goal: c.Goal})
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	cheap "github.com/carvelab/carve/heap"
 	"github.com/carvelab/carve/internal/size"
 	"github.com/carvelab/carve/lab/internal/look"
 	"github.com/carvelab/carve/lab/replay"
@@ -137,6 +138,58 @@ func TestReplayBothWays(t *testing.T) {
 	if bad.ErrorKind != KindInput || !errors.Is(bad.Err(), replay.ErrSource) {
 		t.Errorf("a missing trace in a child: %+v", bad)
 	}
+}
+
+// TestMeshCounted: a heap-mesh row counts what meshing did, in process
+// and in a child alike, and its table's notes say so and how its resident
+// memory was measured; the heap row has no such count.
+func TestMeshCounted(t *testing.T) {
+	if !canMeshHere(t) {
+		return
+	}
+	tr, err := traces.Resolve("gen:randfree:n=20000,min=16,max=256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, isolate := range []bool{false, true} {
+		mesh := Replay(tr, Spec{Alloc: "heap-mesh"}, Options{Touch: true, Isolate: isolate}, nil)
+		plain := Replay(tr, Spec{Alloc: "heap"}, Options{Touch: true, Isolate: isolate}, nil)
+		if mesh.Error != "" || plain.Error != "" {
+			t.Fatalf("isolate %t: errors %q, %q", isolate, mesh.Error, plain.Error)
+		}
+		if m := mesh.Mesh; m == nil || m.Meshes == 0 || m.Meshed == 0 || m.Meshed > mesh.PeakFootprint {
+			t.Errorf("isolate %t: heap-mesh's mesh counts %+v, want meshes and meshed bytes", isolate, m)
+		}
+		if plain.Mesh != nil {
+			t.Errorf("isolate %t: the heap row counts meshes %+v", isolate, plain.Mesh)
+		}
+		want := "memory file's blocks"
+		if isolate {
+			want = "PSS"
+		}
+		notes := strings.Join(Table{Trace: tr, Rows: []Row{plain, mesh}}.Notes(), "\n")
+		if !strings.Contains(notes, "heap-mesh: ") || !strings.Contains(notes, want) || strings.Contains(notes, "heap: ") {
+			t.Errorf("isolate %t: notes %q, want heap-mesh's meshes and %q", isolate, notes, want)
+		}
+	}
+}
+
+// canMeshHere reports whether heaps mesh in this build and on this
+// platform; with CI=true a heap that cannot is a failure.
+func canMeshHere(t *testing.T) bool {
+	h, err := cheap.New(cheap.Mesh())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Meshing() {
+		return true
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("heaps do not mesh in this build, and CI=true: CI runs on Linux")
+	}
+	t.Skip("heaps do not mesh in this build")
+	return false
 }
 
 // resolveAll resolves TRACE arguments.
