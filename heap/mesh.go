@@ -68,6 +68,12 @@ import (
 //     yet mapped back) between them, a quarter of the kernel's
 //     vm.max_map_count; an mmap the kernel refuses leaves the heap as it
 //     was;
+//   - a slot of a meshed slab has one address per page of its group, and
+//     all of them free it: a Free through another page of the group
+//     than the one the block was handed out at, at the offset of a slot
+//     in use, frees that slot where a heap that does not mesh would
+//     refuse it (no block starts there), and no build can tell the two
+//     apart;
 //   - the zone's memory is MAP_SHARED: a forked child shares it with the
 //     parent, without copy-on-write;
 //   - RSS and mincore count a leader's page once per page of the

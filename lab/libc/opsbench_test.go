@@ -20,11 +20,11 @@ import (
 	"github.com/carvelab/carve/lab/trace"
 )
 
-// BenchmarkOps replays traces through carve's heap (heap.New()), the
-// process's malloc (glibc, unless LD_PRELOAD says otherwise: the
-// sub-benchmark is named after libc.Active) and carve's best fit
-// (fit.New(fit.BestFit)), the lab's heap and best-fit rows with their
-// default options, through one harness:
+// BenchmarkOps replays traces through carve's heap (heap.New()) and the
+// heap meshing (heap.New(heap.Mesh())), the process's malloc (glibc,
+// unless LD_PRELOAD says otherwise: the sub-benchmark is named after
+// libc.Active) and carve's best fit (fit.New(fit.BestFit)), the lab's
+// heap, heap-mesh and best-fit rows, through one harness:
 //
 //	CARVE_TRACES=DIR taskset -c 1 go test -run '^$' -bench Ops -count 8 ./lab/libc > ops.txt
 //	benchstat -col /alloc ops.txt
@@ -42,7 +42,7 @@ import (
 // Each trace is decoded once into an op list (libc.Op, the objects' IDs
 // turned into slots) followed by the frees of the blocks it leaves live,
 // in slot order, so that every replay starts from an empty heap, and the
-// same list is replayed through the three. Every new non-empty block gets
+// same list is replayed through each. Every new non-empty block gets
 // its first byte written (the Loop's behaviour without touch), nothing
 // more: the time is the allocator's. Each allocator is warmed by one
 // untimed replay first, and runs on a thread bound to one CPU.
@@ -79,7 +79,7 @@ import (
 // allocators' code paths on the same ops, not the programs the traces
 // came from. Without cgo the process's malloc cannot be called and its
 // sub-benchmark is skipped, as lab/libc's tests skip without cgo; carve's
-// two still run.
+// still run.
 func BenchmarkOps(b *testing.B) {
 	traces, err := benchTraces()
 	if err != nil {
@@ -207,7 +207,7 @@ type opsAlloc struct {
 	start func(ops []libc.Op, slots int) (run func() error, done func(), err error)
 }
 
-// opsAllocs returns the three allocators, carve's heap first.
+// opsAllocs returns the allocators, carve's heap first.
 func opsAllocs() []opsAlloc {
 	c := opsAlloc{name: libc.Active().Name, start: startLoop}
 	if !libc.Available() {
@@ -215,6 +215,7 @@ func opsAllocs() []opsAlloc {
 	}
 	return []opsAlloc{
 		{name: "heap", start: startGo(func() (goHeap, error) { return heap.New() })},
+		{name: "heap-mesh", start: startGo(func() (goHeap, error) { return heap.New(heap.Mesh()) })},
 		c,
 		{name: "best-fit", start: startGo(func() (goHeap, error) { return fit.New(fit.BestFit) })},
 	}
