@@ -81,19 +81,19 @@ import (
 //     counts the memory file's pages once (its allocated blocks);
 //   - off Linux, and in builds tagged carvegomem, the heap does not mesh.
 
-// On the way, a class is meshed (freed) once its slots were freed as many
-// times as it has slabs with free slots, and at least every[c] times
-// (from meshEvery to maxEvery), each source trying passProbes
-// destinations, a pass making at most passMeshes meshes: on the order of
-// passProbes probes per free, each a few words of bitmap compared, and at
-// most one mesh's system calls per free. It is so only while the heap's
-// footprint is at least meshSparse times its live bytes. Trim tries
-// trimProbes, with no bound on the meshes.
+// On the way (freed), a class is meshed once its slots were freed a
+// quarter as many times as it has slabs with free slots, and at least
+// every[c] times (from meshEvery to maxEvery); each source tries
+// passProbes destinations, a pass probes at most probesPerFree times per
+// free since the class's last and makes at most passMeshes meshes, so
+// that no Free pauses for more than a few meshes' system calls. It is so
+// only while the heap's footprint is at least meshSparse times its live
+// bytes. Trim tries trimProbes per source, with no bound on the meshes.
 const (
 	meshEvery  = 64
 	maxEvery   = 1 << 16
 	passProbes = 32
-	passMeshes = 64
+	passMeshes = 16
 	trimProbes = 64
 	meshSparse = 2
 	// A pass probes at most probesPerFree times per free since the
@@ -512,19 +512,19 @@ func (h *Heap) meshClass(c uint8, probes, most, budget int) int {
 func (z *smallZone) pageAddr(pg int) unsafe.Pointer { return unsafe.Add(z.base, pg<<pageShift) }
 
 // freed counts a free of a slot of class c, cl, and meshes the class on
-// the way when it is due: once its slots were freed as many times as it
-// has slabs with free slots, and at least every[c] times, while it holds
-// less than half of its slabs' slots and the heap's footprint is at least
-// meshSparse times its live bytes. There the pages a mesh gives back are
-// worth its system calls; in a heap close to its live bytes they are not.
-// A mesh pays only if the class does not soon take the meshed slabs'
-// free slots again, or free their last: a class grown since its last pass
-// (a heap on its way up, whose free slots its next requests take anyway)
-// skips the pass, and it and a class whose meshed slab emptied (see
-// freeSmall) double every[c], up to maxEvery.
+// the way when it is due (see meshEvery) and a mesh can pay: while the
+// heap's footprint is at least meshSparse times its live bytes, where the
+// pages a mesh gives back are worth its system calls, and while two of
+// the class's slabs mesh with a chance of minChance or more (meshChance),
+// where probing can find them. A mesh pays only if the class does not
+// soon take the meshed slabs' free slots again, or free their last: a
+// class grown since its last pass (a heap on its way up, whose free
+// slots its next requests take anyway) skips the pass, and it and a class
+// whose meshed slab emptied (see freeSmall) double every[c], up to
+// maxEvery.
 func (m *meshState) freed(h *Heap, c uint8, cl *class) {
 	f := &m.frees[c]
-	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n) {
+	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n/4) {
 		return
 	}
 	frees := *f
