@@ -155,11 +155,11 @@
 // page goes back to the OS (mesh.go says how, and its contract). On the
 // 100,000 blocks of 16 to 256 bytes of gen:randfree:min=16,max=256, 90%
 // freed at random, the footprint at the end falls from 9.67 times the
-// live bytes to 2.86 (the lab's heap and heap-mesh rows: 2,598 meshes,
-// 10.15 MiB given back). The heap meshes on the way, in Free, only where
+// live bytes to 2.95 (the lab's heap and heap-mesh rows: 2,570 meshes,
+// 10.04 MiB given back). The heap meshes on the way, in Free, only where
 // it pays: while its footprint is at least twice its live bytes, in a
 // class where two slabs mesh with a chance of 1% or more (estimated from
-// its slots in use), with a budget of probes per free and at most 64
+// its slots in use), with a budget of probes per free and at most 16
 // meshes at a time, a class backing off when it grew since its last
 // pass or a meshed slab of it emptied; Trim meshes what it finds. A mesh
 // costs a copy of the slots in use, an mmap and a fallocate (16-25 µs
