@@ -119,6 +119,7 @@ type meshState struct {
 	frees          [numClasses]int   // frees of each class's slots since its last pass
 	every          [numClasses]int   // the fewest frees between a class's passes (see freed)
 	inUseAt        [numClasses]int64 // the class's slots in use at its last pass
+	emptied        [numClasses]bool  // a slab of the class emptied since its last pass was due
 	pages          []int32           // meshClass's list of candidates, kept for the next
 	stale          bitset            // free pages unmesh let go of, still mapped onto another's page of the file
 	nstale         int               // pages in stale
@@ -521,7 +522,10 @@ func (z *smallZone) pageAddr(pg int) unsafe.Pointer { return unsafe.Add(z.base, 
 // class grown since its last pass (a heap on its way up, whose free
 // slots its next requests take anyway) skips the pass, and it and a class
 // whose meshed slab emptied (see freeSmall) double every[c], up to
-// maxEvery.
+// maxEvery. A class one of whose slabs emptied since its pass was last
+// due skips it too: it is giving its pages back by itself (a program
+// freeing most of what it holds, as at its end), and meshing its slabs
+// would only move slots that are about to go.
 func (m *meshState) freed(h *Heap, c uint8, cl *class) {
 	f := &m.frees[c]
 	if *f++; *f < max(m.every[c], meshEvery, cl.partial.n/4) {
@@ -532,12 +536,17 @@ func (m *meshState) freed(h *Heap, c uint8, cl *class) {
 	if meshChance(cl) < minChance || h.Footprint() < meshSparse*h.live {
 		return
 	}
+	emptied := m.emptied[c]
+	m.emptied[c] = false
 	if cl.inUse > m.inUseAt[c] {
 		m.inUseAt[c] = cl.inUse
 		m.backOff(c)
 		return
 	}
 	m.inUseAt[c] = cl.inUse
+	if emptied {
+		return
+	}
 	h.meshClass(c, passProbes, passMeshes, probesPerFree*frees)
 }
 

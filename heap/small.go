@@ -429,8 +429,11 @@ func (h *Heap) freeSmall(b []byte, off uintptr) error {
 		}
 	}
 	if int(s.nfree) == cl.slots && !s.kept {
-		if z.mesh.on && z.isLeader(pg) {
-			z.mesh.backOff(s.class) // a meshed slab emptied: the mesh was not needed
+		if z.mesh.on {
+			z.mesh.emptied[s.class] = true
+			if z.isLeader(pg) {
+				z.mesh.backOff(s.class) // a meshed slab emptied: the mesh was not needed
+			}
 		}
 		h.keep(pg)
 	} else if z.mesh.on {
