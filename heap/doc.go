@@ -160,8 +160,9 @@
 // it pays: while its footprint is at least twice its live bytes, in a
 // class where two slabs mesh with a chance of 1% or more (estimated from
 // its slots in use), with a budget of probes per free and at most 16
-// meshes at a time, a class backing off when it grew since its last
-// pass or a meshed slab of it emptied; Trim meshes what it finds. A mesh
+// meshes at a time, a class waiting while it empties slabs by itself and
+// backing off when it grew since its last pass or a meshed slab of it
+// emptied; Trim meshes what it finds. A mesh
 // costs a copy of the slots in use, an mmap and a fallocate (16-25 µs
 // for a pair, BenchmarkMesh); a slot is picked at random and the zone is
 // a memory file, which costs the fast path about a third
