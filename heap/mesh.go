@@ -115,7 +115,7 @@ type meshState struct {
 	followers      int               // follower pages: pages given back by meshing
 	meshes         int64             // meshes made
 	unmeshed       int64             // followers let go of when their slab left its class
-	refused        int64             // meshes the kernel refused (mmap, fallocate)
+	refused        int64             // system calls of meshing the kernel refused (mmap, fallocate)
 	frees          [numClasses]int   // frees of each class's slots since its last pass
 	every          [numClasses]int   // the fewest frees between a class's passes (see freed)
 	inUseAt        [numClasses]int64 // the class's slots in use at its last pass

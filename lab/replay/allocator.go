@@ -238,34 +238,37 @@ func (a *heap) MapsPagesTwice() bool {
 // MeshOf returns what meshing did in a, or in the heap behind its routes,
 // if that heap meshes.
 func MeshOf(a Allocator) (Mesh, bool) {
-	for {
-		if h, ok := a.(*heap); ok {
-			m, ok := h.h.(interface{ Stats() cheap.Stats })
-			if !ok || !h.MapsPagesTwice() {
-				return Mesh{}, false
-			}
-			st := m.Stats()
-			return Mesh{Meshes: st.Meshes, Meshed: st.Meshed, Unmeshed: st.Unmeshed, Refused: st.MeshRefused}, true
-		}
-		w, ok := a.(interface{ wrapped() Allocator })
-		if !ok {
-			return Mesh{}, false
-		}
-		a = w.wrapped()
+	h, ok := behindAll[*heap](a)
+	if !ok || !h.MapsPagesTwice() {
+		return Mesh{}, false
 	}
+	m, ok := h.h.(interface{ Stats() cheap.Stats })
+	if !ok {
+		return Mesh{}, false
+	}
+	st := m.Stats()
+	return Mesh{Meshes: st.Meshes, Meshed: st.Meshed, Unmeshed: st.Unmeshed, Refused: st.MeshRefused}, true
 }
 
 // MapsPagesTwice reports whether a, or the heap behind its routes, maps
 // one page of memory at two addresses: its process's RSS then counts the
 // page twice, and its resident memory is measured by PSS instead.
 func MapsPagesTwice(a Allocator) bool {
+	m, ok := behindAll[interface{ MapsPagesTwice() bool }](a)
+	return ok && m.MapsPagesTwice()
+}
+
+// behindAll returns a as a T, or the first allocator behind a's wrappers
+// (routes, pools) that is one.
+func behindAll[T any](a Allocator) (T, bool) {
 	for {
-		if m, ok := a.(interface{ MapsPagesTwice() bool }); ok {
-			return m.MapsPagesTwice()
+		if t, ok := a.(T); ok {
+			return t, true
 		}
 		w, ok := a.(interface{ wrapped() Allocator })
 		if !ok {
-			return false
+			var zero T
+			return zero, false
 		}
 		a = w.wrapped()
 	}
@@ -283,18 +286,7 @@ type Mapper interface {
 // MapperOf returns the Mapper a is, or the one behind the routes
 // WithRoutes (or WithPool) put in front of it: the heap whose map shows
 // where the trace's other requests went.
-func MapperOf(a Allocator) (Mapper, bool) {
-	for {
-		if m, ok := a.(Mapper); ok {
-			return m, true
-		}
-		w, ok := a.(interface{ wrapped() Allocator })
-		if !ok {
-			return nil, false
-		}
-		a = w.wrapped()
-	}
-}
+func MapperOf(a Allocator) (Mapper, bool) { return behindAll[Mapper](a) }
 
 // UsableSize returns the bytes the block b starts can hold.
 func (a *heap) UsableSize(b []byte) (int, error) { return a.h.UsableSize(b) }
