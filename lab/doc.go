@@ -144,9 +144,10 @@
 //
 // Every byte of every block is written (unless --touch=false), as a
 // program would write it, so that resident memory counts the pages a
-// program would have touched. Timings are a random sample of the calls,
-// timed one by one (replay.Run: carve's heaps and the Go heap), or whole
-// batches timed in C (the real mallocs).
+// program would have touched. Every allocator call is timed on its own,
+// in Go (replay.Run: carve's heaps and the Go heap) and in C (the real
+// mallocs), the time its thread was off the CPU taken off (see
+// replay.CheckEvery); the writes are not timed.
 //
 // See carve's README for the command line, and docs/json.md for the
 // schema of its JSON output.

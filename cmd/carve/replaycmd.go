@@ -389,11 +389,13 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 			}
 		}
 		if f.format == "text" && !f.stable {
-			note := "ns/op: a random sample of each row's calls, timed"
+			note := "ns/op: the time inside the allocator's calls, their system calls and page faults included (carve help replay)"
 			if f.jobs > 1 {
 				note += fmt.Sprintf("; rows replayed side by side (--jobs %d) are noisier than --jobs 1", f.jobs)
 			}
-			fmt.Fprintln(c.stdout, note+".")
+			for _, l := range text.Wrap(note+".", 100) {
+				fmt.Fprintln(c.stdout, l)
+			}
 		}
 	}
 	return tablesError(tables)

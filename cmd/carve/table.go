@@ -67,11 +67,21 @@ var columns = []column{
 			_, grew, _ := r.Growth()
 			return footprintCell(r, grew)
 		}},
-	{head: "ns/op", doc: "nanoseconds per allocator call",
-		has: unstable, cell: func(r rows.Row, _ tableOf) string { return sig3(r.NsPerOp) }},
+	{head: "ns/op", doc: nsPerOpDoc,
+		has: unstable, cell: func(r rows.Row, _ tableOf) string {
+			if !r.Timed() {
+				return "-"
+			}
+			return sig3(r.NsPerOp)
+		}},
 	{head: "trace errors", doc: "the trace's events skipped: frees of nothing live, or past the budget",
 		cell: func(r rows.Row, _ tableOf) string { return strconv.FormatInt(r.TraceErrors, 10) }},
 }
+
+// nsPerOpDoc says what the time per call includes (package replay's
+// callClock measures it so, and libc's loop.c).
+var nsPerOpDoc = fmt.Sprintf("nanoseconds inside an allocator call: every call timed, the system calls (brk, mmap, madvise, trims) and page faults it makes included; not the replayer's checks, its writes into the blocks (--touch), its pipe to a child, the clock's own cost or the time the thread was off the CPU; - under %s timed calls",
+	text.Thousands(rows.MinTimedOps))
 
 func unstable(t tableOf) bool { return !t.stable }
 
@@ -110,11 +120,17 @@ func columnsHelp() string {
 	var b strings.Builder
 	unstable := unstableColumns()
 	for _, c := range columns {
-		fmt.Fprintf(&b, "  %-15s %s", c.head, c.doc)
+		doc := c.doc
 		if slices.Contains(unstable, c.head) {
-			b.WriteString(" (not in --stable)")
+			doc += " (not in --stable)"
 		}
-		b.WriteString("\n")
+		for i, l := range text.Wrap(doc, 80) {
+			head := ""
+			if i == 0 {
+				head = c.head
+			}
+			fmt.Fprintf(&b, "  %-15s %s\n", head, l)
+		}
 	}
 	return b.String()
 }

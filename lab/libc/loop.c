@@ -29,6 +29,77 @@ enum {
 	FILL = 0xA5,       // the byte touched blocks are written with (calloc's get zeros)
 };
 
+// The allocator's calls are timed one by one, as lab/replay's callClock
+// times carve's (its documentation gives the rule): a reading of the
+// monotonic clock before each call and one after, the median cost of a
+// reading (measured by carve_libc_loop_init) taken off, and the time the
+// thread was surely off the CPU in a call (preempted or blocked) taken
+// off it, found from the thread's CPU time read at checkpoints. The
+// writes of touch and the table's bookkeeping are outside the readings.
+
+static inline int64_t mono(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t thread_cpu(void) {
+	struct timespec t;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) {
+		return 0;
+	}
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void checkpoint(struct carve_libc_loop *l) {
+	l->calls = 0;
+	l->cpu_at = thread_cpu();
+	l->wall_at = mono();
+}
+
+// begin returns the reading before a call.
+static inline int64_t begin(struct carve_libc_loop *l) {
+	if (++l->calls > CARVE_LIBC_CHECK_EVERY) {
+		checkpoint(l);
+	}
+	return mono();
+}
+
+// end adds the call begun at t to the calls' time. A call faster than a
+// reading's median cost adds less than nothing: the sum is the estimate.
+static inline void end(struct carve_libc_loop *l, int64_t t) {
+	int64_t e = mono();
+	int64_t d = e - t - l->clock;
+	if (d > CARVE_LIBC_LONG_CALL_NS) {
+		int64_t wall = l->wall_at, cpu = l->cpu_at;
+		checkpoint(l);
+		int64_t gone = (l->wall_at - wall) - (l->cpu_at - cpu);
+		int64_t outside = (t - wall) + (l->wall_at - e);
+		int64_t off = gone - outside;
+		off = off < 0 ? 0 : off > d ? d : off;
+		d -= off;
+		l->off += off;
+	}
+	l->ns += d;
+}
+
+static int cmp64(const void *a, const void *b) {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+// clock_cost returns the median interval between two readings with
+// nothing between them, as begin and end read the clock.
+static int64_t clock_cost(void) {
+	int64_t d[255];
+	for (int i = 0; i < 255; i++) {
+		int64_t t = mono();
+		d[i] = mono() - t;
+	}
+	qsort(d, 255, sizeof d[0], cmp64);
+	return d[127];
+}
+
 // set is memset, called through a volatile pointer so that the compiler
 // cannot drop the writes (it knows that calloc's memory is already zero).
 static void *(*volatile set)(void *, int, size_t) = memset;
@@ -99,16 +170,20 @@ static int allocate(struct carve_libc_loop *l, const struct carve_libc_op *op) {
 	size_t size = (size_t)op->size;
 	void *p = NULL;
 	int fill = FILL;
+	int64_t t = begin(l);
 	switch (op->kind) {
 	case CARVE_LIBC_OP_MALLOC:
 		p = malloc(size);
+		end(l, t);
 		break;
 	case CARVE_LIBC_OP_CALLOC:
 		p = calloc(1, size);
+		end(l, t);
 		fill = 0;
 		break;
 	default: {
 		int r = posix_memalign(&p, align, size);
+		end(l, t);
 		if (r != 0) {
 			l->err = r;
 			return r == EINVAL ? CARVE_LIBC_ALIGN : CARVE_LIBC_NOMEM;
@@ -139,7 +214,9 @@ static int reallocate(struct carve_libc_loop *l, const struct carve_libc_op *op)
 		return CARVE_LIBC_TABLE;
 	}
 	uint64_t old = s->size;
+	int64_t t = begin(l);
 	void *p = realloc(s->p, (size_t)op->size);
+	end(l, t);
 	if (p == NULL) {
 		if (op->size != 0) {
 			l->err = errno;
@@ -162,7 +239,9 @@ static inline void release(struct carve_libc_loop *l, uint32_t slot) {
 	if (slot >= l->cap || l->table[slot].p == NULL) {
 		return;
 	}
+	int64_t t = begin(l);
 	free(l->table[slot].p);
+	end(l, t);
 	l->table[slot].p = NULL;
 	l->table[slot].size = 0;
 }
@@ -183,8 +262,6 @@ static inline int step(struct carve_libc_loop *l, const struct carve_libc_op *op
 }
 
 int carve_libc_run(struct carve_libc_loop *l, const struct carve_libc_op *ops, size_t n) {
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	l->err = 0;
 	int st = CARVE_LIBC_OK;
 	size_t i = 0;
@@ -194,8 +271,6 @@ int carve_libc_run(struct carve_libc_loop *l, const struct carve_libc_op *ops, s
 			break;
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	l->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
 	l->done = i;
 	return st;
 }
@@ -210,6 +285,8 @@ int carve_libc_loop_init(struct carve_libc_loop *l, int touch) {
 	l->table = t;
 	l->cap = FIRST_SLOTS;
 	l->touch = touch;
+	l->clock = clock_cost();
+	checkpoint(l);
 	return 0;
 }
 

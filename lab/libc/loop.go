@@ -30,9 +30,9 @@ import (
 // whole block for malloc and memalign (with the nonzero byte 0xA5), the
 // grown tail for realloc, the whole block with zeros for calloc (it keeps
 // reading as zero). RSS then measures the pages as it would in the
-// program, and Elapsed includes the writes. Without touch, the loop writes
-// only the first byte of each new non-empty block: one store, so that
-// Elapsed is the allocator's time.
+// program. Without touch, the loop writes only the first byte of each new
+// non-empty block: one store. Elapsed counts neither: it is the time
+// inside the allocator's calls.
 //
 // # Failure
 //
@@ -135,10 +135,13 @@ func (l *Loop) Block(slot uint32) (p unsafe.Pointer, size int, ok bool) {
 	return p, int(n), p != nil
 }
 
-// Elapsed returns the time spent inside Run's C loops since NewLoop,
-// measured in C with the monotonic clock around each batch: the
-// allocator's calls and the loop's own bookkeeping (and, with touch, the
-// writes), without the cgo transitions or anything done in Go.
+// Elapsed returns the time spent inside the allocator's calls since
+// NewLoop: each call timed in C with the monotonic clock, the system calls
+// and page faults it makes included, the cost of the clock's readings and
+// the time the thread was off the CPU in it taken off, as package
+// replay's Run times carve's (see replay.CheckEvery); not the loop's
+// bookkeeping, its writes with touch, the cgo transitions or anything done
+// in Go.
 func (l *Loop) Elapsed() time.Duration {
 	if l == nil {
 		return 0

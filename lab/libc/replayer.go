@@ -97,9 +97,9 @@ type Report struct {
 	// Done is the ops of the batch completed: all of them, or the index
 	// of the one that failed.
 	Done int
-	// Nanos is the time the ops took, measured in C with the monotonic
-	// clock: the allocator's calls, the loop's bookkeeping and (with
-	// touch) the writes, without the pipes.
+	// Nanos is the time spent inside the allocator's calls of the batch,
+	// timed in C as [Loop.Elapsed] times them: not the loop's
+	// bookkeeping, its writes with touch or the pipes.
 	Nanos int64
 	// Heap is the allocator's statistic after the batch (HeapErr as in
 	// Startup).

@@ -63,9 +63,9 @@ type batchReplayer struct {
 //     the batch's end.
 //   - The replayer cannot see the blocks: there are no correctness
 //     checks (Options.NoCheck is implied).
-//   - Every call is timed, by the allocator, a whole batch at a time:
-//     NsPerOp is the batch time over the calls; Options.TimeEvery and
-//     Options.Touch do not apply.
+//   - The allocator times its calls and returns their sum for each
+//     batch (package libc's loop.c times each as Run does); NsPerOp is
+//     that time over the calls, and Options.Touch does not apply.
 //
 // Like Run, RunBatch locks its goroutine to one OS thread, and trace
 // errors are counted and skipped (Options.Strict makes the first fatal).

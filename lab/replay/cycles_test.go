@@ -33,7 +33,7 @@ func TestCycles(t *testing.T) {
 		c := &collecting{Allocator: newAlloc(t, "best-fit")}
 		var l *ledger
 		c.live = func() int64 { return l.live }
-		r := &replayer{a: c, clock: clockCost(), rng: 1}
+		r := &replayer{a: c, clock: newCallClock()}
 		l, _ = newLedger(Options{}, r, true)
 		l.collector = c
 		r.l = l

@@ -541,6 +541,7 @@ func (l *ledger) finish() {
 	res.Series = l.series.done()
 	res.Slots, res.LedgerBytes = int64(l.sizes.n), l.ownBytes()
 	res.Live = l.live
+	res.Nanos = max(res.Nanos, 0) // the clock's cost, taken off, may exceed very fast calls' time
 	if res.Ops > 0 {
 		res.NsPerOp = float64(res.Nanos) / float64(res.Ops)
 	}

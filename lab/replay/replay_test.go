@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	carve "github.com/carvelab/carve"
@@ -292,5 +293,65 @@ func TestBudget(t *testing.T) {
 	many := []trace.Event{alloc(1, 600), alloc(2, 600)}
 	if _, err := Run(trace.Events(many), newAlloc(t, "best-fit"), Options{MaxLive: 1000}); !errors.Is(err, ErrBudget) {
 		t.Errorf("past MaxLive: %v, want ErrBudget", err)
+	}
+}
+
+// slowEvery is an allocator one call in every of which takes long: it
+// spins until its thread has run for long (a rare long call, as a system
+// call or a pass of meshing is), after sleeping for long with sleep (its
+// thread off the CPU, as when it is preempted).
+type slowEvery struct {
+	Allocator
+	every, calls int
+	long         time.Duration
+	sleep        bool
+}
+
+func (s *slowEvery) Alloc(n, align int) ([]byte, error) {
+	if s.calls++; s.calls%s.every == 0 {
+		if s.sleep {
+			time.Sleep(s.long)
+		}
+		t, _ := threadCPU()
+		for c := t; c-t < s.long; c, _ = threadCPU() {
+		}
+	}
+	return s.Allocator.Alloc(n, align)
+}
+
+// TestLongCallsTimed checks that the time per call counts every long call
+// once, and not the time its thread spent off the CPU. A replay that
+// timed a sample of the calls, each standing for several, would count a
+// rare one many times or not at all.
+func TestLongCallsTimed(t *testing.T) {
+	const n, every, long = 20000, 997, 2 * time.Millisecond
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no thread CPU clock here")
+	}
+	evs := make([]trace.Event, 0, 2*n)
+	for i := range uint64(n) {
+		evs = append(evs, alloc(i+1, 64), free(i+1))
+	}
+	for _, sleep := range []bool{false, true} {
+		a := &slowEvery{Allocator: newAlloc(t, "best-fit"), every: every, long: long, sleep: sleep}
+		res, err := Run(trace.Events(evs), a, Options{NoCheck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TimedOps != res.Ops || res.Ops != 2*n {
+			t.Fatalf("timed %d of %d calls, want all %d", res.TimedOps, res.Ops, 2*n)
+		}
+		// The long calls' spinning (less the clock's cost, taken off
+		// every call), and at most 500 ns for each other call (they take
+		// tens) on a loaded machine: under the time of one long call
+		// counted twice.
+		spun := time.Duration(n/every) * long
+		got := time.Duration(res.Nanos)
+		if got < spun-time.Duration(res.Ops)*100*time.Nanosecond || got > spun+time.Duration(res.Ops)*500*time.Nanosecond {
+			t.Errorf("sleeping %v: time in the calls %v, want the %v they spun and a little more", sleep, got, spun)
+		}
+		if off := time.Duration(res.OffCPU); sleep && off < spun*9/10 {
+			t.Errorf("sleeping: %v taken off the calls' time, want about the %v they slept", off, spun)
+		}
 	}
 }

@@ -21,13 +21,6 @@ type Options struct {
 	// For RunBatch it is also the most events one batch holds (at most
 	// 4096).
 	SampleEvery int
-	// TimeEvery (Run only) times the first 1024 allocator calls, then one
-	// call in TimeEvery, drawn at random (0: 16; 1: every call). Reading the
-	// clock twice costs about as much as a fast allocator's call: timing
-	// a sample keeps the replay near the allocator's own speed, and each
-	// sampled call's time, counted TimeEvery times, estimates the time of
-	// all of them.
-	TimeEvery int
 	// Marks are event numbers (counting from 1, increasing) after which
 	// the replay takes a sample and keeps it in Result.Marks: the ends of
 	// a trace's phases (gen.Generator.Phases), to tell how much the heap
@@ -80,11 +73,13 @@ type Options struct {
 // events. Run and RunBatch set every field.
 type Result struct {
 	// Events is the number of events read; Ops the allocator calls made
-	// (Alloc, Free, Realloc); TimedOps those of them timed (see
-	// Options.TimeEvery); Nanos the time spent inside all calls, estimated
-	// from the timed ones, and NsPerOp = Nanos / Ops.
-	Events, Ops, TimedOps, Nanos int64
-	NsPerOp                      float64
+	// (Alloc, Free, Realloc); TimedOps those of them timed (every one that
+	// was made); Nanos the time spent inside them, the clock's own cost
+	// taken off (see Run and RunBatch), and NsPerOp = Nanos / Ops.
+	// OffCPU is the time taken off the calls' as the thread spent it off
+	// the CPU (preempted or blocked; Run only, see callClock).
+	Events, Ops, TimedOps, Nanos, OffCPU int64
+	NsPerOp                              float64
 	// TraceErrors counts the events skipped because they named a dead or
 	// unknown object, reused a live one's ID, or asked for an impossible
 	// size or one above Options.MaxRequest; FirstTraceError is the first

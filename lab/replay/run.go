@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"time"
 	"unsafe"
@@ -11,11 +10,8 @@ import (
 	"github.com/carvelab/carve/lab/trace"
 )
 
-// timeAll is how many allocator calls are timed before sampling starts.
-const timeAll = 1024
-
 // replayer is the in-process engine: it calls the allocator for each
-// event, checks the blocks, and times a sample of the calls.
+// event, checks the blocks, and times every call.
 type replayer struct {
 	l      *ledger
 	a      Allocator
@@ -28,9 +24,7 @@ type replayer struct {
 	self ReplayerMemory
 	// labeled is a, if it serves objects by their label (WithRoutes).
 	labeled LabeledAllocator
-	clock   time.Duration // measured cost of one time.Now/time.Since pair
-	rng     uint64        // xorshift state: which calls are timed
-	weight  int64         // calls the call being timed stands for
+	clock   *callClock
 }
 
 // Run replays src through a, event by event in order, on one locked OS
@@ -45,11 +39,12 @@ type replayer struct {
 // Options.SampleEvery events, at each mark, before live memory falls from
 // a peak more than 1/128 above the last peak sampled, and at the end.
 //
-// Timing: the allocator calls Options.TimeEvery picks are each timed on
-// their own with the monotonic clock, and the clock's own cost, measured
-// when Run starts, is taken off; Calloc's zeroing counts as part of its
-// call. The checks, the writes of Options.Touch and the
-// bookkeeping are not timed.
+// Timing: every allocator call is timed on its own, and what timing it
+// costs and the time the thread spent off the CPU in it are taken off
+// (see callClock): Nanos is the time spent inside the calls, the system
+// calls and page faults the allocator makes in them included; Calloc's
+// zeroing counts as part of its call. The checks, the writes of
+// Options.Touch and the bookkeeping are not timed.
 //
 // The checks cost, per allocation, a lookup and an insertion in a treap
 // of live blocks by address (O(log n)), the allocator's Contains (when it
@@ -58,10 +53,7 @@ type replayer struct {
 func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if opt.TimeEvery <= 0 {
-		opt.TimeEvery = 16
-	}
-	r := &replayer{a: a, clock: clockCost(), rng: 0x9E3779B97F4A7C15}
+	r := &replayer{a: a, clock: newCallClock()}
 	r.inside, _ = a.(Container)
 	if m, ok := a.(ReplayerMemory); ok && m.OnGoHeap() {
 		r.self = m
@@ -170,32 +162,20 @@ func (r *replayer) do(e trace.Event, slot uint32, old int64) error {
 	return nil
 }
 
-// start counts an allocator call about to be made and returns the time it
-// starts if it is one of those timed, or the zero Time.
-func (r *replayer) start() time.Time {
-	res, every := &r.l.res, r.l.opt.TimeEvery
-	res.Ops++
-	r.weight = 1
-	if every > 1 && res.Ops > timeAll {
-		r.weight = int64(every)
-		r.rng ^= r.rng << 13
-		r.rng ^= r.rng >> 7
-		r.rng ^= r.rng << 17
-		if r.rng%uint64(every) != 0 {
-			return time.Time{}
-		}
-	}
-	return time.Now()
+// start counts an allocator call about to be made and returns the
+// clock's reading before it.
+func (r *replayer) start() time.Duration {
+	r.l.res.Ops++
+	return r.clock.begin()
 }
 
-// timed adds the time since t, less the clock's cost, to the allocator's,
-// if start timed the call.
-func (r *replayer) timed(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	r.l.res.TimedOps++
-	r.l.res.Nanos += max(int64(time.Since(t)-r.clock), 0) * r.weight
+// timed adds the call begun at t, read by start, to the allocator's time.
+func (r *replayer) timed(t time.Duration) {
+	d, off := r.clock.end(t)
+	res := &r.l.res
+	res.TimedOps++
+	res.Nanos += int64(d)
+	res.OffCPU += int64(off)
 }
 
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
@@ -296,15 +276,4 @@ func checkPattern(b []byte, id uint64, n int) int {
 		}
 	}
 	return -1
-}
-
-// clockCost measures what timing one call adds by itself.
-func clockCost() time.Duration {
-	best := time.Duration(math.MaxInt64)
-	for range 64 {
-		t := time.Now()
-		d := time.Since(t)
-		best = min(best, d)
-	}
-	return best
 }

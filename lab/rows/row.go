@@ -56,6 +56,7 @@ type Row struct {
 	Events              int64    `json:"events"`
 	Ops                 int64    `json:"ops"`
 	NsPerOp             float64  `json:"ns_per_op"`
+	TimedOps            int64    `json:"timed_ops"`
 	TraceErrors         int64    `json:"trace_errors"`
 	FirstTraceError     string   `json:"first_trace_error,omitempty"`
 	PeakLive            int64    `json:"peak_live"`
@@ -165,13 +166,21 @@ func ErrorKind(err error) string {
 	return KindAllocator
 }
 
+// MinTimedOps is the fewest timed calls a row's time per call rests on
+// for the tables to show it.
+const MinTimedOps = 1000
+
+// Timed reports whether the row's time per call rests on enough calls
+// to show (MinTimedOps).
+func (rw Row) Timed() bool { return rw.TimedOps >= MinTimedOps }
+
 // fill completes a row from a replay of t's result, or its error.
 func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 	if err != nil {
 		rw.Error, rw.ErrorKind = err.Error(), ErrorKind(err)
 		return rw
 	}
-	rw.Events, rw.Ops, rw.NsPerOp, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TraceErrors
+	rw.Events, rw.Ops, rw.NsPerOp, rw.TimedOps, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TimedOps, res.TraceErrors
 	rw.PeakLive, rw.PeakFootprint, rw.PeakResident, rw.PeakUsed = res.PeakLive, res.PeakFootprint, res.PeakResident, res.PeakUsed
 	rw.PeakFootprintAt = res.PeakFootprintAt
 	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint
