@@ -67,6 +67,7 @@ type replayFlags struct {
 	noCheck       bool
 	isolate       bool
 	stable        bool
+	wide          bool
 	jobs          int
 	progress      bool
 	html          string
@@ -166,6 +167,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noCheck, "nocheck", false, "skip the correctness checks (overlap, alignment, contents): faster replays")
 	fs.StringVar(&f.format, "format", tableFormats[0], "output `FORMAT`: "+text.Or(tableFormats)+" (schema "+rows.Schema+")")
 	fs.BoolVar(&f.isolate, "isolate", false, "replay carve's heaps in child processes too, so every row's RSS is measured alike")
+	fs.BoolVar(&f.wide, "wide", false, "print every column of the text tables, and their notes unwrapped, however wide (without it they fit "+strconv.Itoa(maxWidth)+" characters; csv, markdown and json have every column)")
 	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run ("+strings.Join(unstableColumns(), ", ")+"), for diffs")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
 	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
@@ -384,7 +386,7 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 		}
 	} else {
 		for _, t := range tables {
-			if err := printTable(c.stdout, f.format, f.stable, t); err != nil {
+			if err := printTable(c.stdout, tableStyle{f.format, f.stable, f.wide}, t); err != nil {
 				return err
 			}
 		}
@@ -393,7 +395,7 @@ func emit(c *cli, tables []rows.Table, f *replayFlags) error {
 			if f.jobs > 1 {
 				note += fmt.Sprintf("; rows replayed side by side (--jobs %d) are noisier than --jobs 1", f.jobs)
 			}
-			for _, l := range text.Wrap(note+".", 100) {
+			for _, l := range text.Wrap(note+".", maxWidth) {
 				fmt.Fprintln(c.stdout, l)
 			}
 		}

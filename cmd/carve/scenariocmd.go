@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/carvelab/carve/internal/text"
@@ -23,6 +24,7 @@ article measured glibc; carve's heaps by their own resident pages.`,
 		from := fs.String("from", "malloc", "where the scratch buffers come from: malloc or pool ("+readers("from")+")")
 		smalls := fs.Int("smalls", 1, "1 to allocate the small objects between the waves, 0 not to ("+readers("smalls")+")")
 		jobs := fs.Int("jobs", 2, "allocators measured at once")
+		wide := fs.Bool("wide", false, "print each line in full, however wide: the article's wording with every figure in KB, and the figures it does not give (without it a line fits "+strconv.Itoa(maxWidth)+" characters)")
 		var maxRequest, maxRSS byteSize
 		budgetFlags(fs, &maxRequest, &maxRSS)
 		return func(c *cli, args []string) error {
@@ -68,7 +70,7 @@ article measured glibc; carve's heaps by their own resident pages.`,
 			}
 			prog := startProgress(c.stderr, len(names))
 			defer prog.stop()
-			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Progress: prog.counts(),
+			cfg := scenario.Config{Allocs: names, N: *n, Next: *next, FromPool: *from == "pool", Smalls: *smalls, Jobs: *jobs, Wide: *wide, Progress: prog.counts(),
 				MaxRequest: int64(maxRequest), MaxRSS: int64(maxRSS)}
 			err = sc.Run(c.stdout, cfg)
 			return classify(err)

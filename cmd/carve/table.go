@@ -18,22 +18,34 @@ import (
 	"github.com/carvelab/carve/lab/rows"
 )
 
-// tableOf is what decides a table's columns: the rows of one trace and
-// whether it is the --stable form.
+// tableOf is what decides a table's columns: the rows of one trace,
+// whether it is the --stable form, and whether it has every column.
 type tableOf struct {
 	stable bool
+	wide   bool   // every column, not only those that fit 100 characters (--wide, and csv and markdown)
 	marked int64  // a Go program's peak marked heap, the same in every row
 	phase  string // the trace's last phase, if it has phases
+	errors bool   // a row met trace errors
 }
+
+// maxWidth is the most characters a line of the text output takes without
+// --wide.
+const maxWidth = text.Width
 
 // A column is one column of the replay tables, in their order: its head,
 // what it is (carve help replay lists the columns from here), whether a
-// table has it, and a row's cell.
+// table has it, whether only a wide one does, and a row's cell.
 type column struct {
 	head string
 	doc  string
 	has  func(t tableOf) bool // nil: every table
+	wide bool                 // only with --wide (and in csv and markdown)
 	cell func(r rows.Row, t tableOf) string
+}
+
+// shows reports whether a table of t has the column.
+func (c column) shows(t tableOf) bool {
+	return (c.has == nil || c.has(t)) && (t.wide || !c.wide)
 }
 
 // columns are the replay tables' columns, the headline first after the
@@ -50,11 +62,11 @@ var columns = []column{
 	{head: "RSS/marked", doc: "for a Go program's trace, peak RSS / the program's peak marked heap",
 		has: func(t tableOf) bool { return !t.stable && t.marked > 0 }, cell: func(r rows.Row, _ tableOf) string { return ratio(r.MarkedRatio) }},
 	{head: "peak footprint", doc: "the most bytes the allocator held from the OS, by its own count",
-		cell: func(r rows.Row, _ tableOf) string { return footprintCell(r, r.PeakFootprint) }},
+		wide: true, cell: func(r rows.Row, _ tableOf) string { return footprintCell(r, r.PeakFootprint) }},
 	{head: "fp/live", doc: "peak footprint / peak live (Johnstone and Wilson's measure #4)",
 		cell: func(r rows.Row, _ tableOf) string { return ratio(r.PeakRatio) }},
 	{head: "avg fp/live", doc: "footprint / live averaged over the trace's samples (their measure #1)",
-		cell: func(r rows.Row, _ tableOf) string { return ratio(r.AvgRatio) }},
+		wide: true, cell: func(r rows.Row, _ tableOf) string { return ratio(r.AvgRatio) }},
 	{head: "frag. at end", doc: "the FREENIX paper's fragmentation at the end, 100 x (footprint / live - 1)",
 		cell: func(r rows.Row, _ tableOf) string {
 			if r.Fragmentation == nil {
@@ -74,8 +86,8 @@ var columns = []column{
 			}
 			return sig3(r.NsPerOp)
 		}},
-	{head: "trace errors", doc: "the trace's events skipped: frees of nothing live, or past the budget",
-		cell: func(r rows.Row, _ tableOf) string { return strconv.FormatInt(r.TraceErrors, 10) }},
+	{head: "trace errors", doc: "the trace's events skipped: frees of nothing live, or past the budget (without --wide, only where a row skipped some)",
+		has: func(t tableOf) bool { return t.wide || t.errors }, cell: func(r rows.Row, _ tableOf) string { return strconv.FormatInt(r.TraceErrors, 10) }},
 }
 
 // nsPerOpDoc says what the time per call includes (package replay's
@@ -104,10 +116,10 @@ func footprintCell(r rows.Row, n int64) string {
 
 // unstableColumns returns the heads of the columns --stable leaves out.
 func unstableColumns() []string {
-	every := tableOf{stable: true, marked: 1, phase: "PHASE"} // a --stable table with every other column
+	every := tableOf{stable: true, wide: true, marked: 1, phase: "PHASE", errors: true} // a --stable table with every other column
 	var heads []string
 	for _, c := range columns {
-		if c.has != nil && !c.has(every) {
+		if !c.shows(every) {
 			heads = append(heads, c.head)
 		}
 	}
@@ -121,6 +133,9 @@ func columnsHelp() string {
 	unstable := unstableColumns()
 	for _, c := range columns {
 		doc := c.doc
+		if c.wide {
+			doc += " (with --wide)"
+		}
 		if slices.Contains(unstable, c.head) {
 			doc += " (not in --stable)"
 		}
@@ -135,24 +150,35 @@ func columnsHelp() string {
 	return b.String()
 }
 
-// printTable prints the rows of one trace in format: text, markdown or
-// csv, with the columns the table has (see columns): the headline comes
-// first, peak RSS / peak live, the same measure for every row; then each
-// allocator's own footprint and the ratios made of it, which rank nothing
-// across allocators. stable leaves out the figures that vary from run to
-// run (see rows.Row.ForStable) and names no best row.
-func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
-	of := tableOf{stable: stable}
+// tableStyle is how the tables are printed: the format (text, markdown
+// or csv), --stable and --wide.
+type tableStyle struct {
+	format       string
+	stable, wide bool
+}
+
+// printTable prints the rows of one trace as style says, with the columns
+// the table has (see columns): the headline comes first, peak RSS / peak
+// live, the same measure for every row; then each allocator's own
+// footprint and the ratios made of it, which rank nothing across
+// allocators. A text table has the columns that fit maxWidth, unless
+// wide; csv and markdown have every one. stable leaves out the figures
+// that vary from run to run (see rows.Row.ForStable) and names no best
+// row.
+func printTable(w io.Writer, style tableStyle, t rows.Table) error {
+	format, stable := style.format, style.stable
+	of := tableOf{stable: stable, wide: style.wide || format != "text"}
 	for _, r := range t.Rows {
 		of.marked = max(of.marked, r.PeakMarked)
 		if name, _, ok := r.Growth(); ok && of.phase == "" {
 			of.phase = name
 		}
+		of.errors = of.errors || r.TraceErrors > 0
 	}
 	var cols []column
 	var head []string
 	for _, c := range columns {
-		if c.has == nil || c.has(of) {
+		if c.shows(of) {
 			cols = append(cols, c)
 			head = append(head, strings.Replace(c.head, "PHASE", of.phase, 1))
 		}
@@ -214,29 +240,51 @@ func printTable(w io.Writer, format string, stable bool, t rows.Table) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// The lines under the table, each wrapped to the width unless wide.
+	width := maxWidth
+	if style.wide {
+		width = math.MaxInt
+	}
 	for _, e := range errs {
-		fmt.Fprintln(w, e)
+		printWrapped(w, "  ", "    ", e, width)
 	}
 	for _, n := range t.Notes() {
-		fmt.Fprintf(w, "  %s\n", n)
+		printWrapped(w, "  ", "    ", n, width)
 	}
 	for _, r := range t.Rows {
 		if r.RSSNote != "" && !stable {
-			fmt.Fprintf(w, "  %s: no RSS/live: %s\n", r.Allocator, r.RSSNote)
+			printWrapped(w, "  ", "    ", r.Allocator+": no RSS/live: "+r.RSSNote, width)
 		}
 	}
 	for _, r := range t.Rows {
 		if r.FirstTraceError != "" {
 			// The trace's errors are the trace's: every row meets the same.
-			fmt.Fprintf(w, "  skipped events that do not fit the trace's live objects or the budget; the first: %s\n", r.FirstTraceError)
+			printWrapped(w, "  ", "    ", "skipped events that do not fit the trace's live objects or the budget; the first: "+r.FirstTraceError, width)
 			break
 		}
 	}
 	if f := t.Findings(); len(f) > 0 && !stable {
-		fmt.Fprintf(w, "  verdict: %s\n", strings.Join(f, "\n           "))
+		for i, l := range f {
+			first := "           "
+			if i == 0 {
+				first = "  verdict: "
+			}
+			printWrapped(w, first, "             ", l, width)
+		}
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// printWrapped prints s after first, wrapped to width, its later lines
+// after next.
+func printWrapped(w io.Writer, first, next, s string, width int) {
+	for i, l := range text.Wrap(s, max(width-len(first), 20)) {
+		if i > 0 {
+			first = next
+		}
+		fmt.Fprintf(w, "%s%s\n", first, l)
+	}
 }
 
 // sig3 writes v with three significant digits: 36.8, 245, 2080000.

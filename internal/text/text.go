@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// Width is the most characters a line of carve's text output takes unless
+// a command is asked for its wide form (--wide): a terminal's width, with
+// room to spare.
+const Width = 100
+
 // Wrap cuts text into lines of at most width bytes, breaking at spaces;
 // a word longer than width stands on a line of its own.
 func Wrap(text string, width int) []string {

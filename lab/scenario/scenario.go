@@ -109,6 +109,11 @@ type Config struct {
 	Smalls   int
 	// Jobs is how many allocators are measured at once.
 	Jobs int
+	// Wide prints each line in full, however long: the article's wording
+	// with every figure in KB, and the figures it does not give. Without
+	// it a line fits text.Width characters, its figures in MB (and the
+	// lines before them say so).
+	Wide bool
 	// MaxRequest and MaxRSS are the rows' budgets (rows.Options): a
 	// request above MaxRequest is skipped, and the line says so.
 	MaxRequest, MaxRSS int64
@@ -140,10 +145,15 @@ func (c Config) specs() []rows.Spec {
 // them (rows.Row.ResidentGrowth), so that a heap that gave the scratch
 // buffers' pages back and takes them again has not grown.
 func Connection(w io.Writer, c Config) error {
-	return phases(w, c.specs(), c.options(true), c, "connection", gen.Args{"n": float64(c.N), "next": float64(c.Next)},
+	head := fmt.Sprintf("%d connections, new buffers of %d B", c.N, c.Next)
+	return phases(w, c.specs(), c.options(true), c, "connection", gen.Args{"n": float64(c.N), "next": float64(c.Next)}, head,
 		func(r rows.Row) string {
 			setup, freed, end := r.Phases[0], r.Phases[1], r.Phases[2]
 			grew, _ := r.ResidentGrowth()
+			if !c.Wide {
+				return fmt.Sprintf("RSS after setup %s, after freeing scratch %s, after new buffers %s (grew %s)",
+					mib(setup.Resident), mib(freed.Resident), mib(end.Resident), mib(grew))
+			}
 			_, fpGrew, _ := r.Growth()
 			return fmt.Sprintf("next buffers of %d B: RSS after setup %d KB, after freeing scratch %d KB, after %d new buffers %d KB (grew %d KB, %s MB); footprint grew %d KB; RSS beyond live at the end %d KB",
 				c.Next, kb(setup.Resident), kb(freed.Resident), c.N, kb(end.Resident),
@@ -164,13 +174,19 @@ func Carving(w io.Writer, c Config) error {
 			specs[i].Routes = replay.SizePools(1024)
 		}
 	}
-	return phases(w, specs, c.options(true), c, "carving", gen.Args{"n": float64(c.N), "smalls": float64(c.Smalls)},
+	head := fmt.Sprintf("carving %s smalls=%d, %d connections", from, c.Smalls, c.N)
+	return phases(w, specs, c.options(true), c, "carving", gen.Args{"n": float64(c.N), "smalls": float64(c.Smalls)}, head,
 		func(r rows.Row) string {
 			freed, smallsEnd, end := r.Phases[1], r.Phases[1], r.Phases[len(r.Phases)-1]
 			if len(r.Phases) == 4 {
 				smallsEnd = r.Phases[2]
 			}
 			wave, _ := r.ResidentGrowth()
+			if !c.Wide {
+				return fmt.Sprintf("after freeing scratch %s | after smalls %s (%s) | after 2nd wave of 1 KB %s (%s)",
+					mib(freed.Resident), mib(smallsEnd.Resident), signed(smallsEnd.Resident-freed.Resident),
+					mib(end.Resident), signed(wave))
+			}
 			return fmt.Sprintf("carving %s smalls=%d | after freeing scratch %d KB | after smalls %d KB (%+d KB) | after 2nd wave of 1 KB %d KB (%+d KB = %s MB) | RSS beyond live at the end %d KB",
 				from, c.Smalls, kb(freed.Resident), kb(smallsEnd.Resident), kb(smallsEnd.Resident-freed.Resident),
 				kb(end.Resident), kb(wave), mib(wave), kb(end.Resident-end.Live))
@@ -185,7 +201,7 @@ func Bump(w io.Writer, c Config) error {
 		return err
 	}
 	// The post's benchmark times the calls, not the writes.
-	return phases(w, c.specs(), c.options(false), c, "bump", gen.Args{"n": float64(c.N)}, func(r rows.Row) string {
+	return phases(w, c.specs(), c.options(false), c, "bump", gen.Args{"n": float64(c.N)}, "", func(r rows.Row) string {
 		return fmt.Sprintf("%d Person (36 B) allocated and freed: %.1f ms in the allocator (%.1f ns per call)",
 			c.N, r.NsPerOp*float64(r.Ops)/1e6, r.NsPerOp)
 	})
@@ -200,21 +216,42 @@ func Pool(w io.Writer) error {
 }
 
 // phases replays a generated scenario through every spec and prints a
-// line per allocator, written by line from its row. A row that failed a
-// check or could not read its trace makes the error returned.
-func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string, args gen.Args, line func(rows.Row) string) error {
+// line per allocator, written by line from its row, after the trace's
+// description and head, the scenario's parameters (none if ""), to which
+// it adds the unit of the short lines. A row that failed a check or could
+// not read its trace makes the error returned.
+func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string, args gen.Args, head string, line func(rows.Row) string) error {
 	t, err := traces.Resolve(traces.Gen(gen, args))
 	if err != nil {
 		return err
 	}
-	for _, l := range text.Wrap(t.About, 98) {
+	for _, l := range text.Wrap(t.About, text.Width-2) {
 		fmt.Fprintf(w, "# %s\n", l)
+	}
+	switch {
+	case head != "" && c.Wide:
+		fmt.Fprintf(w, "# %s\n", head)
+	case head != "":
+		fmt.Fprintf(w, "# %s; RSS in MB (--wide: in KB, with more figures)\n", head)
 	}
 	var failed error
 	table := rows.Run([]traces.Trace{t}, specs, o, c.Jobs, c.Progress)[0]
 	defer func() {
-		if f := table.Findings(); len(f) > 0 {
-			fmt.Fprintf(w, "# verdict: %s\n", strings.Join(f, "\n#          "))
+		for i, f := range table.Findings() {
+			first := "#          "
+			if i == 0 {
+				first = "# verdict: "
+			}
+			if c.Wide {
+				fmt.Fprintf(w, "%s%s\n", first, f)
+				continue
+			}
+			for j, l := range text.Wrap(f, text.Width-len(first)-2) {
+				if j > 0 {
+					first = "#            "
+				}
+				fmt.Fprintf(w, "%s%s\n", first, l)
+			}
 		}
 	}()
 	for _, r := range table.Rows {
@@ -286,6 +323,14 @@ func Stride(w io.Writer, c Config) error {
 // kb converts bytes to KB (the article's unit, 1024 bytes), rounding
 // toward zero.
 func kb(n int64) int64 { return n / 1024 }
+
+// signed writes a change of bytes in MB, as mib does, with its sign.
+func signed(n int64) string {
+	if n < 0 {
+		return mib(n)
+	}
+	return "+" + mib(n)
+}
 
 // mib writes bytes in MB (2^20 bytes, as the article counts them): whole
 // ones from 10 on, one decimal below, so that a small change does not read
