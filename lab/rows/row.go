@@ -113,7 +113,8 @@ type Row struct {
 	// they held (replay.Routed): the same for the same routes in front of
 	// any row that replays the same events (a go row with routes, on a
 	// trace that records the program's collections, has its frees placed
-	// for a paced heap: see Spec.paced). Its figures are in the row's too.
+	// for a paced heap: see Spec.paced), but what they held idle at the
+	// row's own peak footprint. Its figures are in the row's too.
 	Routed *replay.Routed `json:"routed,omitempty"`
 	// Mesh is, for a row whose heap meshes, what meshing did (see
 	// replay.Mesh).

@@ -61,7 +61,7 @@ func TestStableJSON(t *testing.T) {
 		Series:     []replay.Point{{Event: 10, Live: 6, Footprint: 8, Resident: 9}},
 		PeakMarked: 6, MarkedRatio: 1.5,
 		VsProgram: &VsProgram{RSS: 1},
-		Routed:    &replay.Routed{Allocs: 1, PeakLive: 2, PeakFootprint: 3},
+		Routed:    &replay.Routed{Allocs: 1, PeakLive: 2, PeakFootprint: 3, IdleAtPeakFootprint: 1},
 	}
 	for _, measured := range []string{"in process", "child"} {
 		r := full
@@ -85,8 +85,8 @@ func TestStableJSON(t *testing.T) {
 				t.Errorf("%s: the --stable row's JSON lacks %s", measured, k)
 			}
 		}
-		if full.Phases[0].Resident == 0 || full.Series[0].Resident == 0 {
-			t.Errorf("%s: ForStable cleared the caller's phases or series", measured)
+		if full.Phases[0].Resident == 0 || full.Series[0].Resident == 0 || full.Routed.IdleAtPeakFootprint == 0 {
+			t.Errorf("%s: ForStable cleared the caller's phases, series or routes", measured)
 		}
 	}
 }
