@@ -168,7 +168,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", tableFormats[0], "output `FORMAT`: "+text.Or(tableFormats)+" (schema "+rows.Schema+")")
 	fs.BoolVar(&f.isolate, "isolate", false, "replay carve's heaps in child processes too, so every row's RSS is measured alike")
 	fs.BoolVar(&f.wide, "wide", false, "print every column of the text tables, and their notes unwrapped, however wide (without it they fit "+strconv.Itoa(maxWidth)+" characters; csv, markdown and json have every column)")
-	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run ("+strings.Join(unstableColumns(), ", ")+"), for diffs")
+	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run ("+strings.Join(unstableColumns(), ", ")+"), for diffs; in JSON, the keys of every such figure (unstable_left_out names them, docs/json.md)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
 	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
 	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")

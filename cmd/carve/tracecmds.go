@@ -185,13 +185,7 @@ var statsCommand = &command{
 				if p := (rows.Table{Trace: t}).Program(); p != nil {
 					fmt.Fprintf(w, "the program's RSS: %s\n", p)
 				}
-				fmt.Fprintln(w, "\nrequest sizes (bytes)          count   lifetimes (events)   count")
-				for k := range s.Sizes {
-					if s.Sizes[k] == 0 && s.Lifetimes[k] == 0 {
-						continue
-					}
-					fmt.Fprintf(w, "%-28s %8d   %-18s %8d\n", bucket(k), s.Sizes[k], bucket(k), s.Lifetimes[k])
-				}
+				writeHistograms(w, s)
 				writeCycles(w, s.Cycles)
 				typed := slices.ContainsFunc(s.Labels, func(l summary.LabelStat) bool { return l.Name != "" })
 				if *by == "" {
@@ -309,11 +303,77 @@ func bytesOf(n uint64) string {
 	return size.Format(int64(n))
 }
 
-// bucket names power-of-two histogram bucket k: 0, or 2^(k-1) to 2^k - 1.
-func bucket(k int) string {
-	if k == 0 {
-		return "0"
+// writeHistograms prints the trace's histograms of request sizes and of
+// lifetimes, one after the other, each with its own buckets.
+func writeHistograms(w io.Writer, s summary.Trace) {
+	var sizes, lifetimes int64
+	for k := range s.Sizes {
+		sizes += s.Sizes[k]
+		lifetimes += s.Lifetimes[k]
 	}
-	lo := uint64(1) << (k - 1)
-	return fmt.Sprintf("%d-%d", lo, lo*2-1)
+	fmt.Fprintf(w, "\nrequest sizes: %s (allocations and reallocs), by the bytes each asked for\n", text.Count(sizes, "request"))
+	writeHistogram(w, "bytes", "requests", &s.Sizes)
+	fmt.Fprintf(w, "\nlifetimes: %s freed, by the events from each one's allocation to its free\n", text.Count(lifetimes, "object"))
+	if s.EndObjects > 0 {
+		fmt.Fprintf(w, "(the %s live at the end have no lifetime yet)\n", text.Count(s.EndObjects, "object"))
+	}
+	writeHistogram(w, "events", "objects", &s.Lifetimes)
+}
+
+// statsWidth is the most characters a line of carve stats's histograms
+// takes.
+const statsWidth = 100
+
+// writeHistogram prints h, a histogram of the power-of-two buckets of
+// summary.Bucket, a bucket a line from the first that counts to the
+// last (a bucket outside holds nothing, and none before the first can,
+// when it is a bucket of values the trace has none under): the range
+// of values it counts, in unit, its count of noun, its share, and a
+// bar. The columns are headed unit and noun.
+func writeHistogram(w io.Writer, unit, noun string, h *[65]int64) {
+	first, last := -1, -1
+	var total, most int64
+	for k, n := range h {
+		if n > 0 {
+			if first < 0 {
+				first = k
+			}
+			last, total, most = k, total+n, max(most, n)
+		}
+	}
+	if first < 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	// The range's columns: the least value, and the most when it is
+	// another.
+	los, his := make([]string, last+1), make([]string, last+1)
+	loW, hiW := 0, 0
+	for k := first; k <= last; k++ {
+		lo, hi := summary.Bucket(k)
+		los[k] = text.ThousandsU(lo)
+		if lo != hi {
+			his[k] = text.ThousandsU(hi)
+		}
+		loW, hiW = max(loW, len(los[k])), max(hiW, len(his[k]))
+	}
+	rangeW := max(loW+3+hiW, len(unit))
+	countW := max(len(text.Thousands(most)), len(noun))
+	fmt.Fprintf(w, "  %-*s  %*s  %6s\n", rangeW, unit, countW, noun, "share")
+	bar := min(40, statsWidth-(2+rangeW+2+countW+2+6+2))
+	for k := first; k <= last; k++ {
+		r := fmt.Sprintf("%*s", loW, los[k])
+		if his[k] != "" {
+			r += fmt.Sprintf(" - %*s", hiW, his[k])
+		}
+		share := fmt.Sprintf("%.1f%%", 100*float64(h[k])/float64(total))
+		if h[k] > 0 && share == "0.0%" {
+			share = "<0.1%"
+		}
+		line := fmt.Sprintf("  %-*s  %*s  %6s", rangeW, r, countW, text.Thousands(h[k]), share)
+		if n := int(math.Ceil(float64(bar) * float64(h[k]) / float64(most))); n > 0 {
+			line += "  " + strings.Repeat("#", n)
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -35,8 +35,14 @@ func Wrap(text string, width int) []string {
 
 // Thousands writes n with commas between its thousands: "770,279",
 // "-1,024".
-func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
+func Thousands(n int64) string { return grouped(strconv.FormatInt(n, 10)) }
+
+// ThousandsU is Thousands of an unsigned n, which may pass 2^63:
+// "18,446,744,073,709,551,615".
+func ThousandsU(n uint64) string { return grouped(strconv.FormatUint(n, 10)) }
+
+// grouped puts commas between the thousands of s, a number in decimal.
+func grouped(s string) string {
 	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}

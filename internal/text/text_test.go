@@ -1,6 +1,7 @@
 package text
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -92,5 +93,22 @@ func TestClosest(t *testing.T) {
 	}
 	if got := Or([]string{"a", "b", "c"}); got != "a, b or c" {
 		t.Errorf("Or = %q", got)
+	}
+}
+
+func TestThousandsU(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0"},
+		{999, "999"},
+		{1000, "1,000"},
+		{1 << 63, "9,223,372,036,854,775,808"},
+		{math.MaxUint64, "18,446,744,073,709,551,615"},
+	} {
+		if got := ThousandsU(tc.n); got != tc.want {
+			t.Errorf("ThousandsU(%d) = %q, want %q", tc.n, got, tc.want)
+		}
 	}
 }

@@ -90,6 +90,9 @@ func RunBatch(src trace.Source, a BatchAllocator, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if ra, ok := a.(Routing); ok {
+		l.routes = ra.Router()
+	}
 	r.l = l
 	return l.replay(src)
 }

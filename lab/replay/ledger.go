@@ -118,6 +118,7 @@ type ledger struct {
 
 	goCycles  []trace.GoCycle // the source's collections reached so far
 	collector Collector       // the engine's allocator, if it collects at them
+	routes    *Router         // the routes in front of it, told of each peak of the footprint; or nil
 
 	series      series
 	pointLive   int64 // the most live memory since the last series point
@@ -462,6 +463,9 @@ func (l *ledger) endEvent() error {
 func (l *ledger) footprint(fp int64) {
 	if fp > l.res.PeakFootprint {
 		l.res.PeakFootprint, l.res.LiveAtPeakFootprint, l.res.PeakFootprintAt = fp, l.live, l.n
+		if l.routes != nil {
+			l.routes.atPeak()
+		}
 	}
 	if l.peakAt == l.n {
 		l.res.FootprintAtPeakLive = fp

@@ -237,8 +237,9 @@ type LabeledAllocator interface {
 	AllocLabeled(size, align int, label uint32) ([]byte, error)
 }
 
-// Routed is what a row's routes held over a replay: the same figures for
-// the same routes and trace in front of any row.
+// Routed is what a row's routes held over a replay: Allocs, PeakLive
+// and PeakFootprint the same figures for the same routes and trace in
+// front of any row, IdleAtPeakFootprint the row's own.
 type Routed struct {
 	// Allocs counts the allocations routed, reallocs moved into a route
 	// included.
@@ -249,6 +250,20 @@ type Routed struct {
 	// committed at once, read after every routed event (their side
 	// metadata, told at samples, is counted in the row's figures only).
 	PeakFootprint int64 `json:"peak_footprint"`
+	// IdleAtPeakFootprint is the bytes the routes' allocators held
+	// committed beyond the routed requests when the row's footprint
+	// (the routes' and its allocator's) first reached its peak: a pool's
+	// free chunks, mostly, which only the requests of its route can use.
+	// A replay sets it through Routing.
+	IdleAtPeakFootprint int64 `json:"idle_at_peak_footprint"`
+}
+
+// Routing is implemented by an allocator with routes in front of it
+// (WithRoutes's, the C rows'): Router returns them, or nil. A replay tells
+// the router when the allocator's footprint peaks, for
+// Routed.IdleAtPeakFootprint.
+type Routing interface {
+	Router() *Router
 }
 
 // Router routes a trace's requests by its routes, by the rule at the top
@@ -584,6 +599,10 @@ func (r *Router) Unrouted() []Route {
 // Routed returns what the routes held so far.
 func (r *Router) Routed() Routed { return r.stats }
 
+// atPeak books that the footprint of the row the routes are in front
+// of has reached a new peak: what they hold idle now.
+func (r *Router) atPeak() { r.stats.IdleAtPeakFootprint = max(r.fp-r.live, 0) }
+
 // Footprint returns the bytes the routes' allocators hold committed, and
 // their side metadata as of the last Stats (counted as a heap's is).
 func (r *Router) Footprint() int64 { return r.fp + r.meta }
@@ -742,26 +761,23 @@ func (w *routed) Stats() carve.Stats {
 
 func (w *routed) Close() error { return errors.Join(w.r.Close(), w.a.Close()) }
 
-// routerOf returns the Router of a, if a is (or wraps) an allocator
-// WithRoutes made, the outermost first.
-func routerOf(a Allocator) *Router {
-	for {
-		switch w := a.(type) {
-		case *routed:
-			return w.r
-		case interface{ wrapped() Allocator }:
-			a = w.wrapped()
-		default:
-			return nil
-		}
+// Router returns the routes in front of the row.
+func (w *routed) Router() *Router { return w.r }
+
+// RouterOf returns the Router of a, if a is (or wraps) an allocator with
+// routes in front (Routing), the outermost first; else nil.
+func RouterOf(a Allocator) *Router {
+	if r, ok := behindAll[Routing](a); ok {
+		return r.Router()
 	}
+	return nil
 }
 
 // Unrouted returns the routes by label of a that no object took, if a is
 // (or wraps) an allocator WithRoutes made: a type the trace does not
 // have, or a name misspelt.
 func Unrouted(a Allocator) []Route {
-	if r := routerOf(a); r != nil {
+	if r := RouterOf(a); r != nil {
 		return r.Unrouted()
 	}
 	return nil
@@ -770,7 +786,7 @@ func Unrouted(a Allocator) []Route {
 // RoutedOf returns what the routes of a held, if a is (or wraps) an
 // allocator WithRoutes made.
 func RoutedOf(a Allocator) (Routed, bool) {
-	if r := routerOf(a); r != nil {
+	if r := RouterOf(a); r != nil {
 		return r.Routed(), true
 	}
 	return Routed{}, false

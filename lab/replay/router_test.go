@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -339,5 +340,46 @@ func TestRouteBySite(t *testing.T) {
 		if moved := []string{tc.route.Moved()}; !trace.MovedBy(lab, moved) {
 			t.Errorf("%s: Moved %q does not name the label it routes", tc.route, moved)
 		}
+	}
+}
+
+// TestIdleAtPeakFootprint: a replay books what the routes held beyond
+// their requests when the row's footprint peaked: every chunk of the pool
+// when a wave of another size makes the peak after the pool's requests
+// were freed, only the slabs' rest when the wave is of the pool's size
+// and reuses them.
+func TestIdleAtPeakFootprint(t *testing.T) {
+	const n, chunk = 200, 1024
+	idle := map[int]int64{}
+	for _, next := range []int{4096, chunk} {
+		var b strings.Builder
+		b.WriteString("# carve trace v1\n")
+		for i := range n {
+			fmt.Fprintf(&b, "a %d %d\n", i, chunk)
+		}
+		for i := range n {
+			fmt.Fprintf(&b, "f %d\n", i)
+		}
+		for i := range n {
+			fmt.Fprintf(&b, "a %d %d\n", n+i, next)
+		}
+		src, err := trace.NewReader(strings.NewReader(b.String()), "waves.trace", trace.Native)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := WithPool(chunk, mustNew(t, "best-fit"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(src, a, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := RoutedOf(a)
+		idle[next] = got.IdleAtPeakFootprint
+		a.Close()
+	}
+	if d := idle[4096] - idle[chunk]; d != n*chunk {
+		t.Errorf("idle at the peak: %d with a wave of 4096 B, %d with one of %d B; want the first %d above the second (the pool's requests, freed)",
+			idle[4096], idle[chunk], chunk, n*chunk)
 	}
 }

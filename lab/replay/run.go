@@ -67,6 +67,7 @@ func Run(src trace.Source, a Allocator, opt Options) (Result, error) {
 		return Result{}, err
 	}
 	l.collector, _ = a.(Collector)
+	l.routes = RouterOf(a)
 	r.l = l
 	res, err := l.replay(src)
 	if m, ok := MeshOf(a); ok && err == nil {

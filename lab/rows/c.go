@@ -131,6 +131,9 @@ func newCAllocator(s Spec, touch bool) (*cAllocator, error) {
 // UseLabels gives the routes the trace's labels.
 func (c *cAllocator) UseLabels(labels *trace.Labels) { c.router.UseLabels(labels) }
 
+// Router returns the routes in front of the malloc (replay.Routing).
+func (c *cAllocator) Router() *replay.Router { return c.router }
+
 // Apply converts the events (whose IDs are slots) to ops and has the
 // replayer perform them, serving the routes' requests on the way (the
 // rule at the top of replay's route.go): a routed block is touched whole,

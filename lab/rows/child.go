@@ -406,6 +406,10 @@ func (a *rssStats) Stats() carve.Stats {
 	return st
 }
 
+// Router passes the heap's routes through (replay.Routing), so that the
+// replay tells them of the peaks of its footprint.
+func (a *rssStats) Router() *replay.Router { return replay.RouterOf(a.Allocator) }
+
 // OnGoHeap passes the heap's answer through.
 func (a *rssStats) OnGoHeap() bool {
 	m, ok := a.Allocator.(replay.ReplayerMemory)

@@ -86,7 +86,8 @@ type Row struct {
 	StartupFootprint int64 `json:"startup_footprint,omitempty"`
 	StartupRSS       int64 `json:"startup_rss,omitempty"`
 	// Stable reports a row printed for --stable: the figures that vary
-	// from run to run are left out (zero), and Unstable names them.
+	// from run to run are left out (zero here, absent from the JSON), and
+	// Unstable names them by their JSON keys (see ForStable).
 	Stable   bool   `json:"stable,omitempty"`
 	Unstable string `json:"unstable_left_out,omitempty"`
 	// Series is the replay over time, for the report: points of the
@@ -113,7 +114,8 @@ type Row struct {
 	// they held (replay.Routed): the same for the same routes in front of
 	// any row that replays the same events (a go row with routes, on a
 	// trace that records the program's collections, has its frees placed
-	// for a paced heap: see Spec.paced). Its figures are in the row's too.
+	// for a paced heap: see Spec.paced), but what they held idle at the
+	// row's own peak footprint. Its figures are in the row's too.
 	Routed *replay.Routed `json:"routed,omitempty"`
 	// Mesh is, for a row whose heap meshes, what meshing did (see
 	// replay.Mesh).
@@ -250,43 +252,6 @@ func MarkBest(rs []Row) int {
 		rs[i].Best = i == best
 	}
 	return best
-}
-
-// ForStable returns the row without the figures that vary from run to
-// run, for output that must be byte-identical for the same input: the
-// timings, the resident memory of every row, and, for a row measured in a
-// process of its own, every figure of the allocator's (its footprint, the
-// ratios and fragmentation made of it), as a real malloc's or the Go
-// heap's own statistics move with timing (jemalloc's decay, the Go
-// collector). The trace's figures (events, live memory, trace errors)
-// stay. Unstable names what was left out.
-func (rw Row) ForStable() Row {
-	rw.Stable, rw.Best, rw.RSSNote = true, false, ""
-	rw.NsPerOp, rw.PeakResident, rw.PeakRSS, rw.RSSRatio, rw.PeakRSSHWM, rw.StartupRSS = 0, 0, 0, 0, 0, 0
-	rw.MarkedRatio, rw.VsProgram = 0, nil
-	rw.Unstable = "ns_per_op, peak_resident, peak_rss, peak_rss_over_peak_live, peak_rss_over_peak_marked_heap, peak_rss_above_baseline, startup_rss, vs_program, the resident bytes of phases and series"
-	rw.Phases = append([]Phase(nil), rw.Phases...)
-	for i := range rw.Phases {
-		rw.Phases[i].Resident = 0
-	}
-	rw.Series = append([]replay.Point(nil), rw.Series...)
-	for i := range rw.Series {
-		rw.Series[i].Resident = 0
-	}
-	if rw.Measured == "child" {
-		rw.PeakFootprint, rw.PeakFootprintAt, rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = 0, 0, 0, 0
-		rw.AvgRatio, rw.RatioAtPeakLive, rw.RatioAtPeakFP, rw.PeakRatio = 0, 0, 0, 0
-		rw.Fragmentation, rw.Internal, rw.External, rw.StartupFootprint = nil, 0, 0, 0
-		rw.PeakUsed = 0
-		for i := range rw.Phases {
-			rw.Phases[i].Footprint = 0
-		}
-		for i := range rw.Series {
-			rw.Series[i].Footprint = 0
-		}
-		rw.Unstable += ", and the allocator's footprint, peak_used and every figure made of them (a row in a process of its own)"
-	}
-	return rw
 }
 
 // Growth returns how much the footprint grew in the last phase beyond

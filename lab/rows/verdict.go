@@ -13,7 +13,8 @@ func (t Table) Verdict() string { return strings.Join(t.Findings(), "; ") }
 
 // Findings says what a table shows, a clause each: the row with the
 // lowest headline (peak RSS / peak live), how glibc and the Go heap
-// compare with it, what a pool in front of an allocator changed, and, for
+// compare with it, what a pool in front of an allocator changed (and,
+// where it raised peak RSS, what it held free at the row's peak), and, for
 // a generated scenario, what its last phase cost. It is nil for a table
 // with no row measured.
 func (t Table) Findings() []string {
@@ -52,11 +53,11 @@ func (t Table) Findings() []string {
 		}
 	}
 	s = append(s, others...)
-	var pooled, changes []string
+	var pooled, changes, idle []string
 	for _, r := range t.Rows {
 		// A row with pools (or routes) in front, and the same allocator
 		// without: "first-fit+pool(1024)" and "first-fit".
-		base, _, pooledRow := strings.Cut(r.Allocator, "+")
+		base, routes, pooledRow := strings.Cut(r.Allocator, "+")
 		if r.Error != "" || !pooledRow {
 			continue
 		}
@@ -65,6 +66,10 @@ func (t Table) Findings() []string {
 			continue
 		}
 		clause := fmt.Sprintf("%s: peak RSS %s, %s", r.Allocator, size.Format(r.PeakRSS), compare(r.PeakRSS, plain.PeakRSS, plain.Allocator))
+		if n := idleWhereWorse(r, plain); n > 0 {
+			clause += fmt.Sprintf(": at its peak footprint, %s held %s free, which only its own requests could reuse", routes, size.Format(n))
+			idle = append(idle, fmt.Sprintf("%s %s", plain.Allocator, size.Format(n)))
+		}
 		if r.Collected == replay.ByPacing && strings.Contains(r.Allocator, "type=") && !strings.Contains(r.Allocator, ",early)") {
 			clause += " (every object freed at the start of the mark that did not find it, the latest it can have died: the late bound; carve advise measures the early one too)"
 		}
@@ -72,8 +77,12 @@ func (t Table) Findings() []string {
 		changes = append(changes, fmt.Sprintf("%s %+.1f%%", plain.Allocator, 100*float64(r.PeakRSS-plain.PeakRSS)/float64(max(plain.PeakRSS, 1))))
 	}
 	if len(pooled) > 2 {
-		// One line for many: the change in peak RSS the pools brought.
+		// One line for many: the change in peak RSS the pools brought,
+		// and what they held free where it rose.
 		pooled = []string{"the pools in front changed peak RSS by: " + strings.Join(changes, ", ")}
+		if len(idle) > 0 {
+			pooled = append(pooled, "where it rose, the pools held free at the row's peak footprint (memory only their own requests could reuse): "+strings.Join(idle, ", "))
+		}
 	}
 	s = append(s, pooled...)
 	if phase, ok := t.lastPhase(); ok {
@@ -95,6 +104,18 @@ func (t Table) Findings() []string {
 		}
 	}
 	return s
+}
+
+// idleWhereWorse returns, for a row r with routes in front whose peak RSS
+// is above plain's, the same allocator's without them, what the routes
+// held free at r's peak footprint (replay.Routed.IdleAtPeakFootprint):
+// memory that served the routes' requests once and that r's other
+// requests could not use, where plain's allocator could. 0 otherwise.
+func idleWhereWorse(r, plain Row) int64 {
+	if r.Routed == nil || r.PeakRSS <= plain.PeakRSS {
+		return 0
+	}
+	return r.Routed.IdleAtPeakFootprint
 }
 
 // compare says how n bytes compare with m, another row's: "4.0% above

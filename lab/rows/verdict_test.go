@@ -18,6 +18,13 @@ func row(name string, live, rss int64, fp ...int64) Row {
 	return r
 }
 
+// routed is r with routes in front that held idle bytes free at its
+// peak footprint.
+func routed(r Row, idle int64) Row {
+	r.Routed = &replay.Routed{IdleAtPeakFootprint: idle}
+	return r
+}
+
 // collected is r collected as by says (replay.ByProgram, ...).
 func collected(r Row, by string) Row {
 	r.Collected = by
@@ -63,6 +70,43 @@ func TestFindings(t *testing.T) {
 				"lowest peak RSS / peak live: best-fit+pool(1024), 1.000 (12.00 MiB resident for 12.00 MiB live)",
 				"best-fit+pool(1024): peak RSS 12.00 MiB, 1.00 MiB (7.7%) below best-fit's",
 				"the last phase (second wave) grew the footprint of best-fit+pool(1024) 0 B, best-fit 2.00 MiB",
+			},
+		},
+		{
+			"a pool that helps: no word of what it held free",
+			[]Row{row("heap", 12*MiB, 13*MiB), routed(row("heap+pool(1024)", 12*MiB, 12*MiB), MiB)},
+			[]string{
+				"lowest peak RSS / peak live: heap+pool(1024), 1.000 (12.00 MiB resident for 12.00 MiB live)",
+				"heap+pool(1024): peak RSS 12.00 MiB, 1.00 MiB (7.7%) below heap's",
+			},
+		},
+		{
+			"a pool that hurts: what it held free at the peak, which the others could not reuse",
+			[]Row{row("heap", 40*MiB, 40*MiB), routed(row("heap+pool(1024)", 40*MiB, 50*MiB), 10*MiB)},
+			[]string{
+				"lowest peak RSS / peak live: heap, 1.000 (40.00 MiB resident for 40.00 MiB live)",
+				"heap+pool(1024): peak RSS 50.00 MiB, 10.00 MiB (25.0%) above heap's: at its peak footprint, pool(1024) held 10.00 MiB free, which only its own requests could reuse",
+			},
+		},
+		{
+			"a pool that hurts but held nothing free: no reason given",
+			[]Row{row("heap", 40*MiB, 40*MiB), routed(row("heap+pool(1024)", 40*MiB, 50*MiB), 0)},
+			[]string{
+				"lowest peak RSS / peak live: heap, 1.000 (40.00 MiB resident for 40.00 MiB live)",
+				"heap+pool(1024): peak RSS 50.00 MiB, 10.00 MiB (25.0%) above heap's",
+			},
+		},
+		{
+			"many pooled rows: one line of changes, one of what the pools held where they hurt",
+			[]Row{
+				row("heap", 40*MiB, 40*MiB), routed(row("heap+pool(1024)", 40*MiB, 50*MiB), 10*MiB),
+				row("buddy", 40*MiB, 60*MiB), routed(row("buddy+pool(1024)", 40*MiB, 66*MiB), 10*MiB),
+				row("best-fit", 40*MiB, 51*MiB), routed(row("best-fit+pool(1024)", 40*MiB, 50*MiB), 2*MiB),
+			},
+			[]string{
+				"lowest peak RSS / peak live: heap, 1.000 (40.00 MiB resident for 40.00 MiB live)",
+				"the pools in front changed peak RSS by: heap +25.0%, buddy +10.0%, best-fit -2.0%",
+				"where it rose, the pools held free at the row's peak footprint (memory only their own requests could reuse): heap 10.00 MiB, buddy 10.00 MiB",
 			},
 		},
 		{

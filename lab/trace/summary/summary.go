@@ -48,13 +48,14 @@ type Trace struct {
 	// 128 bits, so the figures below the cap are right.
 	Overflow bool
 
-	// Sizes is the histogram of request sizes by powers of two: Sizes[0]
-	// counts requests of 0 bytes, Sizes[k] those of 2^(k-1) to 2^k - 1.
+	// Sizes is the histogram of request sizes (allocations and reallocs)
+	// by powers of two: Sizes[k] counts the requests of the sizes
+	// Bucket(k) spans, Sizes[0] those of 0 bytes.
 	Sizes [65]int64
 	// Lifetimes is the histogram of the lifetimes of freed objects, in
-	// events from the allocation to the free, by powers of two as Sizes.
-	// Objects still live at the end are not in it (EndObjects counts
-	// them).
+	// events from the allocation to the free, in the buckets of Sizes:
+	// Lifetimes[0] is 0, as an object lives one event at least. Objects
+	// still live at the end are not in it (EndObjects counts them).
 	Lifetimes [65]int64
 
 	// Trace errors, as a replayer would find them (each event is counted
@@ -99,6 +100,17 @@ type Trace struct {
 type MarkedCycle struct {
 	trace.GoCycle
 	Live uint64
+}
+
+// Bucket returns the least and the most value that bucket k (0 to 64)
+// of a histogram of Trace counts (Sizes, Lifetimes): 0 for bucket 0, 2^(k-1)
+// to 2^k - 1 for the others.
+func Bucket(k int) (lo, hi uint64) {
+	if k == 0 {
+		return 0, 0
+	}
+	lo = 1 << (k - 1)
+	return lo, lo<<1 - 1 // bucket 64: 2^64 - 1, by the wrap
 }
 
 // cycleSource is a trace.Source that says where its collections' marks ended

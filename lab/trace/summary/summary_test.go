@@ -110,3 +110,32 @@ func TestSummaryLabels(t *testing.T) {
 		t.Errorf("a trace without a label table: Labels = %+v, want nil", s.Labels)
 	}
 }
+
+// TestBucket: each bucket's range is the values Of counts in it, end to
+// end with its neighbours'.
+func TestBucket(t *testing.T) {
+	for _, tc := range []struct {
+		k      int
+		lo, hi uint64
+	}{
+		{0, 0, 0},
+		{1, 1, 1},
+		{2, 2, 3},
+		{3, 4, 7},
+		{11, 1024, 2047},
+		{64, 1 << 63, math.MaxUint64},
+	} {
+		if lo, hi := Bucket(tc.k); lo != tc.lo || hi != tc.hi {
+			t.Errorf("Bucket(%d) = %d, %d, want %d, %d", tc.k, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	for k := 1; k <= 64; k++ {
+		lo, hi := Bucket(k)
+		if bucket(lo) != k || bucket(hi) != k {
+			t.Errorf("Bucket(%d) = %d, %d: sizes Of counts in buckets %d and %d", k, lo, hi, bucket(lo), bucket(hi))
+		}
+		if _, prev := Bucket(k - 1); prev+1 != lo {
+			t.Errorf("Bucket(%d) starts at %d, bucket %d ends at %d: a gap or an overlap", k, lo, k-1, prev)
+		}
+	}
+}
