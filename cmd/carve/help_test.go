@@ -203,7 +203,7 @@ func TestRowsNamedEverywhere(t *testing.T) {
 		at += i + 1
 	}
 	var table bytes.Buffer
-	if code := run([]string{"replay", "--alloc", "best-fit", "gen:connection:n=200", goTrace}, &table, &table); code != 0 {
+	if code := run([]string{"replay", "--wide", "--alloc", "best-fit", "gen:connection:n=200", goTrace}, &table, &table); code != 0 {
 		t.Fatalf("carve replay: %d: %s", code, table.String())
 	}
 	_, after, _ := strings.Cut(help.String(), "The columns")

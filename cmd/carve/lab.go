@@ -96,9 +96,12 @@ carve runs with no arguments. The flags are carve replay's, and --n.
 			}
 
 			if f.format == "text" {
-				fmt.Fprintf(c.stdout, "carve lab: each trace through each allocator. RSS/live, the headline, is how far each heap grew beyond\n"+
-					"live memory: peak resident bytes over peak live bytes (1.000: not at all). The footprint columns are each\n"+
-					"allocator's own figure of the memory it holds, and rank nothing across allocators.\n\n")
+				fmt.Fprint(c.stdout, `carve lab: each trace through each allocator. RSS/live, the headline, is how far each heap
+grew beyond live memory: peak resident bytes over peak live bytes (1.000: not at all). The
+footprint columns are each allocator's own figure of the memory it holds, and rank nothing across
+allocators (--wide shows them all).
+
+`)
 			}
 			var prog *progress
 			if f.progress {
@@ -109,9 +112,12 @@ carve runs with no arguments. The flags are carve replay's, and --n.
 			prog.stop()
 			err = emit(c, tables, &f)
 			if f.format == "text" {
-				fmt.Fprint(c.stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps of the heaps);
-      carve scenario connection --next 4096 (the block-allocator article's experiments, in its words, on every malloc);
-      carve advise aosp-systemui (which pools would lower the peak, measured); carve help (all commands).
+				fmt.Fprint(c.stdout, `More: carve report -o report.html aosp-systemui (these tables as charts over time, with maps
+        of the heaps);
+      carve scenario connection --next 4096 (the block-allocator article's experiments, in its
+        words, on every malloc);
+      carve advise aosp-systemui (which pools would lower the peak, measured);
+      carve help (all commands).
 `)
 			}
 			return err

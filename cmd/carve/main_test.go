@@ -176,8 +176,8 @@ var update = flag.Bool("update", false, "rewrite the golden tables in testdata/g
 
 // TestGoldenTables replays the small trace of each format (the trace
 // package's golden inputs) through every row of replay's table whose
-// figures do not vary with the machine, and compares the table,
-// without the columns that vary from run to run, with testdata/golden.
+// figures do not vary with the machine, and compares the table, every
+// column but those that vary from run to run, with testdata/golden.
 func TestGoldenTables(t *testing.T) {
 	if invariants.Enabled {
 		// A checked build's heaps keep more bookkeeping (bitmaps of the
@@ -210,7 +210,7 @@ func TestGoldenTables(t *testing.T) {
 				}
 			}
 			heaps := strings.Join(stable, ",")
-			if code := run([]string{"replay", "--stable", "--alloc", heaps, in}, &stdout, &stderr); code != 0 {
+			if code := run([]string{"replay", "--stable", "--wide", "--alloc", heaps, in}, &stdout, &stderr); code != 0 {
 				t.Fatalf("carve replay %s = %d: %s", in, code, stderr.String())
 			}
 			golden := filepath.Join("testdata", "golden", filepath.Base(in)+".table")
@@ -224,12 +224,41 @@ func TestGoldenTables(t *testing.T) {
 				t.Fatalf("%v (go test -run GoldenTables -update writes it)", err)
 			}
 			if got := stdout.String(); got != string(want) {
-				t.Errorf("carve replay --stable %s:\n%s\nwant (%s):\n%s", in, got, golden, want)
+				t.Errorf("carve replay --stable --wide %s:\n%s\nwant (%s):\n%s", in, got, golden, want)
 			}
 		})
 	}
 	if n < 7 {
 		t.Errorf("%d golden inputs, want one per format (7)", n)
+	}
+}
+
+// TestTableWidth checks that the text tables fit maxWidth characters,
+// their notes and verdicts too, with the longest rows' names (an
+// allocator behind a pool) and the columns of a scenario and of a Go
+// program's trace, and that --wide has every column.
+func TestTableWidth(t *testing.T) {
+	args := []string{"replay", "--alloc", "ao-first-fit,buddy-header,heap,go", "--pool", "1024", "gen:connection:n=2000,next=4096", goTrace}
+	var narrow, wide, stderr bytes.Buffer
+	if code := run(args, &narrow, &stderr); code != 0 {
+		t.Fatalf("carve %q = %d: %s", args, code, stderr.String())
+	}
+	for _, l := range strings.Split(narrow.String(), "\n") {
+		if len(l) > maxWidth {
+			t.Errorf("a line of %d characters, more than %d: %q", len(l), maxWidth, l)
+		}
+	}
+	if code := run(append([]string{args[0], "--wide"}, args[1:]...), &wide, &stderr); code != 0 {
+		t.Fatalf("carve %q --wide = %d: %s", args, code, stderr.String())
+	}
+	for _, c := range columns {
+		head := strings.Replace(c.head, "PHASE", "", 1)
+		if !strings.Contains(wide.String(), head) {
+			t.Errorf("--wide: no column %q:\n%s", head, wide.String())
+		}
+		if c.wide && strings.Contains(narrow.String(), "  "+head+"  ") {
+			t.Errorf("without --wide: the column %q:\n%s", head, narrow.String())
+		}
 	}
 }
 
@@ -387,19 +416,19 @@ func TestScenarios(t *testing.T) {
 	}
 	const n = 5000
 	for _, alloc := range []string{"glibc", "first-fit"} {
-		out = runScenario("connection", "--n", strconv.Itoa(n), "--next", "4096", "--alloc", alloc)
+		out = runScenario("connection", "--wide", "--n", strconv.Itoa(n), "--next", "4096", "--alloc", alloc)
 		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
 			if g := grewKB(l, "(grew "); g < n*4*9/10 {
 				t.Errorf("%s, next 4096: %q, want growth of about %d KB", alloc, l, n*4)
 			}
 		}
-		out = runScenario("connection", "--n", strconv.Itoa(n), "--next", "1024", "--alloc", alloc)
+		out = runScenario("connection", "--wide", "--n", strconv.Itoa(n), "--next", "1024", "--alloc", alloc)
 		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
 			if g := grewKB(l, "(grew "); g > n/10 {
 				t.Errorf("%s, next 1024: %q, want no growth", alloc, l)
 			}
 		}
-		out = runScenario("carving", "--n", strconv.Itoa(n), "--smalls", "1", "--alloc", alloc)
+		out = runScenario("carving", "--wide", "--n", strconv.Itoa(n), "--smalls", "1", "--alloc", alloc)
 		if l := line(out, alloc+":"); !strings.Contains(l, "unavailable") {
 			if g := grewKB(l, "2nd wave of 1 KB "); g < 0 {
 				t.Errorf("%s: %q", alloc, l)
@@ -408,7 +437,7 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("%s, carving malloc 1: %q, want the second wave to grow by about n × 208 B", alloc, l)
 			}
 		}
-		out = runScenario("carving", "--n", strconv.Itoa(n), "--smalls", "1", "--from", "pool", "--alloc", alloc)
+		out = runScenario("carving", "--wide", "--n", strconv.Itoa(n), "--smalls", "1", "--from", "pool", "--alloc", alloc)
 		if l := line(out, alloc+"+pool(1024):"); !strings.Contains(l, "unavailable") {
 			// Without the pool the wave grows by about n × 208 B (1 MiB
 			// here). A real malloc's row replays in a Go child whose own
@@ -416,6 +445,21 @@ func TestScenarios(t *testing.T) {
 			// its RSS: up to a few hundred KiB at this size.
 			if w := grewKB(l, "KB ("); w > 512 {
 				t.Errorf("%s, carving pool 1: %q, want no growth in the second wave", alloc, l)
+			}
+		}
+	}
+	// Without --wide, every line fits the width, one line per allocator
+	// in the article's order of figures.
+	for _, args := range [][]string{{"connection", "--next", "4096"}, {"carving", "--smalls", "1"}} {
+		out := runScenario(append(args, "--n", strconv.Itoa(n), "--alloc", "buddy-header,glibc")...)
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if len(l) > maxWidth {
+				t.Errorf("carve scenario %s: a line of %d characters, more than %d: %q", args[0], len(l), maxWidth, l)
+			}
+		}
+		for _, a := range []string{"buddy-header:", "glibc:"} {
+			if l := line(out, a); !strings.Contains(l, "after freeing scratch") {
+				t.Errorf("carve scenario %s: %q, want the article's figures", args[0], l)
 			}
 		}
 	}

@@ -53,8 +53,8 @@ func (c column) shows(t tableOf) bool {
 var columns = []column{
 	{head: "allocator", doc: "the row: an allocator, with its routes (+pool(SIZE)...); * marks the best by the headline",
 		cell: func(r rows.Row, _ tableOf) string { return r.Allocator }},
-	{head: "peak live", doc: "the most bytes the trace held live at once",
-		cell: func(r rows.Row, _ tableOf) string { return size.Format(r.PeakLive) }},
+	{head: "peak live", doc: "the most bytes the trace held live at once, the same in every row (the verdict gives it)",
+		wide: true, cell: func(r rows.Row, _ tableOf) string { return size.Format(r.PeakLive) }},
 	{head: "peak RSS", doc: "the most bytes the row held resident",
 		has: unstable, cell: func(r rows.Row, _ tableOf) string { return size.Format(r.PeakRSS) }},
 	{head: "RSS/live", doc: "the headline: peak RSS / peak live, the one measure every row shares",
@@ -240,13 +240,15 @@ func printTable(w io.Writer, style tableStyle, t rows.Table) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	// The lines under the table, each wrapped to the width unless wide.
+	// The lines under the table, each wrapped to the width unless wide,
+	// but for a failure's message, which names what failed whole (a
+	// path, a line) for the reader to copy.
 	width := maxWidth
 	if style.wide {
 		width = math.MaxInt
 	}
 	for _, e := range errs {
-		printWrapped(w, "  ", "    ", e, width)
+		fmt.Fprintln(w, e)
 	}
 	for _, n := range t.Notes() {
 		printWrapped(w, "  ", "    ", n, width)
@@ -259,7 +261,9 @@ func printTable(w io.Writer, style tableStyle, t rows.Table) error {
 	for _, r := range t.Rows {
 		if r.FirstTraceError != "" {
 			// The trace's errors are the trace's: every row meets the same.
-			printWrapped(w, "  ", "    ", "skipped events that do not fit the trace's live objects or the budget; the first: "+r.FirstTraceError, width)
+			// The first, which names its file and line, whole.
+			printWrapped(w, "  ", "    ", "skipped events that do not fit the trace's live objects or the budget; the first:", width)
+			fmt.Fprintf(w, "    %s\n", r.FirstTraceError)
 			break
 		}
 	}
@@ -279,7 +283,7 @@ func printTable(w io.Writer, style tableStyle, t rows.Table) error {
 // printWrapped prints s after first, wrapped to width, its later lines
 // after next.
 func printWrapped(w io.Writer, first, next, s string, width int) {
-	for i, l := range text.Wrap(s, max(width-len(first), 20)) {
+	for i, l := range text.Wrap(s, max(width-max(len(first), len(next)), 20)) {
 		if i > 0 {
 			first = next
 		}
