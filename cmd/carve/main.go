@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/scenario"
 )
@@ -257,8 +258,15 @@ func (cmd *command) usage(w io.Writer, fs *flag.FlagSet) {
 	})
 	if len(lines) > 0 {
 		fmt.Fprint(w, "\nflags:\n")
+		// Each flag's text wrapped beside the names, to the width of the
+		// text output.
 		for _, l := range lines {
-			fmt.Fprintf(w, "  %-*s  %s\n", width, l[0], l[1])
+			for i, part := range text.Wrap(l[1], max(maxWidth-width-4, 40)) {
+				if i > 0 {
+					l[0] = ""
+				}
+				fmt.Fprintf(w, "  %-*s  %s\n", width, l[0], part)
+			}
 		}
 	}
 }
