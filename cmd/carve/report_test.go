@@ -222,3 +222,30 @@ func TestReportAdvise(t *testing.T) {
 		t.Errorf("the advisor did not say its replays: %s", stderr.String())
 	}
 }
+
+// TestReportOffersNoHTML: --html is carve replay's (it writes the report
+// beside the table); carve report writes the report itself and does not
+// take it, nor list it in its help.
+func TestReportOffersNoHTML(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "r.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"report", "-o", page, "--html", filepath.Join(t.TempDir(), "x.html"), "gen:bump:n=10"}
+	if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-html") {
+		t.Errorf("carve %q = %d, %q; want 2, naming --html", args, code, stderr.String())
+	}
+	if _, err := os.Stat(page); err == nil {
+		t.Errorf("carve %q wrote %s", args, page)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		html bool
+	}{{"report", false}, {"lab", false}, {"replay", true}} {
+		stdout.Reset()
+		if code := run([]string{"help", tc.cmd}, &stdout, &stdout); code != 0 {
+			t.Fatalf("carve help %s = %d", tc.cmd, code)
+		}
+		if got := strings.Contains(stdout.String(), "  --html "); got != tc.html {
+			t.Errorf("carve help %s lists --html: %t, want %t", tc.cmd, got, tc.html)
+		}
+	}
+}

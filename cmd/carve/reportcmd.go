@@ -31,7 +31,8 @@ carve advise prints it: the types it moved off the Go heap, measured, their
 bounds and the code. A summary of the verdicts and the sources close it.
 The file needs no
 script, font or network. The other flags are carve
-replay's; the tables are printed as carve replay prints them.`,
+replay's but --html (this command writes the report); the tables are
+printed as carve replay prints them.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)
