@@ -11,7 +11,6 @@ import (
 
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
-	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // chart is one figure: its SVG and a sentence on how to read it.
@@ -105,12 +104,13 @@ func charts(t Trace) []chart {
 				"The bytes each allocator holds from the OS after each event, by its own count (the FREENIX paper's Figures 7 and 8), against live memory (dashed). A real malloc's figure is its own statistic, carve's heaps' their exact count, the Go heap's the runtime's: the lines show how each allocator sees itself, and rank nothing across allocators." + heapNote + phaseNote, "footprint"})
 	}
 	if s := t.Summary; s != nil {
-		labels, sizes, lifes := histBuckets(s)
-		out = append(out,
-			chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets)", labels, sizes)),
-				"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"},
-			chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets)", labels, lifes)),
+		labels, sizes := histBuckets(s.Sizes[:])
+		out = append(out, chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets, each labelled with its least size)", labels, sizes)),
+			"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"})
+		if labels, lifes := histBuckets(s.Lifetimes[:]); len(lifes) > 0 {
+			out = append(out, chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets, each labelled with its least)", labels, lifes)),
 				"How long the freed objects lived, counted in events; objects live at the end are not counted.", "lifetimes"})
+		}
 	}
 	return out
 }
@@ -330,12 +330,15 @@ func reported(v uint64) float64 {
 	return float64(v)
 }
 
-// histBuckets returns the used range of the summary's power-of-two
-// histograms, with labels.
-func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
+// histBuckets returns the buckets of a power-of-two histogram h, as
+// summary.Trace keeps them (h[0] counts zeros, h[k] the values from
+// 2^(k-1) to 2^k - 1), from the first that counts anything to the last,
+// each labelled with its least value: a bucket of zeros only where there
+// are zeros (a request of 0 B), none before the smallest value.
+func histBuckets(h []int64) ([]string, []int64) {
 	lo, hi := -1, 0
-	for k := range s.Sizes {
-		if s.Sizes[k] > 0 || s.Lifetimes[k] > 0 {
+	for k, n := range h {
+		if n > 0 {
 			if lo < 0 {
 				lo = k
 			}
@@ -343,7 +346,7 @@ func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
 		}
 	}
 	if lo < 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	var labels []string
 	for k := lo; k <= hi; k++ {
@@ -356,7 +359,7 @@ func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
 			labels = append(labels, countLabelBytes(k))
 		}
 	}
-	return labels, s.Sizes[lo : hi+1], s.Lifetimes[lo : hi+1]
+	return labels, h[lo : hi+1]
 }
 
 // countLabelBytes labels bucket k, which starts at 2^(k-1), compactly.

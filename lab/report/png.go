@@ -331,10 +331,18 @@ func drawText(img *image.RGBA, a map[string]string, s style, str string, scale f
 			x -= along / 2
 		}
 	case "end":
-		x -= along
+		if rotate {
+			y += along
+		} else {
+			x -= along
+		}
 	}
-	if a["dominant-baseline"] == "middle" {
-		y += float64(4 * k)
+	if a["dominant-baseline"] == "middle" { // down the glyphs: across the line of text
+		if rotate {
+			x += float64(4 * k)
+		} else {
+			y += float64(4 * k)
+		}
 	}
 	ox, oy := int(math.Round(x)), int(math.Round(y))
 	tb := tmp.Bounds()

@@ -172,8 +172,12 @@ func Write(w io.Writer, r Report) error {
 		}
 		if s := t.Summary; s != nil {
 			ff, bf := s.Robson()
-			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
-				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
+			zero := ""
+			if s.Zero > 0 {
+				zero = " and " + text.Count(s.Zero, "request") + " of 0 B"
+			}
+			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s%s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
+				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), zero, byteSize(int64(s.PeakLive)),
 				text.Count(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
 			v.Labels = labelRows(s.LabelCells(max(maxLabels, 1)))
 			if len(s.Sites) > 0 {

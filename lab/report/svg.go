@@ -450,13 +450,23 @@ func histogram(title, xLabel string, labels []string, counts []int64) string {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text><text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text></g>`,
 		marginL+(plotW+marginR-20)/2, chartH-8, esc(xLabel), marginT+plotH/2, scale)
+	// Every bucket is labelled: across, or turned a quarter where the
+	// longest label (about 6 pixels a character in 9-pixel type) is wider
+	// than a bucket.
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len(l))
+	}
+	turned := float64(6*longest+4) > w
 	for i, c := range counts {
 		x := marginL + float64(i)*w
 		if c > 0 {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`,
 				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), lk.Indigo, esc(labels[i]), c)
 		}
-		if i%2 == 0 || len(counts) <= 16 {
+		if turned {
+			fmt.Fprintf(&b, `<text transform="translate(%.1f %d) rotate(-90)" text-anchor="end" dominant-baseline="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+4, esc(labels[i]))
+		} else {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+14, esc(labels[i]))
 		}
 	}
