@@ -223,15 +223,29 @@ func ratioChart(name string, rs []Row, lks []look, marks []phaseMark) (chart, bo
 	}
 	caption := fmt.Sprintf("The headline as the replay goes: each allocator's most resident memory so far over the most live memory so far, at each sample of resident memory from where live memory reaches a tenth of its peak (%s); each line ends at its row's peak RSS / peak live. The axis is zoomed to the band where the rows lie, %s to %s, so that rows a few percent apart can be told apart; the dashed line is 1.0, no waste.",
 		byteSize(floor), ratioLabel(lo), ratioLabel(hi))
-	if len(above) > 0 {
-		caption += " Above the band for part of the trace or all of it: " + strings.Join(above, ", ") + "."
-	}
-	if len(below) > 0 {
-		caption += " Below it at times: " + strings.Join(below, ", ") + "."
+	// The rows whose lines leave the band: in the caption, and in the
+	// chart itself, whose legend names them with no line in sight (a
+	// PNG of the chart has no caption).
+	note := outsideBand(above, below)
+	if note != "" {
+		caption += " " + note
 	}
 	svg := lineChart(lineSpec{title: "Peak RSS / peak live so far, zoomed: " + name, xLabel: "events", yLabel: "peak resident / peak live",
-		lines: lines, ratio: true, lo: lo, hi: hi, phases: marks})
+		lines: lines, ratio: true, lo: lo, hi: hi, phases: marks, note: note})
 	return chart{template.HTML(svg), caption, "rss-ratio"}, true
+}
+
+// outsideBand says which rows' lines leave the zoomed band, above (each
+// with its headline) and below; "" when none do.
+func outsideBand(above, below []string) string {
+	var s []string
+	if len(above) > 0 {
+		s = append(s, "Above the band for part of the trace or all of it: "+strings.Join(above, ", ")+".")
+	}
+	if len(below) > 0 {
+		s = append(s, "Below it at times: "+strings.Join(below, ", ")+".")
+	}
+	return strings.Join(s, " ")
 }
 
 // liveLine is the trace's live memory over time, from the first row's

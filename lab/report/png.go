@@ -29,7 +29,7 @@ import (
 // WritePNG rasterizes one of the report's charts (SVG as this package
 // writes it) at scale times its size.
 func WritePNG(w io.Writer, svg string, scale float64) error {
-	img, err := rasterize(svg, scale)
+	img, _, err := rasterize(svg, scale)
 	if err != nil {
 		return err
 	}
@@ -54,21 +54,23 @@ type style struct {
 	fontSize     float64
 }
 
-// rasterize draws svg into an image.
-func rasterize(svg string, scale float64) (*image.RGBA, error) {
+// rasterize draws svg into an image, and returns it with the texts it
+// wrote there, in order (a text wholly outside the image is not among them).
+func rasterize(svg string, scale float64) (*image.RGBA, []string, error) {
 	d := xml.NewDecoder(strings.NewReader(svg))
 	var img *image.RGBA
 	var stack []style
 	cur := style{fill: color.RGBA{0, 0, 0, 255}, hasFill: true, width: 1, fontSize: 13}
 	inTitle := false
 	var text *xml.StartElement
+	var texts []string
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("report: chart SVG: %w", err)
+			return nil, nil, fmt.Errorf("report: chart SVG: %w", err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -80,7 +82,7 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 				w, _ := strconv.ParseFloat(a["width"], 64)
 				h, _ := strconv.ParseFloat(a["height"], 64)
 				if w <= 0 || h <= 0 {
-					return nil, fmt.Errorf("report: chart SVG has no size")
+					return nil, nil, fmt.Errorf("report: chart SVG has no size")
 				}
 				img = image.NewRGBA(image.Rect(0, 0, int(w*scale), int(h*scale)))
 				draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
@@ -106,8 +108,8 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 				text = &t
 			}
 		case xml.CharData:
-			if text != nil && !inTitle && img != nil {
-				drawText(img, attrs(*text), cur, string(t), scale)
+			if text != nil && !inTitle && img != nil && drawText(img, attrs(*text), cur, string(t), scale) {
+				texts = append(texts, string(t))
 			}
 		case xml.EndElement:
 			switch t.Name.Local {
@@ -121,9 +123,9 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 		}
 	}
 	if img == nil {
-		return nil, fmt.Errorf("report: no <svg> element")
+		return nil, nil, fmt.Errorf("report: no <svg> element")
 	}
-	return img, nil
+	return img, texts, nil
 }
 
 func attrs(e xml.StartElement) map[string]string {
@@ -301,8 +303,9 @@ func fillPoly(img *image.RGBA, pts [][2]float64, c color.RGBA) {
 // drawText draws a text element with the fixed 7×13 face, each of its
 // pixels a square of the side that brings it nearest the font size at
 // the scale (at least one pixel), honouring text-anchor, a middle
-// baseline, and a quarter turn.
-func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) {
+// baseline, and a quarter turn. It reports whether any of the text fell
+// inside the image.
+func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) bool {
 	face := basicfont.Face7x13
 	k := max(int(math.Round(scale*s.fontSize/13)), 1)
 	width := font.MeasureString(face, str).Ceil()
@@ -346,6 +349,7 @@ func drawText(img *image.RGBA, a map[string]string, s style, str string, scale f
 	}
 	ox, oy := int(math.Round(x)), int(math.Round(y))
 	tb := tmp.Bounds()
+	drawn := false
 	for py := 0; py < tb.Dy(); py++ {
 		for px := 0; px < tb.Dx(); px++ {
 			p := tmp.RGBAAt(px, py)
@@ -362,11 +366,13 @@ func drawText(img *image.RGBA, a map[string]string, s style, str string, scale f
 					}
 					if image.Pt(dx, dy).In(img.Bounds()) {
 						img.SetRGBA(dx, dy, blend(img.RGBAAt(dx, dy), p))
+						drawn = true
 					}
 				}
 			}
 		}
 	}
+	return drawn
 }
 
 // blend puts the premultiplied colour p over q.

@@ -27,6 +27,9 @@ const (
 	plotW    = chartW - marginL - marginR
 	fontSize = 12
 	legendDY = 17 // between the legend's entries
+	// A note above a line chart's plot: its lines' spacing, and the
+	// widest a character of it gets (the PNG's fixed face at 12 pixels).
+	noteDY, noteCharPx = 16, 7
 )
 
 // line is one series of a line chart. A NaN y is a gap in the line.
@@ -147,10 +150,14 @@ type lineSpec struct {
 	ratio  bool
 	lo, hi float64
 	phases []phaseMark
+	// note is a sentence or two written above the plot, wrapped to its
+	// width: what the lines do not show ("" for none).
+	note string
 }
 
 // lineChart draws series over a shared x axis (events), a legend on the
-// right, and the marks of the phases, their names above the plot.
+// right, the marks of the phases, their names above the plot, and the
+// note, if any, above them.
 func lineChart(c lineSpec) string {
 	var b strings.Builder
 	n := 0
@@ -176,10 +183,14 @@ func lineChart(c lineSpec) string {
 	}
 	px := func(x float64) float64 { return marginL + x/xmax*plotW }
 	labels, rows := phaseLabels(c.phases, px)
-	top := marginT + 13*rows
-	h := max(chartH+13*rows, top+8+legendDY*n+marginB-24)
+	notes := wrap(c.note, (chartW-marginL-10)/noteCharPx)
+	top := marginT + noteDY*len(notes) + 13*rows
+	h := max(chartH+noteDY*len(notes)+13*rows, top+8+legendDY*n+marginB-24)
 	plotH := h - top - marginB
 	svgOpen(&b, chartW, h, c.title)
+	for i, l := range notes {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#333">%s</text>`, marginL, marginT+4+noteDY*i, esc(l))
+	}
 	var yt []float64
 	ylabel := bytesLabel
 	if c.ratio {
@@ -232,6 +243,27 @@ func lineChart(c lineSpec) string {
 	}
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// wrap cuts s into lines of at most n characters at its spaces (a word
+// longer than n gets a line of its own).
+func wrap(s string, n int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > n {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 // polyline returns the path of the points (xs, ys), broken at NaNs and
