@@ -174,7 +174,8 @@ func BenchmarkReport(b *testing.B) {
 
 // TestReportMapAt draws first fit's map after the connection scenario's
 // scratch buffers are freed: the article's holes, one per connection, each
-// next to a live session.
+// next to a live session; and, zoomed, a window of them at cells of 32 B,
+// the largest at which each 80-byte session (with its header) spans two.
 func TestReportMapAt(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "r.html")
 	var stdout, stderr bytes.Buffer
@@ -186,7 +187,7 @@ func TestReportMapAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"first-fit at the chosen moment (event 6000)", "2000 holes, the largest 1.0 KiB"} {
+	for _, want := range []string{"first-fit at the chosen moment (event 6000)", "2000 holes, the largest 1.0 KiB", "first-fit, zoomed: ", "one cell = 32 B"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report lacks %q", want)
 		}

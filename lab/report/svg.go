@@ -13,8 +13,9 @@ import (
 // library do what the report needs (lines, bars, axes with round ticks,
 // legends, marks) with no script, no font file and no dependency, and the
 // markup stays small because every series is drawn as one path. They use
-// the subset of SVG that png.go rasterizes: rect, line, path (M and L),
-// text, g and title, with presentation attributes only.
+// the subset of SVG that png.go rasterizes (the charts' paths M and L
+// only, the heap maps' h, v and z too), with presentation attributes
+// only.
 
 // Chart geometry, in SVG user units (pixels at 100%).
 const (
@@ -183,7 +184,7 @@ func lineChart(c lineSpec) string {
 	}
 	px := func(x float64) float64 { return marginL + x/xmax*plotW }
 	labels, rows := phaseLabels(c.phases, px)
-	notes := wrap(c.note, (chartW-marginL-10)/noteCharPx)
+	notes := wrap(strings.Fields(c.note), " ", (chartW-marginL-20)/noteCharPx)
 	top := marginT + noteDY*len(notes) + 13*rows
 	h := max(chartH+noteDY*len(notes)+13*rows, top+8+legendDY*n+marginB-24)
 	plotH := h - top - marginB
@@ -245,18 +246,18 @@ func lineChart(c lineSpec) string {
 	return b.String()
 }
 
-// wrap cuts s into lines of at most n characters at its spaces (a word
-// longer than n gets a line of its own).
-func wrap(s string, n int) []string {
+// wrap joins items with sep into lines of at most n characters, each
+// item whole (one longer than n gets a line of its own).
+func wrap(items []string, sep string, n int) []string {
 	var out []string
 	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > n {
+	for _, w := range items {
+		if line != "" && len(line)+len(sep)+len(w) > n {
 			out = append(out, line)
 			line = ""
 		}
 		if line != "" {
-			line += " "
+			line += sep
 		}
 		line += w
 	}
