@@ -32,13 +32,15 @@ The columns, in the table's order:
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)
+		// replay's own: carve report writes the report, and carve lab none.
+		html := fs.String("html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
 		return func(c *cli, args []string) error {
 			cfg, err := f.config(args)
 			if err != nil {
 				return err
 			}
-			if f.html != "" {
-				return writeReport(c, cfg, &f, reportOptions{path: f.html, command: "carve replay --html " + f.html, maps: true})
+			if *html != "" {
+				return writeReport(c, cfg, &f, reportOptions{path: *html, command: "carve replay --html " + *html, maps: true})
 			}
 			return emit(c, f.replay(c, cfg), &f)
 		}
@@ -70,7 +72,6 @@ type replayFlags struct {
 	wide          bool
 	jobs          int
 	progress      bool
-	html          string
 	touch         bool
 	maxRequest    byteSize
 	maxRSS        byteSize
@@ -171,7 +172,6 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stable, "stable", false, "leave out the columns that vary from run to run ("+strings.Join(unstableColumns(), ", ")+"), for diffs; in JSON, the keys of every such figure (unstable_left_out names them, docs/json.md)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once (1 for the steadiest ns/op)")
 	fs.BoolVar(&f.touch, "touch", true, "write every byte of every block, as a program would, so that resident memory counts it (--touch=false: only the check's pattern)")
-	fs.StringVar(&f.html, "html", "", "also write the HTML report (charts over time, fragmentation, sizes, lifetimes) to `FILE`")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on standard error: a bar on a terminal, a line every 10 s elsewhere")
 	budgetFlags(fs, &f.maxRequest, &f.maxRSS)
 	fs.IntVar(&f.gogc, "gogc", rows.DefaultGOGC, "the go row's `GOGC`, set in its child whatever the environment says (another than 100 names the row go(gogc=N))")

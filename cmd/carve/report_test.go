@@ -174,7 +174,8 @@ func BenchmarkReport(b *testing.B) {
 
 // TestReportMapAt draws first fit's map after the connection scenario's
 // scratch buffers are freed: the article's holes, one per connection, each
-// next to a live session.
+// next to a live session; and, zoomed, a window of them at cells of 32 B,
+// the largest at which each 80-byte session (with its header) spans two.
 func TestReportMapAt(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "r.html")
 	var stdout, stderr bytes.Buffer
@@ -186,7 +187,7 @@ func TestReportMapAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"first-fit at the chosen moment (event 6000)", "2000 holes, the largest 1.0 KiB"} {
+	for _, want := range []string{"first-fit at the chosen moment (event 6000)", "2000 holes, the largest 1.0 KiB", "first-fit, zoomed: ", "one cell = 32 B"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -220,5 +221,32 @@ func TestReportAdvise(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "replays of the whole trace") {
 		t.Errorf("the advisor did not say its replays: %s", stderr.String())
+	}
+}
+
+// TestReportOffersNoHTML: --html is carve replay's (it writes the report
+// beside the table); carve report writes the report itself and does not
+// take it, nor list it in its help.
+func TestReportOffersNoHTML(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "r.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"report", "-o", page, "--html", filepath.Join(t.TempDir(), "x.html"), "gen:bump:n=10"}
+	if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-html") {
+		t.Errorf("carve %q = %d, %q; want 2, naming --html", args, code, stderr.String())
+	}
+	if _, err := os.Stat(page); err == nil {
+		t.Errorf("carve %q wrote %s", args, page)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		html bool
+	}{{"report", false}, {"lab", false}, {"replay", true}} {
+		stdout.Reset()
+		if code := run([]string{"help", tc.cmd}, &stdout, &stdout); code != 0 {
+			t.Fatalf("carve help %s = %d", tc.cmd, code)
+		}
+		if got := strings.Contains(stdout.String(), "  --html "); got != tc.html {
+			t.Errorf("carve help %s lists --html: %t, want %t", tc.cmd, got, tc.html)
+		}
 	}
 }

@@ -23,7 +23,9 @@ peak live) first and its verdict; peak RSS over peak live so far for every
 allocator, zoomed; the footprint and resident memory of every allocator over
 time against the live line, the trace's phases marked; a bar chart of the
 measures; the trace's size and lifetime histograms; and a map of each of
-carve's heaps at its peak footprint (live, free, headers, padding). For a Go
+carve's heaps at its peak footprint (live, free, headers, padding) and,
+where its holes and blocks are too small for that map to show, the window
+of it where free and used memory take turns most often, zoomed. For a Go
 program's trace it adds its types (as carve stats lists them) and the
 program's own heap and GC goal from the trace's metrics, beside the replays.
 With --advise, a Go program's trace gets the advisor's result too, as
@@ -31,13 +33,14 @@ carve advise prints it: the types it moved off the Go heap, measured, their
 bounds and the code. A summary of the verdicts and the sources close it.
 The file needs no
 script, font or network. The other flags are carve
-replay's; the tables are printed as carve replay prints them.`,
+replay's but --html (this command writes the report); the tables are
+printed as carve replay prints them.`,
 	setup: func(fs *flag.FlagSet) func(*cli, []string) error {
 		var f replayFlags
 		f.register(fs)
 		out := fs.String("o", "report.html", "write the report to `FILE`")
-		pngDir := fs.String("png", "", "also write every chart as a PNG file into `DIR` (for pasting into chat)")
-		maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint (another replay each, up to that event)")
+		pngDir := fs.String("png", "", "also write every chart and heap map as a PNG file into `DIR` (for pasting into chat)")
+		maps := fs.Bool("maps", true, "draw a map of each of carve's heaps at its peak footprint, and a window of it zoomed (another replay each, up to that event)")
 		mapAt := fs.Int64("map-at", 0, "draw the heap maps after event `N` instead of at each heap's peak footprint")
 		adv := fs.Bool("advise", false, "for a Go program's trace, add what carve advise measures: its types moved off the Go heap, their bounds and the code (its replays besides the report's)")
 		return func(c *cli, args []string) error {

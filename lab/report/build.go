@@ -12,6 +12,7 @@ import (
 
 	"github.com/carvelab/carve/heapmap"
 	"github.com/carvelab/carve/internal/size"
+	"github.com/carvelab/carve/internal/text"
 	"github.com/carvelab/carve/lab/replay"
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
@@ -122,14 +123,18 @@ func fromTable(t rows.Table, sum *Summary) Trace {
 	return rt
 }
 
-// WritePNGs writes every chart of the report as DIR/<n>-<trace>-<chart>.png,
-// at twice the charts' size.
+// WritePNGs writes every chart and heap map of the report as
+// DIR/<n>-<trace>-<chart>.png (a map's chart is map-<heap>, or
+// map-<heap>-zoom), at twice the charts' size.
 func WritePNGs(dir string, rep Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for i, t := range rep.Traces {
 		names, svgs := Charts(t)
+		for _, m := range t.Maps {
+			names, svgs = append(names, "map-"+m.Name), append(svgs, m.SVG)
+		}
 		for j, svg := range svgs {
 			path := filepath.Join(dir, fmt.Sprintf("%d-%s-%s.png", i+1, slug(t.Name), names[j]))
 			f, err := os.Create(path)
@@ -162,9 +167,6 @@ func slug(s string) string {
 	return string(b)
 }
 
-// mapWidth and mapHeight are the size of a heap map in the report.
-const mapWidth, mapHeight = 900, 220
-
 // drawMaps adds to each trace a map of each of carve's heaps that
 // replayed it in this process. The replays run opt.Jobs at a time.
 func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOptions) {
@@ -177,7 +179,7 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 			}
 		}
 	}
-	maps := make([]*Map, len(jobs))
+	maps := make([][]Map, len(jobs))
 	var events *atomic.Int64
 	if p := opt.Progress; p != nil {
 		p.Total, events = len(jobs), &p.Events
@@ -201,9 +203,7 @@ func drawMaps(tables []rows.Table, specs []rows.Spec, traces []Trace, opt MapOpt
 	close(ch)
 	wg.Wait()
 	for i, j := range jobs {
-		if maps[i] != nil {
-			traces[j.t].Maps = append(traces[j.t].Maps, *maps[i])
-		}
+		traces[j.t].Maps = append(traces[j.t].Maps, maps[i]...)
 	}
 }
 
@@ -290,9 +290,10 @@ func (t *tracked) Realloc(b []byte, size int) ([]byte, error) {
 }
 
 // mapAt replays t through the heap of spec up to event at (0: the event
-// of the row's peak footprint) and returns the heap's map there, or nil
-// if the heap draws none.
-func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64, events *atomic.Int64) *Map {
+// of the row's peak footprint) and returns the heap's maps there: the
+// whole heap's and, where free and used memory interleave finer than it
+// shows, a window of it zoomed (pickWindow); nil if the heap draws none.
+func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64, events *atomic.Int64) []Map {
 	moment := "at its peak footprint"
 	if at == 0 {
 		at = rw.PeakFootprintAt
@@ -311,5 +312,32 @@ func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64, events *atomic
 	if len(spec.Routes) > 0 {
 		caption += " The pools, arenas and heaps in front of it are not drawn."
 	}
-	return &Map{Caption: caption, SVG: MapSVG(hm, mapWidth, mapHeight)}
+	overview := Map{Name: slug(spec.Label()), Caption: caption}
+	w, ok := pickWindow(hm)
+	if !ok {
+		overview.SVG = drawMap(hm, overviewStyle(window{}))
+		return []Map{overview}
+	}
+	overview.Caption += " The black frame marks the window drawn zoomed below."
+	overview.SVG = drawMap(hm, overviewStyle(w))
+	zm := cut(hm, w)
+	zm.Name = fmt.Sprintf("%s (event %d) zoomed to offsets %#x-%#x", spec.Label(), at, w.off, w.off+w.n)
+	return []Map{overview, {Name: overview.Name + "-zoom", Caption: zoomCaption(spec.Label(), hm, w),
+		SVG: drawMap(zm, zoomStyle(w))}}
+}
+
+// zoomCaption says where the window w of the map hm of the heap named
+// label lies, at which scale it is drawn, and why it was picked.
+func zoomCaption(label string, hm heapmap.Map, w window) string {
+	where := fmt.Sprintf("offsets %#x to %#x of the heap's %s", w.off, w.off+w.n, size.Format(hm.Size))
+	if hm.Base != 0 && hm.Spans == nil {
+		where += fmt.Sprintf(" (addresses %#x to %#x)", hm.Base+uintptr(w.off), hm.Base+uintptr(w.off+w.n))
+	}
+	st := cut(hm, w).Stats()
+	return fmt.Sprintf("%s, zoomed: the %s at %s, one cell = %s (the whole heap's map: %s). "+
+		"Picked as the window where free and used memory (live, rounding, headers, padding) take turns most often at a scale where each turn shows: %s changes between them that the whole heap's map cannot show, of the heap's %s changes; %s free in %d holes beside %s live. "+
+		"The rule, the same for every heap: a picture shows a change where both its runs of free and used memory span %d of its cells or more; of every cell size (a power of two up to a page, %s, and smaller than the whole map's) and every window of as many cells as the picture holds (%s), the one that shows the most changes the whole map's picture does not (of equal ones, the larger cell, then the lowest window).",
+		label, size.Format(w.n), where, size.Format(w.cellBytes), size.Format(overviewCell(hm)),
+		text.Thousands(int64(w.changes)), text.Thousands(int64(w.total)), size.Format(st.Free), st.Holes, size.Format(st.Live),
+		zoomRun, size.Format(maxZoomCell), text.Thousands(zoomCells(len(hm.Regions) > 0)))
 }

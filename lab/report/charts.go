@@ -11,7 +11,6 @@ import (
 
 	"github.com/carvelab/carve/lab/rows"
 	"github.com/carvelab/carve/lab/trace"
-	"github.com/carvelab/carve/lab/trace/summary"
 )
 
 // chart is one figure: its SVG and a sentence on how to read it.
@@ -105,12 +104,13 @@ func charts(t Trace) []chart {
 				"The bytes each allocator holds from the OS after each event, by its own count (the FREENIX paper's Figures 7 and 8), against live memory (dashed). A real malloc's figure is its own statistic, carve's heaps' their exact count, the Go heap's the runtime's: the lines show how each allocator sees itself, and rank nothing across allocators." + heapNote + phaseNote, "footprint"})
 	}
 	if s := t.Summary; s != nil {
-		labels, sizes, lifes := histBuckets(s)
-		out = append(out,
-			chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets)", labels, sizes)),
-				"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"},
-			chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets)", labels, lifes)),
+		labels, sizes := histBuckets(s.Sizes[:])
+		out = append(out, chart{template.HTML(histogram("Request sizes: "+t.Name, "bytes (power-of-two buckets, each labelled with its least size)", labels, sizes)),
+			"How many requests fell in each size bucket (the FREENIX paper's Figure 1).", "sizes"})
+		if labels, lifes := histBuckets(s.Lifetimes[:]); len(lifes) > 0 {
+			out = append(out, chart{template.HTML(histogram("Lifetimes: "+t.Name, "events from allocation to free (power-of-two buckets, each labelled with its least)", labels, lifes)),
 				"How long the freed objects lived, counted in events; objects live at the end are not counted.", "lifetimes"})
+		}
 	}
 	return out
 }
@@ -223,15 +223,29 @@ func ratioChart(name string, rs []Row, lks []look, marks []phaseMark) (chart, bo
 	}
 	caption := fmt.Sprintf("The headline as the replay goes: each allocator's most resident memory so far over the most live memory so far, at each sample of resident memory from where live memory reaches a tenth of its peak (%s); each line ends at its row's peak RSS / peak live. The axis is zoomed to the band where the rows lie, %s to %s, so that rows a few percent apart can be told apart; the dashed line is 1.0, no waste.",
 		byteSize(floor), ratioLabel(lo), ratioLabel(hi))
-	if len(above) > 0 {
-		caption += " Above the band for part of the trace or all of it: " + strings.Join(above, ", ") + "."
-	}
-	if len(below) > 0 {
-		caption += " Below it at times: " + strings.Join(below, ", ") + "."
+	// The rows whose lines leave the band: in the caption, and in the
+	// chart itself, whose legend names them with no line in sight (a
+	// PNG of the chart has no caption).
+	note := outsideBand(above, below)
+	if note != "" {
+		caption += " " + note
 	}
 	svg := lineChart(lineSpec{title: "Peak RSS / peak live so far, zoomed: " + name, xLabel: "events", yLabel: "peak resident / peak live",
-		lines: lines, ratio: true, lo: lo, hi: hi, phases: marks})
+		lines: lines, ratio: true, lo: lo, hi: hi, phases: marks, note: note})
 	return chart{template.HTML(svg), caption, "rss-ratio"}, true
+}
+
+// outsideBand says which rows' lines leave the zoomed band, above (each
+// with its headline) and below; "" when none do.
+func outsideBand(above, below []string) string {
+	var s []string
+	if len(above) > 0 {
+		s = append(s, "Above the band for part of the trace or all of it: "+strings.Join(above, ", ")+".")
+	}
+	if len(below) > 0 {
+		s = append(s, "Below it at times: "+strings.Join(below, ", ")+".")
+	}
+	return strings.Join(s, " ")
 }
 
 // liveLine is the trace's live memory over time, from the first row's
@@ -330,12 +344,15 @@ func reported(v uint64) float64 {
 	return float64(v)
 }
 
-// histBuckets returns the used range of the summary's power-of-two
-// histograms, with labels.
-func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
+// histBuckets returns the buckets of a power-of-two histogram h, as
+// summary.Trace keeps them (h[0] counts zeros, h[k] the values from
+// 2^(k-1) to 2^k - 1), from the first that counts anything to the last,
+// each labelled with its least value: a bucket of zeros only where there
+// are zeros (a request of 0 B), none before the smallest value.
+func histBuckets(h []int64) ([]string, []int64) {
 	lo, hi := -1, 0
-	for k := range s.Sizes {
-		if s.Sizes[k] > 0 || s.Lifetimes[k] > 0 {
+	for k, n := range h {
+		if n > 0 {
 			if lo < 0 {
 				lo = k
 			}
@@ -343,7 +360,7 @@ func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
 		}
 	}
 	if lo < 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	var labels []string
 	for k := lo; k <= hi; k++ {
@@ -356,7 +373,7 @@ func histBuckets(s *summary.Trace) ([]string, []int64, []int64) {
 			labels = append(labels, countLabelBytes(k))
 		}
 	}
-	return labels, s.Sizes[lo : hi+1], s.Lifetimes[lo : hi+1]
+	return labels, h[lo : hi+1]
 }
 
 // countLabelBytes labels bucket k, which starts at 2^(k-1), compactly.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"math/bits"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -331,5 +333,70 @@ func TestSummarizeGoHeap(t *testing.T) {
 		if tc.want == 2 && (sums[0].GoHeap[0] != trace.GoHeapSample{Events: 1, Objects: 4096, Goal: 8192}) {
 			t.Errorf("%s: first sample %+v", tc.arg, sums[0].GoHeap[0])
 		}
+	}
+}
+
+// TestHistograms: every bucket of the size and lifetime histograms is
+// labelled with its least value, from the first bucket that counts
+// anything to the last; the bucket of 0 B only where there are requests
+// of 0 B; labels too many to fit across are turned a quarter.
+func TestHistograms(t *testing.T) {
+	label := regexp.MustCompile(`<text (x="[\d.]+" y="\d+"|transform="translate\([\d.]+ \d+\) rotate\(-90\)") text-anchor="(?:middle|end)"(?: dominant-baseline="middle")? font-size="9" fill="#333">([^<]*)</text>`)
+	for _, tc := range []struct {
+		name   string
+		sizes  []uint64 // allocated in turn, each freed after the next is allocated
+		labels []string // of the sizes' histogram
+		lives  []string // of the lifetimes'
+		turned bool
+	}{
+		{"from 1 B", []uint64{1, 3, 100}, []string{"1", "2", "4", "8", "16", "32", "64"}, []string{"2"}, false},
+		{"a request of 0 B", []uint64{0, 8}, []string{"0", "1", "2", "4", "8"}, []string{"2"}, false},
+		{"from 8 B", []uint64{8, 2048}, []string{"8", "16", "32", "64", "128", "256", "512", "1k", "2k"}, []string{"2"}, false},
+		{"1 B to 1 TiB", []uint64{1, 1 << 40}, nil, []string{"2"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("# carve trace v1\n")
+			for i, n := range tc.sizes {
+				fmt.Fprintf(&b, "a %d %d\n", i+1, n)
+				if i > 0 {
+					fmt.Fprintf(&b, "f %d\n", i)
+				}
+			}
+			r, err := trace.NewReader(strings.NewReader(b.String()), "h", trace.Native)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := summary.Of(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			turned := map[string]bool{}
+			for _, c := range charts(Trace{Name: "h", Summary: &s}) {
+				for _, m := range label.FindAllStringSubmatch(string(c.SVG), -1) {
+					got[c.name] = append(got[c.name], m[2])
+					turned[c.name] = strings.HasPrefix(m[1], "transform")
+				}
+			}
+			want := tc.labels
+			if want == nil { // every power of two from 1 to the largest
+				for k := 1; k <= bits.Len64(tc.sizes[len(tc.sizes)-1]); k++ {
+					want = append(want, countLabelBytes(k))
+					if k <= 10 {
+						want[len(want)-1] = strconv.Itoa(1 << (k - 1))
+					}
+				}
+			}
+			if !slices.Equal(got["sizes"], want) {
+				t.Errorf("sizes labelled %q, want %q", got["sizes"], want)
+			}
+			if !slices.Equal(got["lifetimes"], tc.lives) {
+				t.Errorf("lifetimes labelled %q, want %q", got["lifetimes"], tc.lives)
+			}
+			if turned["sizes"] != tc.turned {
+				t.Errorf("sizes' labels turned: %t, want %t", turned["sizes"], tc.turned)
+			}
+		})
 	}
 }

@@ -5,7 +5,7 @@ import "github.com/carvelab/carve/heapmap"
 // Layout exposes the grid MapSVG draws size bytes in, for a strip of w by h
 // pixels.
 func Layout(size int64, w, h int) (cols, rows int, cellBytes int64) {
-	g := layout(size, w, h)
+	g := layout(size, w, h, minCellPx)
 	return g.cols, g.rows, g.cellBytes
 }
 

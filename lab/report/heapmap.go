@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/carvelab/carve/heapmap"
+	"github.com/carvelab/carve/internal/text"
 )
 
 // This file draws a heap map (package heapmap) as a self-contained SVG picture: the space wrapped
@@ -16,8 +17,9 @@ import (
 const (
 	minWidth, minHeight = 320, 140
 	margin              = 10
-	captionLine         = 18 // a line of caption above the strip: two, three with regions
+	captionDY           = 18 // between the lines of caption above the strip
 	legendHeight        = 24 // one line of legend below it
+	minStripH           = 20 // the least height of the strip: a picture grows taller for its caption
 	minCellPx           = 1  // the narrowest a cell gets, before rounding columns down to a power of two
 	// maxCells bounds the grid, whatever the picture's size: the work and
 	// the output stay small for heaps of any size.
@@ -57,22 +59,33 @@ type grid struct {
 	cellBytes  int64
 }
 
-// layout chooses the grid for size bytes in a strip of w by h pixels:
-// the finest cells the strip and maxCells allow, cols a power of two, and
-// then cells as large as the strip allows for that many bytes per cell.
-func layout(size int64, w, h int) grid {
-	cols := 1
-	for cols*2 <= w/minCellPx {
+// capacity returns the grid of the finest cells a strip of w by h pixels
+// holds, cells at least cellPx pixels wide and square: cols a power of
+// two, and the cells, at most maxCells.
+func capacity(w, h, cellPx int) (cols int, cells int64) {
+	cols = 1
+	for cols*2 <= w/cellPx {
 		cols *= 2
 	}
-	rowsFit := func(cols int) int { return max(1, h*cols/w) } // rows of square cells that fit
-	cells := int64(min(cols*rowsFit(cols), maxCells))
+	return cols, int64(min(cols*rowsFit(w, h, cols), maxCells))
+}
+
+// rowsFit returns how many rows of cols square cells a strip of w by h
+// pixels holds.
+func rowsFit(w, h, cols int) int { return max(1, h*cols/w) }
+
+// layout chooses the grid for size bytes in a strip of w by h pixels:
+// the finest cells the strip (cells at least cellPx pixels wide) and
+// maxCells allow, cols a power of two, and then cells as large as the
+// strip allows for that many bytes per cell.
+func layout(size int64, w, h, cellPx int) grid {
+	cols, cells := capacity(w, h, cellPx)
 	g := grid{cellBytes: 1}
 	for (size+g.cellBytes-1)/g.cellBytes > cells {
 		g.cellBytes *= 2
 	}
 	n := (size + g.cellBytes - 1) / g.cellBytes
-	for cols > 1 && ceilDiv(n, int64(cols/2)) <= int64(rowsFit(cols/2)) {
+	for cols > 1 && ceilDiv(n, int64(cols/2)) <= int64(rowsFit(w, h, cols/2)) {
 		cols /= 2
 	}
 	g.cols, g.rows = cols, int(ceilDiv(n, int64(cols)))
@@ -82,9 +95,11 @@ func layout(size int64, w, h int) grid {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // MapSVG returns the heap map m drawn as a self-contained SVG document of width by
-// height pixels (at least 320 by 140): a caption with the map's figures
-// (name, size, live and free bytes, the number of holes and the largest),
-// the space as a strip of rows, and a legend of the kinds' colours.
+// height pixels (at least 320 by 140, and taller where the caption's
+// lines, wrapped to the width, leave too little room): a caption with the
+// map's figures (name, size, live and free bytes, the number of holes and
+// the largest), the space as a strip of rows, and a legend of the kinds'
+// colours.
 //
 // The strip wraps the space into rows of cells, each a power-of-two
 // number of bytes: as fine as the picture allows, and at most 65,536
@@ -100,94 +115,187 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // next, 1.3 MiB for one of 8000 by 8000. Rendering costs O(segments +
 // cells) time.
 func MapSVG(m heapmap.Map, width, height int) string {
-	width, height = max(width, minWidth), max(height, minHeight)
-	lines := 2
-	if len(m.Regions) > 0 {
-		lines++
+	return drawMap(m, mapStyle{width: width, height: height, cellPx: minCellPx})
+}
+
+// mapStyle is how drawMap draws a map: the picture's size, the narrowest
+// a cell gets, the bytes of a cell (0: the fewest the strip allows), and a
+// part of the space to frame (the window a zoomed map draws; n 0 for
+// none).
+type mapStyle struct {
+	width, height, cellPx int
+	cellBytes             int64
+	frame                 window
+}
+
+// mapPicture is where a map's parts go in its picture: the caption's
+// lines, the strip, and the grid of the strip's cells.
+type mapPicture struct {
+	width, height int
+	caption       []captionLine
+	x, y, w, h    int // the strip
+	grid          grid
+	cellX, cellY  func(int64) int64 // the left edge of a column, the top of a row
+}
+
+// pictureOf places the parts of m's picture in the style st.
+func pictureOf(m heapmap.Map, st mapStyle) mapPicture {
+	p := mapPicture{width: max(st.width, minWidth), height: max(st.height, minHeight)}
+	p.caption = captionOf(m, p.width-2*margin)
+	if _, _, _, h := stripAt(len(p.caption), p.width, p.height); h < minStripH {
+		p.height += minStripH - h // a narrow picture's caption takes many lines
 	}
-	stripX, stripY := margin, margin+lines*captionLine+4
-	stripW, stripH := width-2*margin, height-stripY-legendHeight-margin
-	g := layout(m.Size, stripW, stripH)
+	p.x, p.y, p.w, p.h = stripAt(len(p.caption), p.width, p.height)
+	p.grid = layout(m.Size, p.w, p.h, st.cellPx)
+	if st.cellBytes > 0 { // a scale of the caller's: as many rows as it takes
+		p.grid.cellBytes = st.cellBytes
+		p.grid.rows = int(ceilDiv(m.Size, st.cellBytes*int64(p.grid.cols)))
+	}
 	// Cell i of a row spans x(i) to x(i+1), row r y(r) to y(r+1), their
 	// edges rounded to whole pixels: stripW/cols pixels wide, and as tall
 	// as the rows can be to fill the strip, up to four times that.
-	x := func(i int64) int64 { return int64(stripX) + i*int64(stripW)/int64(g.cols) }
-	rowNum, rowDen := int64(stripH), int64(max(g.rows, 1))
-	if rowNum*int64(g.cols) > 4*int64(stripW)*rowDen {
-		rowNum, rowDen = 4*int64(stripW), int64(g.cols)
+	g := p.grid
+	p.cellX = func(i int64) int64 { return int64(p.x) + i*int64(p.w)/int64(g.cols) }
+	rowNum, rowDen := int64(p.h), int64(max(g.rows, 1))
+	if rowNum*int64(g.cols) > 4*int64(p.w)*rowDen {
+		rowNum, rowDen = 4*int64(p.w), int64(g.cols)
 	}
-	y := func(r int64) int64 { return int64(stripY) + r*rowNum/rowDen }
+	p.cellY = func(r int64) int64 { return int64(p.y) + r*rowNum/rowDen }
+	return p
+}
 
+// stripAt returns where the strip of a map lies in a picture of width by
+// height pixels, below lines of caption and above the legend.
+func stripAt(lines, width, height int) (x, y, w, h int) {
+	x, y = margin, margin+lines*captionDY+4
+	return x, y, width - 2*margin, height - y - legendHeight - margin
+}
+
+// drawMap is MapSVG in the style st.
+func drawMap(m heapmap.Map, st mapStyle) string {
+	p := pictureOf(m, st)
+	g, x, y := p.grid, p.cellX, p.cellY
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
-		width, height, width, height)
+		p.width, p.height, p.width, p.height)
 	b.WriteString("<title>")
 	escape(&b, m.Name+" heap map")
 	b.WriteString("</title>\n")
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	mapCaption(&b, m, g, stripX, stripW)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", p.width, p.height)
+	scale := ""
+	if m.Size > 0 {
+		scale = fmt.Sprintf("one cell = %s, one row = %s", fmtBytes(g.cellBytes), fmtBytes(g.cellBytes*int64(g.cols)))
+	}
+	for i, l := range p.caption {
+		fmt.Fprintf(&b, `<text x="%d" y="%d"`, p.x, margin+12+i*captionDY)
+		if l.bold {
+			b.WriteString(` font-weight="bold"`)
+		}
+		b.WriteString(">")
+		escape(&b, strings.Replace(l.text, widestScale, scale, 1))
+		b.WriteString("</text>\n")
+	}
 
 	// The strip: one path per colour.
 	b.WriteString(`<g shape-rendering="crispEdges">` + "\n")
-	for _, p := range paintMap(m, g, x, y) {
-		fmt.Fprintf(&b, `<path fill="%v" d="%s"/>`+"\n", p.colour, p.d.String())
+	for _, r := range paintMap(m, g, x, y) {
+		fmt.Fprintf(&b, `<path fill="%v" d="%s"/>`+"\n", r.colour, r.d.String())
 	}
 	if g.rows > 0 {
 		// The outline of the rows the space takes.
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#555753" stroke-width="1"/>`+"\n",
-			stripX, stripY, x(int64(g.cols))-int64(stripX), y(int64(g.rows))-int64(stripY))
+			p.x, p.y, x(int64(g.cols))-int64(p.x), y(int64(g.rows))-int64(p.y))
 	}
 	mapMarks(&b, m, g, x, y)
+	if st.frame.n > 0 {
+		mapFrame(&b, st.frame, g, x, y)
+	}
 	b.WriteString("</g>\n")
 
-	mapLegend(&b, stripX, height-margin-6)
+	mapLegend(&b, p.x, p.height-margin-6)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-// mapCaption writes the lines above the strip, in a box w pixels wide.
-func mapCaption(b *strings.Builder, m heapmap.Map, g grid, left, w int) {
-	st := m.Stats()
-	line := fmt.Sprintf("%s: %s mapped", m.Name, fmtBytes(m.Size))
+// mapFrame writes a black frame around the cells of the window f, a
+// rectangle a little larger than them in each row they take (rows of a
+// pixel or two stay visible inside).
+func mapFrame(b *strings.Builder, f window, g grid, x, y func(int64) int64) {
+	first, last := f.off/g.cellBytes, (f.off+f.n-1)/g.cellBytes
+	cols := int64(g.cols)
+	for r := first / cols; r <= last/cols; r++ {
+		c0, c1 := int64(0), cols
+		if r == first/cols {
+			c0 = first % cols
+		}
+		if r == last/cols {
+			c1 = last%cols + 1
+		}
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#000000" stroke-width="1.5"><title>`,
+			x(c0)-2, y(r)-2, x(c1)-x(c0)+4, y(r+1)-y(r)+4)
+		escape(b, fmt.Sprintf("drawn zoomed: %s from offset %d", fmtBytes(f.n), f.off))
+		b.WriteString("</title></rect>\n")
+	}
+}
+
+// captionLine is a line of a map's caption.
+type captionLine struct {
+	text string
+	bold bool
+}
+
+// widestScale stands for the caption's scale (one cell = 256 B, ...)
+// until the grid is laid out: as wide as the scale is written at most, so
+// that the lines the caption takes do not depend on the grid.
+const widestScale = "one cell = 1023.9 KiB, one row = 1023.9 MiB"
+
+// captionOf returns the lines of m's caption in a box w pixels wide
+// (about 7 pixels a character), each wrapped where it is too long: the
+// map's name, size and address (bold), and its scale; its figures; and
+// its regions, as many as one line holds.
+func captionOf(m heapmap.Map, w int) []captionLine {
+	chars := w / 7
+	var out []captionLine
+	title := []string{m.Name + ":", fmtBytes(m.Size) + " mapped"}
 	if m.Base != 0 {
-		line += fmt.Sprintf(" at %#x", m.Base)
+		title[1] += fmt.Sprintf(" at %#x", m.Base)
 	}
 	if m.Size > 0 {
-		line += fmt.Sprintf(", one cell = %s, one row = %s", fmtBytes(g.cellBytes), fmtBytes(g.cellBytes*int64(g.cols)))
+		title[1] += ","
+		title = append(title, widestScale)
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" font-weight="bold">`, left, margin+12)
-	escape(b, line)
-	b.WriteString("</text>\n")
+	for _, l := range wrap(title, " ", chars) {
+		out = append(out, captionLine{l, true})
+	}
+	st := m.Stats()
 	holes := "holes"
 	if st.Holes == 1 {
 		holes = "hole"
 	}
-	line = fmt.Sprintf("live %s · rounding %s · free %s in %d %s, largest %s · header %s · padding %s · unused %s · reserved %s",
-		fmtBytes(st.Live), fmtBytes(st.Rounding), fmtBytes(st.Free), st.Holes, holes, fmtBytes(st.Largest),
-		fmtBytes(st.Header), fmtBytes(st.Padding), fmtBytes(st.Unused), fmtBytes(st.Reserved))
-	fmt.Fprintf(b, `<text x="%d" y="%d">`, left, margin+12+captionLine)
-	escape(b, line)
-	b.WriteString("</text>\n")
-	if len(m.Regions) == 0 {
-		return
+	figures := []string{"live " + fmtBytes(st.Live), "rounding " + fmtBytes(st.Rounding),
+		fmt.Sprintf("free %s in %d %s, largest %s", fmtBytes(st.Free), st.Holes, holes, fmtBytes(st.Largest)),
+		"header " + fmtBytes(st.Header), "padding " + fmtBytes(st.Padding), "unused " + fmtBytes(st.Unused), "reserved " + fmtBytes(st.Reserved)}
+	for _, l := range wrap(figures, " · ", chars) {
+		out = append(out, captionLine{l, false})
 	}
-	// The regions, as many as the line holds (about 7 pixels a
-	// character); every one drawn has a mark with its title.
-	line = fmt.Sprintf("%d regions, marked where they start:", len(m.Regions))
+	if len(m.Regions) == 0 {
+		return out
+	}
+	// The regions, as many as the line holds; every one drawn has a mark
+	// with its title.
+	line := text.Count(int64(len(m.Regions)), "region") + ", marked where they start:"
 	for i, r := range m.Regions {
 		item := fmt.Sprintf(" %s (%s)", r.Label, fmtBytes(r.Len))
 		if i > 0 {
 			item = " ·" + item
 		}
-		if len(line)+len(item)+5 > w/7 {
+		if len(line)+len(item)+5 > chars {
 			line += " …"
 			break
 		}
 		line += item
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d">`, left, margin+12+2*captionLine)
-	escape(b, line)
-	b.WriteString("</text>\n")
+	return append(out, captionLine{line, false})
 }
 
 // mapLegend writes one swatch per kind along the baseline y.

@@ -18,18 +18,19 @@ import (
 	"golang.org/x/image/vector"
 )
 
-// PNG export. The charts are carve's own SVG, a small subset: rect, line,
-// path (M and L only), text (anchored, possibly turned a quarter), g,
-// title. That subset is rasterized here, in pure Go, with the Go team's
+// PNG export. The charts and heap maps are carve's own SVG, a small
+// subset: rect, line, path (M, L, H, V and Z, absolute or relative;
+// filled, stroked, or both), text (anchored, possibly turned a quarter),
+// g, title. That subset is rasterized here, in pure Go, with the Go team's
 // golang.org/x/image: its vector rasterizer (anti-aliased fills; a stroke
 // is filled as a band around its line) and its fixed bitmap face for the
 // text. The result is meant to be pasted into a chat: it is faithful in
 // shapes and colours, plainer in type than a browser's rendering.
 
-// WritePNG rasterizes one of the report's charts (SVG as this package
-// writes it) at scale times its size.
+// WritePNG rasterizes one of the report's charts or heap maps (SVG as
+// this package writes it) at scale times its size.
 func WritePNG(w io.Writer, svg string, scale float64) error {
-	img, err := rasterize(svg, scale)
+	img, _, err := rasterize(svg, scale)
 	if err != nil {
 		return err
 	}
@@ -54,21 +55,23 @@ type style struct {
 	fontSize     float64
 }
 
-// rasterize draws svg into an image.
-func rasterize(svg string, scale float64) (*image.RGBA, error) {
+// rasterize draws svg into an image, and returns it with the texts it
+// wrote there, in order (a text wholly outside the image is not among them).
+func rasterize(svg string, scale float64) (*image.RGBA, []string, error) {
 	d := xml.NewDecoder(strings.NewReader(svg))
 	var img *image.RGBA
 	var stack []style
 	cur := style{fill: color.RGBA{0, 0, 0, 255}, hasFill: true, width: 1, fontSize: 13}
 	inTitle := false
 	var text *xml.StartElement
+	var texts []string
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("report: chart SVG: %w", err)
+			return nil, nil, fmt.Errorf("report: chart SVG: %w", err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -80,7 +83,7 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 				w, _ := strconv.ParseFloat(a["width"], 64)
 				h, _ := strconv.ParseFloat(a["height"], 64)
 				if w <= 0 || h <= 0 {
-					return nil, fmt.Errorf("report: chart SVG has no size")
+					return nil, nil, fmt.Errorf("report: chart SVG has no size")
 				}
 				img = image.NewRGBA(image.Rect(0, 0, int(w*scale), int(h*scale)))
 				draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
@@ -98,6 +101,9 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 			case "path":
 				if img != nil {
 					for _, pts := range parsePath(a["d"]) {
+						if cur.hasFill && len(pts) >= 3 {
+							fillPoly(img, scaled(pts, scale), cur.fill)
+						}
 						strokePath(img, pts, cur, a["stroke-dasharray"], scale)
 					}
 				}
@@ -106,8 +112,8 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 				text = &t
 			}
 		case xml.CharData:
-			if text != nil && !inTitle && img != nil {
-				drawText(img, attrs(*text), cur, string(t), scale)
+			if text != nil && !inTitle && img != nil && drawText(img, attrs(*text), cur, string(t), scale) {
+				texts = append(texts, string(t))
 			}
 		case xml.EndElement:
 			switch t.Name.Local {
@@ -121,9 +127,9 @@ func rasterize(svg string, scale float64) (*image.RGBA, error) {
 		}
 	}
 	if img == nil {
-		return nil, fmt.Errorf("report: no <svg> element")
+		return nil, nil, fmt.Errorf("report: no <svg> element")
 	}
-	return img, nil
+	return img, texts, nil
 }
 
 func attrs(e xml.StartElement) map[string]string {
@@ -189,20 +195,102 @@ func drawRect(img *image.RGBA, a map[string]string, s style, scale float64) {
 	}
 }
 
-// parsePath reads a path of M and L commands: a polyline for each M.
+// parsePath reads a path of M, L, H, V and Z commands (and their
+// relative forms, m, l, h, v, z): a polyline for each subpath, a closed
+// one ending where it started.
 func parsePath(d string) [][][2]float64 {
 	var lines [][][2]float64
-	for _, sub := range strings.Split(d, "M") {
-		f := strings.FieldsFunc(sub, func(r rune) bool { return r == ' ' || r == ',' || r == 'L' })
-		var pts [][2]float64
-		for i := 0; i+1 < len(f); i += 2 {
-			pts = append(pts, [2]float64{num(f[i]), num(f[i+1])})
-		}
+	var pts [][2]float64
+	var at, start [2]float64
+	end := func() {
 		if len(pts) > 0 {
 			lines = append(lines, pts)
 		}
+		pts = nil
 	}
+	cmd := byte('M')
+	for i := 0; i < len(d); {
+		c := d[i]
+		switch {
+		case c == ' ' || c == ',':
+			i++
+			continue
+		case c == 'Z' || c == 'z':
+			if len(pts) > 0 {
+				pts = append(pts, start)
+			}
+			at = start
+			end()
+			i++
+			continue
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+			cmd = c
+			i++
+			continue
+		}
+		// The numbers of one command: one for H and V, two for the rest.
+		n := 2
+		if cmd == 'H' || cmd == 'h' || cmd == 'V' || cmd == 'v' {
+			n = 1
+		}
+		var v [2]float64
+		for k := range n {
+			for i < len(d) && (d[i] == ' ' || d[i] == ',') {
+				i++
+			}
+			j := i
+			for j < len(d) && (d[j] >= '0' && d[j] <= '9' || d[j] == '.' || d[j] == 'e' || (d[j] == '-' || d[j] == '+') && (j == i || d[j-1] == 'e')) {
+				j++
+			}
+			if j == i { // not a number: the path ends here
+				end()
+				return lines
+			}
+			v[k] = num(d[i:j])
+			i = j
+		}
+		rel := cmd >= 'a'
+		switch cmd {
+		case 'M', 'm':
+			end()
+			if rel {
+				v[0], v[1] = at[0]+v[0], at[1]+v[1]
+			}
+			at, start = v, v
+			pts = append(pts, at)
+			// The pairs after a moveto's first are linetos.
+			if cmd = 'L'; rel {
+				cmd = 'l'
+			}
+			continue
+		case 'L':
+			at = v
+		case 'l':
+			at = [2]float64{at[0] + v[0], at[1] + v[1]}
+		case 'H':
+			at[0] = v[0]
+		case 'h':
+			at[0] += v[0]
+		case 'V':
+			at[1] = v[0]
+		case 'v':
+			at[1] += v[0]
+		default:
+			continue // a command this subset does not draw
+		}
+		pts = append(pts, at)
+	}
+	end()
 	return lines
+}
+
+// scaled returns the points pts (in SVG units) in pixels at scale.
+func scaled(pts [][2]float64, scale float64) [][2]float64 {
+	out := make([][2]float64, len(pts))
+	for i, p := range pts {
+		out[i] = [2]float64{p[0] * scale, p[1] * scale}
+	}
+	return out
 }
 
 // strokePath strokes a polyline given in SVG units, dashed if asked (a
@@ -211,10 +299,7 @@ func strokePath(img *image.RGBA, pts [][2]float64, s style, dash string, scale f
 	if s.stroke.A == 0 || len(pts) < 2 {
 		return
 	}
-	for i := range pts {
-		pts[i][0] *= scale
-		pts[i][1] *= scale
-	}
+	pts = scaled(pts, scale)
 	w := max(s.width*scale, 1)
 	var pattern []float64
 	for _, f := range strings.FieldsFunc(dash, func(r rune) bool { return r == ' ' || r == ',' }) {
@@ -301,9 +386,11 @@ func fillPoly(img *image.RGBA, pts [][2]float64, c color.RGBA) {
 // drawText draws a text element with the fixed 7×13 face, each of its
 // pixels a square of the side that brings it nearest the font size at
 // the scale (at least one pixel), honouring text-anchor, a middle
-// baseline, and a quarter turn.
-func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) {
+// baseline, and a quarter turn. It reports whether any of the text fell
+// inside the image.
+func drawText(img *image.RGBA, a map[string]string, s style, str string, scale float64) bool {
 	face := basicfont.Face7x13
+	str = ascii.Replace(str)
 	k := max(int(math.Round(scale*s.fontSize/13)), 1)
 	width := font.MeasureString(face, str).Ceil()
 	x, y := num(a["x"])*scale, num(a["y"])*scale
@@ -331,13 +418,22 @@ func drawText(img *image.RGBA, a map[string]string, s style, str string, scale f
 			x -= along / 2
 		}
 	case "end":
-		x -= along
+		if rotate {
+			y += along
+		} else {
+			x -= along
+		}
 	}
-	if a["dominant-baseline"] == "middle" {
-		y += float64(4 * k)
+	if a["dominant-baseline"] == "middle" { // down the glyphs: across the line of text
+		if rotate {
+			x += float64(4 * k)
+		} else {
+			y += float64(4 * k)
+		}
 	}
 	ox, oy := int(math.Round(x)), int(math.Round(y))
 	tb := tmp.Bounds()
+	drawn := false
 	for py := 0; py < tb.Dy(); py++ {
 		for px := 0; px < tb.Dx(); px++ {
 			p := tmp.RGBAAt(px, py)
@@ -354,12 +450,18 @@ func drawText(img *image.RGBA, a map[string]string, s style, str string, scale f
 					}
 					if image.Pt(dx, dy).In(img.Bounds()) {
 						img.SetRGBA(dx, dy, blend(img.RGBAAt(dx, dy), p))
+						drawn = true
 					}
 				}
 			}
 		}
 	}
+	return drawn
 }
+
+// ascii spells the few other characters the report's pictures write in
+// the characters of the fixed face, which has ASCII's only.
+var ascii = strings.NewReplacer("·", "|", "…", "...", "×", "x", "–", "-", "—", "-", "µ", "u")
 
 // blend puts the premultiplied colour p over q.
 func blend(q, p color.RGBA) color.RGBA {

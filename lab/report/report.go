@@ -16,7 +16,9 @@
 // trace, the program's own heap from the trace's metrics; the trace's
 // size and lifetime histograms (the FREENIX paper's Figure 1); for a trace
 // of labelled objects (a Go trace: their types) the table of labels as
-// carve stats prints it; and, when given, a map of each heap at its peak.
+// carve stats prints it; and, when given, a map of each heap at its peak,
+// with the window of it where free and used memory take turns most often
+// drawn zoomed (zoom.go).
 // The report closes with every trace's verdict and the sources, named.
 //
 // The charts are inline SVG written with the standard library. Each
@@ -123,6 +125,9 @@ type Trace struct {
 // Map is a heap map to show: an SVG (written by MapSVG, or anything that
 // escapes its text) and what it pictures.
 type Map struct {
+	// Name is a short name for a file of its own: the heap's, with
+	// "-zoom" for a window of it drawn zoomed ("first-fit-zoom").
+	Name    string
 	Caption string
 	SVG     string
 }
@@ -172,8 +177,12 @@ func Write(w io.Writer, r Report) error {
 		}
 		if s := t.Summary; s != nil {
 			ff, bf := s.Robson()
-			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
-				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), byteSize(int64(s.PeakLive)),
+			zero := ""
+			if s.Zero > 0 {
+				zero = " and " + text.Count(s.Zero, "request") + " of 0 B"
+			}
+			v.SummaryLine = fmt.Sprintf("%s; requests from %s to %s%s; peak live %s in %s; Robson's worst cases for this peak live: first fit ~%s, best fit ~%s.",
+				text.Count(s.Events, "event"), size.Format(int64(s.Smallest)), size.Format(int64(s.Largest)), zero, byteSize(int64(s.PeakLive)),
 				text.Count(s.PeakObjects, "object"), byteSize(int64(ff)), byteSize(int64(bf)))
 			v.Labels = labelRows(s.LabelCells(max(maxLabels, 1)))
 			if len(s.Sites) > 0 {

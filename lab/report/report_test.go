@@ -176,7 +176,7 @@ func TestPNGPaths(t *testing.T) {
 	}
 	inked := func(path, dash string) int {
 		svg := `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><path d="` + path + `" stroke="#000" stroke-width="2"` + dashAttr(dash) + `/></svg>`
-		img, err := rasterize(svg, 1)
+		img, _, err := rasterize(svg, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,8 +197,50 @@ func TestPNGPaths(t *testing.T) {
 		}
 	}
 	// The gap between two subpaths stays white.
-	img, _ := rasterize(`<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><path d="M10 50L80 50M120 50L190 50" stroke="#000" stroke-width="2"/></svg>`, 1)
+	img, _, _ := rasterize(`<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100"><path d="M10 50L80 50M120 50L190 50" stroke="#000" stroke-width="2"/></svg>`, 1)
 	if c := img.RGBAAt(100, 50); c.R < 200 {
 		t.Errorf("the gap between two subpaths is drawn: %v", c)
+	}
+}
+
+// TestPNGBandNote: the zoomed chart's rows whose lines leave the band are
+// named in the chart itself, so that its PNG, which has no caption, says
+// so as its caption does.
+func TestPNGBandNote(t *testing.T) {
+	tr := fakeReport().Traces[0] // glibc's ratio, 1.8 for most of the trace, is above the band
+	var c chart
+	for _, ch := range charts(tr) {
+		if ch.name == "rss-ratio" {
+			c = ch
+		}
+	}
+	const want = "Above the band for part of the trace or all of it: glibc (ends at 1.500)."
+	if !strings.Contains(c.Caption, want) {
+		t.Fatalf("the caption does not say %q: %s", want, c.Caption)
+	}
+	_, texts, err := rasterize(string(c.SVG), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drawn := strings.Join(texts, " "); !strings.Contains(drawn, want) {
+		t.Errorf("the PNG does not say %q; its texts: %q", want, texts)
+	}
+	// A chart whose every line is in the band says nothing of the kind.
+	tr.Rows = tr.Rows[:1]
+	drawn := false
+	for _, ch := range charts(tr) {
+		if ch.name != "rss-ratio" {
+			continue
+		}
+		_, texts, err := rasterize(string(ch.SVG), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if drawn = true; strings.Contains(strings.Join(texts, " "), "band") {
+			t.Errorf("a chart of one row in its band says %q", texts)
+		}
+	}
+	if !drawn {
+		t.Error("no zoomed chart for one row")
 	}
 }

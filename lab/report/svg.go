@@ -13,8 +13,9 @@ import (
 // library do what the report needs (lines, bars, axes with round ticks,
 // legends, marks) with no script, no font file and no dependency, and the
 // markup stays small because every series is drawn as one path. They use
-// the subset of SVG that png.go rasterizes: rect, line, path (M and L),
-// text, g and title, with presentation attributes only.
+// the subset of SVG that png.go rasterizes (the charts' paths M and L
+// only, the heap maps' h, v and z too), with presentation attributes
+// only.
 
 // Chart geometry, in SVG user units (pixels at 100%).
 const (
@@ -27,6 +28,9 @@ const (
 	plotW    = chartW - marginL - marginR
 	fontSize = 12
 	legendDY = 17 // between the legend's entries
+	// A note above a line chart's plot: its lines' spacing, and the
+	// widest a character of it gets (the PNG's fixed face at 12 pixels).
+	noteDY, noteCharPx = 16, 7
 )
 
 // line is one series of a line chart. A NaN y is a gap in the line.
@@ -147,10 +151,14 @@ type lineSpec struct {
 	ratio  bool
 	lo, hi float64
 	phases []phaseMark
+	// note is a sentence or two written above the plot, wrapped to its
+	// width: what the lines do not show ("" for none).
+	note string
 }
 
 // lineChart draws series over a shared x axis (events), a legend on the
-// right, and the marks of the phases, their names above the plot.
+// right, the marks of the phases, their names above the plot, and the
+// note, if any, above them.
 func lineChart(c lineSpec) string {
 	var b strings.Builder
 	n := 0
@@ -176,10 +184,14 @@ func lineChart(c lineSpec) string {
 	}
 	px := func(x float64) float64 { return marginL + x/xmax*plotW }
 	labels, rows := phaseLabels(c.phases, px)
-	top := marginT + 13*rows
-	h := max(chartH+13*rows, top+8+legendDY*n+marginB-24)
+	notes := wrap(strings.Fields(c.note), " ", (chartW-marginL-20)/noteCharPx)
+	top := marginT + noteDY*len(notes) + 13*rows
+	h := max(chartH+noteDY*len(notes)+13*rows, top+8+legendDY*n+marginB-24)
 	plotH := h - top - marginB
 	svgOpen(&b, chartW, h, c.title)
+	for i, l := range notes {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#333">%s</text>`, marginL, marginT+4+noteDY*i, esc(l))
+	}
 	var yt []float64
 	ylabel := bytesLabel
 	if c.ratio {
@@ -232,6 +244,27 @@ func lineChart(c lineSpec) string {
 	}
 	b.WriteString("</svg>")
 	return b.String()
+}
+
+// wrap joins items with sep into lines of at most n characters, each
+// item whole (one longer than n gets a line of its own).
+func wrap(items []string, sep string, n int) []string {
+	var out []string
+	line := ""
+	for _, w := range items {
+		if line != "" && len(line)+len(sep)+len(w) > n {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += sep
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 // polyline returns the path of the points (xs, ys), broken at NaNs and
@@ -450,13 +483,23 @@ func histogram(title, xLabel string, labels []string, counts []int64) string {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text><text transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text></g>`,
 		marginL+(plotW+marginR-20)/2, chartH-8, esc(xLabel), marginT+plotH/2, scale)
+	// Every bucket is labelled: across, or turned a quarter where the
+	// longest label (about 6 pixels a character in 9-pixel type) is wider
+	// than a bucket.
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len(l))
+	}
+	turned := float64(6*longest+4) > w
 	for i, c := range counts {
 		x := marginL + float64(i)*w
 		if c > 0 {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`,
 				x+1, py(val(c)), max(w-2, 1), marginT+plotH-py(val(c)), lk.Indigo, esc(labels[i]), c)
 		}
-		if i%2 == 0 || len(counts) <= 16 {
+		if turned {
+			fmt.Fprintf(&b, `<text transform="translate(%.1f %d) rotate(-90)" text-anchor="end" dominant-baseline="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+4, esc(labels[i]))
+		} else {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="9" fill="#333">%s</text>`, x+w/2, marginT+plotH+14, esc(labels[i]))
 		}
 	}
