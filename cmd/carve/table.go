@@ -92,7 +92,7 @@ var columns = []column{
 
 // nsPerOpDoc says what the time per call includes (package replay's
 // callClock measures it so, and libc's loop.c).
-var nsPerOpDoc = fmt.Sprintf("nanoseconds inside an allocator call: every call timed, the system calls (brk, mmap, madvise, trims) and page faults it makes included; not the replayer's checks, its writes into the blocks (--touch), its pipe to a child, the clock's own cost or the time the thread was off the CPU; - under %s timed calls",
+var nsPerOpDoc = fmt.Sprintf("nanoseconds inside an allocator call: every call timed, the system calls (brk, mmap, madvise, trims) and page faults it makes included (one that writes a header into a fresh page takes the page's first fault, which a program would take at its first write otherwise); not the replayer's checks, its writes into the blocks (--touch), its pipe to a child, the clock's own cost or the time the thread was off the CPU; - under %s timed calls",
 	text.Thousands(rows.MinTimedOps))
 
 func unstable(t tableOf) bool { return !t.stable }
