@@ -18,6 +18,10 @@ import (
 	"github.com/carvelab/carve/lab/rows"
 )
 
+// maxWidth is the most characters a line of the text output takes by
+// default: carve advise lays its text out to it (--wide: no limit).
+const maxWidth = 100
+
 // tableOf is what decides a table's columns: the rows of one trace and
 // whether it is the --stable form.
 type tableOf struct {

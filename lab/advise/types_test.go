@@ -155,10 +155,14 @@ func TestAdviseTypes(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	if err := adv.WriteText(&text); err != nil {
+	if err := adv.WriteText(&text, 100); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(text.String())
+	checkWidth(t, text.String(), 100)
+	if wide := writeText(t, adv.WriteText, 0); !hasRow(wide, []string{"type", "into", "saving", "above 0 at", "at most", "at the trace's peak", "objects", "peak RSS"}) {
+		t.Errorf("wide: want every column:\n%s", wide)
+	}
 	for _, want := range []string{"main.buf into pool.NewOf", "main.node", "the figures assume", "not tried", LeftFloor, Rule(3), TargetRule} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
