@@ -212,7 +212,11 @@ func checkWidth(t *testing.T, out string, wide bool, heads ...string) {
 	if wide && widest <= maxWidth {
 		t.Errorf("--wide: the widest line is %d columns, want the paragraphs whole, wider than %d:\n%s", widest, maxWidth, out)
 	}
-	re := regexp.MustCompile(`(?m)^  ` + strings.Join(heads, ` +`) + `( |$)`)
+	quoted := make([]string, len(heads))
+	for i, h := range heads {
+		quoted[i] = regexp.QuoteMeta(h)
+	}
+	re := regexp.MustCompile(`(?m)^  ` + strings.Join(quoted, ` +`) + `( |$)`)
 	if !re.MatchString(out) {
 		t.Errorf("no line of the heads %q:\n%s", heads, out)
 	}

@@ -70,13 +70,12 @@ func (e *textWriter) list(first, rest, head string, items []string) {
 }
 
 // fill writes words in lines of at most e.width, the first after first,
-// the others after rest.
-// A size's unit stays on the line of its number ("19.53 MiB").
+// the others after rest, a size's unit on the line of its number
+// ("19.53 MiB").
 func (e *textWriter) fill(first, rest string, words []string) {
 	var glued []string
 	for _, w := range words {
-		n := len(glued)
-		if n > 0 && isUnit(strings.TrimRight(w, ",;:.)")) && strings.ContainsAny(glued[n-1][len(glued[n-1])-1:], "0123456789") {
+		if n := len(glued); n > 0 && isUnit(strings.TrimRight(w, ",;:.)")) && endsInDigit(glued[n-1]) {
 			glued[n-1] += " " + w
 			continue
 		}
@@ -99,6 +98,8 @@ func isUnit(w string) bool {
 	}
 	return false
 }
+
+func endsInDigit(w string) bool { return w != "" && '0' <= w[len(w)-1] && w[len(w)-1] <= '9' }
 
 // code writes Go code, each line after indent; with a width, a line
 // too long for it is broken: a comment wrapped, a comment at the end of
@@ -162,7 +163,7 @@ func columns(s string) int {
 
 // A table is a text table: its columns, in the order they are worth,
 // and its rows. With a width, it keeps the first columns whose lines fit
-// (at least Headline of them) and names the others below, for --wide.
+// (at least headline of them) and names the others below, for --wide.
 type table struct {
 	heads    []string
 	left     []bool // the columns aligned left; the others, right

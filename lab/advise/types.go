@@ -1114,17 +1114,17 @@ func (a *TypeAdvice) WriteText(w io.Writer, width int) error {
 				ew.para("  ", "    ", fmt.Sprintf("%s: failed: %s", tt.name(), tt.Error))
 			}
 		}
-		if slices.Contains(kept, "at the trace's peak") {
+		if slices.Contains(kept, headAtPeak) {
 			ew.para("  ", "    ", "at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)")
 		}
 		if a.Paced {
 			above := ""
-			if slices.Contains(kept, "above 0 at") {
+			if slices.Contains(kept, headAbove) {
 				above = "; above 0 at: the GOGCs where the lesser of the two saved"
 			}
 			ew.para("  ", "    ", "saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early), each against the Go heap alone with its frees placed alike"+above)
 		}
-		if slices.Contains(kept, "at most") {
+		if slices.Contains(kept, headAtMost) {
 			ew.para("  ", "    ", "at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested")
 		}
 		ew.para("  ", "    ", "into: "+TargetRule)
@@ -1184,11 +1184,19 @@ func (a *TypeAdvice) WriteText(w io.Writer, width int) error {
 	return ew.err
 }
 
+// The heads of the types' table that a note below it explains, printed
+// with the column.
+const (
+	headAbove  = "above 0 at"
+	headAtMost = "at most"
+	headAtPeak = "at the trace's peak"
+)
+
 // triedTable is the table of the types tried, its columns the headline
 // first: the type, the move printed and its saving; sited puts each
 // trial's site on a line of its own below its row.
 func (a *TypeAdvice) triedTable(bounds string, sited bool) table {
-	t := table{heads: []string{"type", "into", bounds, "", "above 0 at", "at most", "at the trace's peak", "objects", "peak RSS"},
+	t := table{heads: []string{"type", "into", bounds, "", headAbove, headAtMost, headAtPeak, "objects", "peak RSS"},
 		left: []bool{true, true, false, true, false, false, false, false, false}, headline: 4}
 	for _, tt := range a.Tried {
 		name, under := tt.name(), ""
