@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,6 +182,43 @@ func TestAdviseText(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+	checkWidth(t, out.String(), false, "#", "size", "saving")
+	out.Reset()
+	if code := run([]string{"advise", "--wide", "gen:carving:n=2000,smalls=1", "--min", "1%"}, &out, &errs); code != 0 {
+		t.Fatalf("--wide: exit %d: %s", code, errs.String())
+	}
+	checkWidth(t, out.String(), true, "#", "size", "saving", "requests", "peak footprint after", "pool footprint", "pool live", "waste")
+}
+
+// checkWidth checks carve advise's text: by default every line at most
+// maxWidth columns (a tab to the next multiple of 8), with --wide
+// (wide) lines as long as they come; either way a line of the table
+// holds heads, in order.
+func checkWidth(t *testing.T, out string, wide bool, heads ...string) {
+	t.Helper()
+	widest := 0
+	for _, l := range strings.Split(out, "\n") {
+		n := 0
+		for _, r := range l {
+			if n++; r == '\t' {
+				n += 7 - (n-1)%8
+			}
+		}
+		if widest = max(widest, n); n > maxWidth && !wide {
+			t.Errorf("a line of %d columns, want at most %d:\n%s", n, maxWidth, l)
+		}
+	}
+	if wide && widest <= maxWidth {
+		t.Errorf("--wide: the widest line is %d columns, want the paragraphs whole, wider than %d:\n%s", widest, maxWidth, out)
+	}
+	quoted := make([]string, len(heads))
+	for i, h := range heads {
+		quoted[i] = regexp.QuoteMeta(h)
+	}
+	re := regexp.MustCompile(`(?m)^  ` + strings.Join(quoted, ` +`) + `( |$)`)
+	if !re.MatchString(out) {
+		t.Errorf("no line of the heads %q:\n%s", heads, out)
 	}
 }
 

@@ -77,6 +77,7 @@ it allocates, where it allocates it.`,
 		fs.IntVar(&cfg.Candidates, "candidates", 8, "replay the `N` most requested sizes and the N sizes taking the most bytes")
 		fs.IntVar(&cfg.Jobs, "jobs", runtime.GOMAXPROCS(0), "replays to run at once")
 		format := fs.String("format", textOrJSON[0], "output `FORMAT`: "+text.Or(textOrJSON)+" (schema "+advise.Schema+"; "+advise.TypesSchema+" for a Go program's trace)")
+		wide := fs.Bool("wide", false, "text: every column of the tables, and each paragraph on one line (default: lines of at most "+strconv.Itoa(maxWidth)+" characters, the tables' headline columns first)")
 		var maxRequest byteSize
 		budgetFlags(fs, &maxRequest, nil)
 		var tf traceFlags
@@ -85,6 +86,10 @@ it allocates, where it allocates it.`,
 		return func(c *cli, args []string) error {
 			if err := checkFormat(*format, textOrJSON); err != nil {
 				return err
+			}
+			width := maxWidth
+			if *wide {
+				width = 0
 			}
 			switch {
 			case len(args) != 1:
@@ -121,7 +126,7 @@ it allocates, where it allocates it.`,
 					enc.SetEscapeHTML(false)
 					return enc.Encode(adv)
 				}
-				return adv.WriteText(c.stdout)
+				return adv.WriteText(c.stdout, width)
 			}
 			if cfg.Base == "" {
 				cfg.Base = advise.DefaultBase
@@ -142,7 +147,7 @@ it allocates, where it allocates it.`,
 				enc.SetEscapeHTML(false) // the Go snippet's << as is
 				return enc.Encode(adv)
 			}
-			return adv.WriteText(c.stdout)
+			return adv.WriteText(c.stdout, width)
 		}
 	},
 }

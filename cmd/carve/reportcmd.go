@@ -152,7 +152,7 @@ func adviseText(c *cli, tc advise.TypeConfig) (string, error) {
 		return "", err
 	}
 	var b bytes.Buffer
-	if err := adv.WriteText(&b); err != nil {
+	if err := adv.WriteText(&b, maxWidth); err != nil {
 		return "", err
 	}
 	return b.String(), nil

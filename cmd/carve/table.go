@@ -29,7 +29,7 @@ type tableOf struct {
 }
 
 // maxWidth is the most characters a line of the text output takes without
-// --wide.
+// --wide: the tables' and carve advise's (which lays its text out to it).
 const maxWidth = text.Width
 
 // A column is one column of the replay tables, in their order: its head,

@@ -142,6 +142,21 @@ func TestAdviseGoTrace(t *testing.T) {
 	if !refused {
 		t.Errorf("main.conn (it holds a pointer) not refused: %+v", adv.Refused)
 	}
+	// The text fits maxWidth, its table the headline columns and those
+	// that fit; --wide prints every column.
+	for _, wide := range []bool{false, true} {
+		args := []string{"advise", "--repeats", "1", "--types", "2", "--min-type", "0", goTrace}
+		heads := []string{"type", "into", "saving: freed late to early"}
+		if wide {
+			args = append(args, "--wide")
+			heads = append(heads, "above 0 at", "at most", "at the trace's peak", "objects", "peak RSS")
+		}
+		stdout.Reset()
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+		}
+		checkWidth(t, stdout.String(), wide, heads...)
+	}
 	// With the default floor, no type under it is tried.
 	stdout.Reset()
 	if code := run([]string{"advise", "--repeats", "1", "--format", "json", goTrace}, &stdout, &stderr); code != 0 {

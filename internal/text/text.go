@@ -14,10 +14,16 @@ const Width = 100
 
 // Wrap cuts text into lines of at most width bytes, breaking at spaces;
 // a word longer than width stands on a line of its own.
-func Wrap(text string, width int) []string {
+func Wrap(text string, width int) []string { return Fill(strings.Fields(text), width) }
+
+// Fill lays words out in lines of at most width bytes, a space between
+// two words of a line, breaking only between words: a word longer than
+// width stands on a line of its own. A word may hold spaces (an item of
+// a list, kept on one line).
+func Fill(words []string, width int) []string {
 	var lines []string
 	line := ""
-	for _, w := range strings.Fields(text) {
+	for _, w := range words {
 		if line != "" && len(line)+1+len(w) > width {
 			lines = append(lines, line)
 			line = ""

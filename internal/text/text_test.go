@@ -27,6 +27,23 @@ func TestWrap(t *testing.T) {
 	}
 }
 
+func TestFill(t *testing.T) {
+	tests := []struct {
+		words []string
+		width int
+		want  []string
+	}{
+		{nil, 10, nil},
+		{[]string{"12 B 4 KiB,", "16 B 8 KiB,", "20 B -4 KiB"}, 24, []string{"12 B 4 KiB, 16 B 8 KiB,", "20 B -4 KiB"}},
+		{[]string{"a", "an item too long", "b"}, 6, []string{"a", "an item too long", "b"}},
+	}
+	for _, tt := range tests {
+		if got := Fill(tt.words, tt.width); !slices.Equal(got, tt.want) {
+			t.Errorf("Fill(%q, %d) = %q, want %q", tt.words, tt.width, got, tt.want)
+		}
+	}
+}
+
 func TestCount(t *testing.T) {
 	tests := []struct {
 		n    int64

@@ -36,7 +36,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 
 	carve "github.com/carvelab/carve"
 	"github.com/carvelab/carve/internal/size"
@@ -723,11 +722,12 @@ func goSnippet(pools []Pool) string {
 }
 
 // WriteText writes the advice for a reader: the candidates, every round's
-// savings, the suggested pools and the Go code that makes them.
-func (a *Advice) WriteText(w io.Writer) error {
-	ew := &firstErrWriter{w: w}
-	ew.printf("carve advise: %s, pools in front of %s\n", a.Trace, a.Base)
-	ew.printf("every figure measured by a replay, without the correctness checks (as --nocheck): %d replays in %d rounds\n", a.Replays, len(a.Rounds))
+// savings, the suggested pools and the Go code that makes them, laid out
+// to width (see textWriter; 0: every line whole, every column).
+func (a *Advice) WriteText(w io.Writer, width int) error {
+	ew := &textWriter{w: w, width: width}
+	ew.para("", "  ", fmt.Sprintf("carve advise: %s, pools in front of %s", a.Trace, a.Base))
+	ew.para("", "  ", fmt.Sprintf("every figure measured by a replay, without the correctness checks (as --nocheck): %d replays in %d rounds", a.Replays, len(a.Rounds)))
 	var cs []string
 	for _, c := range a.Candidates {
 		cs = append(cs, fmt.Sprintf("%d B (%d requests)", c.Size, c.Requests))
@@ -736,18 +736,21 @@ func (a *Advice) WriteText(w io.Writer) error {
 		cs = []string{"none"}
 	}
 	if a.Note != "" {
-		ew.printf("note: %s\n", a.Note)
+		ew.para("", "  ", "note: "+a.Note)
 	}
-	ew.printf("candidates: %s\n", strings.Join(cs, ", "))
+	ew.list("", "  ", "candidates: ", cs)
 	if a.BaseFailed {
-		ew.printf("\nno pool suggested: %s\n", a.Stop)
+		ew.printf("\n")
+		ew.para("", "  ", "no pool suggested: "+a.Stop)
 		return ew.err
 	}
-	ew.printf("baseline: peak footprint %s, peak live %s (%.3f)", size.Format(a.Baseline.PeakFootprint), size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
+	baseline := fmt.Sprintf("baseline: peak footprint %s, peak live %s (%.3f)", size.Format(a.Baseline.PeakFootprint), size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakFootprint, a.Baseline.PeakLive))
 	if a.Baseline.TraceErrors > 0 {
-		ew.printf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)
+		baseline += fmt.Sprintf(", %d trace errors (events skipped)", a.Baseline.TraceErrors)
 	}
-	ew.printf("\nthreshold: %s (%s)\n\n", size.Format(a.Threshold), a.ThresholdRule)
+	ew.para("", "  ", baseline)
+	ew.para("", "  ", fmt.Sprintf("threshold: %s (%s)", size.Format(a.Threshold), a.ThresholdRule))
+	ew.printf("\n")
 	for i, r := range a.Rounds {
 		var ts []string
 		for _, t := range r {
@@ -757,46 +760,52 @@ func (a *Advice) WriteText(w io.Writer) error {
 				ts = append(ts, fmt.Sprintf("%d B %s", t.Size, size.Format(t.Saving)))
 			}
 		}
-		ew.printf("round %d, saving per candidate: %s\n", i+1, strings.Join(ts, ", "))
+		ew.list("", "  ", fmt.Sprintf("round %d, saving per candidate: ", i+1), ts)
 	}
 	if len(a.Pools) == 0 {
-		ew.printf("\nno pool suggested: %s\n", a.Stop)
+		ew.printf("\n")
+		ew.para("", "  ", "no pool suggested: "+a.Stop)
 		return ew.err
 	}
-	ew.printf("\nsuggested pools (saving: the peak footprint the pool took off, in its round; the rest at the final peak; waste = the pool's footprint - live)\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "#\tsize\trequests\tsaving\tpeak footprint after\tpool footprint\tpool live\twaste\t\n")
+	t := table{heads: []string{"#", "size", "saving", "requests", "peak footprint after", "pool footprint", "pool live", "waste"},
+		left: make([]bool, 8), headline: 3}
 	for i, p := range a.Pools {
-		fmt.Fprintf(tw, "%d\t%d B\t%d\t%s (%.2f%%)\t%s\t%s\t%s\t%s\t\n", i+1, p.Size, p.Requests, size.Format(p.Saving), p.SavingPercent, size.Format(p.PeakFootprint), size.Format(p.Footprint), size.Format(p.Live), size.Format(p.Waste))
+		t.add("", strconv.Itoa(i+1), fmt.Sprintf("%d B", p.Size), fmt.Sprintf("%s (%.2f%%)", size.Format(p.Saving), p.SavingPercent), strconv.FormatInt(p.Requests, 10),
+			size.Format(p.PeakFootprint), size.Format(p.Footprint), size.Format(p.Live), size.Format(p.Waste))
 	}
-	tw.Flush()
+	heading := "suggested pools (saving: the peak footprint the pool took off, in its round; the rest at the final peak"
+	if t.kept("  ", width) == len(t.heads) {
+		heading += "; waste = the pool's footprint - live"
+	}
+	ew.printf("\n")
+	ew.para("", "  ", heading+")")
+	t.write(ew, "  ")
 	for i, p := range a.Pools {
-		if sites := a.sitesOf(p.Size); sites != "" {
-			ew.printf("pool %d (%d B) takes its requests from %s\n", i+1, p.Size, sites)
+		if sites := a.sitesOf(p.Size); len(sites) > 0 {
+			ew.list("", "  ", fmt.Sprintf("pool %d (%d B) takes its requests from ", i+1, p.Size), sites)
 		}
 	}
 	saved := a.Baseline.PeakFootprint - a.FinalPeakFootprint
-	ew.printf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live\n", size.Format(a.FinalPeakFootprint), size.Format(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive))
-	ew.printf("stopped: %s\n\n", a.Stop)
-	for line := range strings.Lines(a.Go) {
-		ew.printf("\t%s", line)
-	}
+	ew.para("", "  ", fmt.Sprintf("final: peak footprint %s, %s (%.2f%%) below the baseline, %.3f of peak live", size.Format(a.FinalPeakFootprint), size.Format(saved), 100*float64(saved)/float64(a.Baseline.PeakFootprint), fpOverLive(a.FinalPeakFootprint, a.Baseline.PeakLive)))
+	ew.para("", "  ", "stopped: "+a.Stop)
+	ew.printf("\n")
+	ew.code("\t", a.Go)
 	return ew.err
 }
 
 // sitesOf lists the sites that request size most, each with its share
-// of the size's requests, or "" in a trace without sites.
-func (a *Advice) sitesOf(size int) string {
+// of the size's requests, or none in a trace without sites.
+func (a *Advice) sitesOf(size int) []string {
 	i := slices.IndexFunc(a.Candidates, func(c SizeCount) bool { return c.Size == size })
 	if i < 0 || len(a.Candidates[i].Sites) == 0 {
-		return ""
+		return nil
 	}
 	c := a.Candidates[i]
 	var parts []string
 	for _, st := range c.Sites {
 		parts = append(parts, fmt.Sprintf("%s (%.1f%%)", st.Site, 100*float64(st.Requests)/float64(c.Requests)))
 	}
-	return strings.Join(parts, ", ")
+	return parts
 }
 
 // fpOverLive returns fp / live, or 0 when live is.
@@ -805,23 +814,4 @@ func fpOverLive(fp, live int64) float64 {
 		return 0
 	}
 	return float64(fp) / float64(live)
-}
-
-// firstErrWriter keeps the first write error.
-type firstErrWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *firstErrWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *firstErrWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
 
@@ -383,6 +382,10 @@ func classRounding(sizes []SizeCount, atPeak uint64) ClassRounding {
 	return r
 }
 
+// pointersWhy is why a type that holds pointers cannot move: said in
+// each Refused.Why, and once above the text's short list of them.
+const pointersWhy = "the collector does not look inside carve memory, so what they point to could be freed under it"
+
 // Refused is a type that cannot move to carve memory.
 type Refused struct {
 	Type     string `json:"type"`
@@ -628,7 +631,7 @@ func candidates(labels, typeSites []summary.LabelStat, adv *TypeAdvice, least ui
 		case l.PtrBytes != 0:
 			why := "its type is unknown to the trace"
 			if l.PtrBytes > 0 {
-				why = fmt.Sprintf("%d of its %d bytes may hold Go pointers: the collector does not look inside carve memory, so what they point to could be freed under it", l.PtrBytes, l.Size)
+				why = fmt.Sprintf("%d of its %d bytes may hold Go pointers: %s", l.PtrBytes, l.Size, pointersWhy)
 			}
 			if len(adv.Refused) < 10 {
 				adv.Refused = append(adv.Refused, Refused{Type: l.GoName(), Bytes: l.Bytes, PtrBytes: l.PtrBytes, Size: l.Size, Why: why})
@@ -1075,63 +1078,59 @@ func Rule(repeats int) string {
 var TargetRule = fmt.Sprintf("among the moves that pass the rule below (all, if none does), the one with the highest lower bound, unless another's savings (the least to the most at any GOGC) overlap its own and its code is simpler: "+
 	"one heap for a slice of more than %d sizes, pools otherwise", MaxPoolClasses)
 
-// WriteText writes the type advice for a reader.
-func (a *TypeAdvice) WriteText(w io.Writer) error {
-	ew := &firstErrWriter{w: w}
-	ew.printf("carve advise: %s, a Go program's types moved off the Go heap (%s)\n", a.Trace, a.Base)
-	ew.printf("every replay of the whole trace is made at GOGC %s, in a child process each: %d replays; figures are medians\n", joinInts(a.GOGCs), a.Replays)
+// WriteText writes the type advice for a reader, laid out to width (see
+// textWriter; 0: every line whole, every column).
+func (a *TypeAdvice) WriteText(w io.Writer, width int) error {
+	ew := &textWriter{w: w, width: width}
+	ew.para("", "  ", fmt.Sprintf("carve advise: %s, a Go program's types moved off the Go heap (%s)", a.Trace, a.Base))
+	ew.para("", "  ", fmt.Sprintf("every replay of the whole trace is made at GOGC %s, in a child process each: %d replays; figures are medians", joinInts(a.GOGCs), a.Replays))
 	if a.Baseline.Error != "" {
-		ew.printf("\nthe Go heap failed on the trace: %s\n", a.Baseline.Error)
+		ew.printf("\n")
+		ew.para("", "  ", "the Go heap failed on the trace: "+a.Baseline.Error)
 		return ew.err
 	}
-	ew.printf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)\n", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
-		size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakRSS, a.Baseline.PeakLive))
+	ew.para("", "  ", fmt.Sprintf("the Go heap: peak RSS %s (%s to %s), peak live %s (%.3f)", size.Format(a.Baseline.PeakRSS), size.Format(a.Baseline.Low), size.Format(a.Baseline.High),
+		size.Format(a.Baseline.PeakLive), fpOverLive(a.Baseline.PeakRSS, a.Baseline.PeakLive)))
 	if p := a.Program; p != nil && p.Error == "" {
-		ew.printf("  paced by the model; collected where the program collected: peak RSS %s, so the model's error is %s (%+.1f%%)\n",
-			size.Format(p.PeakRSS), signed(a.ModelError), 100*float64(a.ModelError)/float64(max(p.PeakRSS, 1)))
+		ew.para("  ", "    ", fmt.Sprintf("paced by the model; collected where the program collected: peak RSS %s, so the model's error is %s (%+.1f%%)",
+			size.Format(p.PeakRSS), signed(a.ModelError), 100*float64(a.ModelError)/float64(max(p.PeakRSS, 1))))
 	}
-	ew.printf("types tried: pointer-free, holding at least %s at the trace's peak (--min-type %s, of the peak marked heap of %s), the %s largest\n",
-		size.Format(a.FloorBytes), a.Floor, size.Format(a.PeakMarked), text.Count(int64(a.Candidates), "type"))
+	ew.para("", "  ", fmt.Sprintf("types tried: pointer-free, holding at least %s at the trace's peak (--min-type %s, of the peak marked heap of %s), the %s largest",
+		size.Format(a.FloorBytes), a.Floor, size.Format(a.PeakMarked), text.Count(int64(a.Candidates), "type")))
 	ew.printf("\n")
 	bounds := "saving"
 	if a.Paced {
 		bounds = "saving: freed late to early"
 	}
 	if len(a.Tried) > 0 {
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "type\tat the trace's peak\tobjects\tinto\tpeak RSS\t%s\t\tabove 0 at\tat most\t\n", bounds)
-		for _, t := range a.Tried {
-			tg := t.Chosen()
-			if tg == nil {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t\tfailed: %s\t\t\t\t\t\n", t.name(), size.Format(int64(t.Bytes)), t.Objects, t.Error)
-				continue
-			}
-			saving := signed(tg.Low)
-			if a.Paced {
-				saving += " to " + signed(tg.High)
-			}
-			note := ""
-			switch {
-			case t.Suggested:
-				note = " suggested"
-			case t.noise():
-				note = " noise"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t(%.1f%%)%s\t%d of %d\t%s\t\n", t.name(), size.Format(int64(t.Bytes)), t.Objects, tg.Move.Kind(), size.Format(tg.Late.PeakRSS),
-				saving, tg.LowPercent, note, tg.Saved, len(a.GOGCs), size.Format(t.NoiseBound))
+		t := a.triedTable(bounds, false)
+		if width > 0 && t.kept("  ", width) < len(t.heads) && slices.ContainsFunc(a.Tried, func(t TypeTrial) bool { return t.Site != "" }) {
+			t = a.triedTable(bounds, true) // the sites on lines of their own
 		}
-		tw.Flush()
-		ew.printf("  at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)\n")
+		t.write(ew, "  ")
+		kept := t.heads[:t.kept("  ", width)]
+		for _, tt := range a.Tried {
+			if tt.Chosen() == nil {
+				ew.para("  ", "    ", fmt.Sprintf("%s: failed: %s", tt.name(), tt.Error))
+			}
+		}
+		if slices.Contains(kept, headAtPeak) {
+			ew.para("  ", "    ", "at the trace's peak: the type's bytes where the trace's live bytes peak, its frees at the marks' ends (the Go heap's peak live above is its replay's, frees spread where the objects died)")
+		}
 		if a.Paced {
-			ew.printf("  saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early), each against the Go heap alone with its frees placed alike; above 0 at: the GOGCs where the lesser of the two saved\n")
+			above := ""
+			if slices.Contains(kept, headAbove) {
+				above = "; above 0 at: the GOGCs where the lesser of the two saved"
+			}
+			ew.para("  ", "    ", "saving: against the Go heap at the same GOGC, the median, with every object of the what-if freed at the start of the mark that did not find it, the latest it can have died (late), and as early as the trace allows (early), each against the Go heap alone with its frees placed alike"+above)
 		}
-		ew.printf("  at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested\n")
-		ew.printf("  into: %s\n", TargetRule)
+		if slices.Contains(kept, headAtMost) {
+			ew.para("  ", "    ", "at most: what the moved bytes cost on the Go heap, × (1 + GOGC/100), and their share of its RSS above peak live, never more than its peak RSS; a saving above it is placement noise (where the re-paced collections fell), never suggested")
+		}
+		ew.para("  ", "    ", "into: "+TargetRule)
 		ew.printf("\nevery move measured (%s):\n", bounds)
 		for _, t := range a.Tried {
-			for _, l := range a.targetLines(t) {
-				ew.printf("  %s\n", l)
-			}
+			a.writeTargets(ew, t)
 		}
 	}
 	if len(a.Left) > 0 {
@@ -1141,34 +1140,31 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 			if l.Why == LeftUntyped {
 				types = ""
 			}
-			ew.printf("  %s: %s%s in %s at the peak\n", l.Why, types, size.Format(int64(l.Bytes)), text.Count(l.Objects, "object"))
+			ew.para("  ", "    ", fmt.Sprintf("%s: %s%s in %s at the peak", l.Why, types, size.Format(int64(l.Bytes)), text.Count(l.Objects, "object")))
 		}
 		if a.Untyped {
-			ew.printf("  the objects of no type hold more than %.0f%% of the trace's peak: the figures cover the typed objects only\n", 100*UntypedShare)
+			ew.para("  ", "    ", fmt.Sprintf("the objects of no type hold more than %.0f%% of the trace's peak: the figures cover the typed objects only", 100*UntypedShare))
 		}
 	}
 	if len(a.Refused) > 0 {
-		ew.printf("\ntypes that hold pointers stay on the Go heap:\n")
-		for _, r := range a.Refused {
-			ew.printf("  %s (%s at the peak): %s\n", r.Type, size.Format(int64(r.Bytes)), r.Why)
-		}
+		a.writeRefused(ew)
 	}
 	ew.printf("\nthe figures assume:\n")
 	for _, s := range a.Assumes {
-		ew.printf("  - %s\n", s)
+		ew.para("  - ", "    ", s)
 	}
-	ew.printf("\na move is suggested with %s\n", Rule(len(a.GOGCs)))
+	ew.printf("\n")
+	ew.para("", "  ", "a move is suggested with "+Rule(len(a.GOGCs)))
 	if len(a.Unproven) > 0 {
-		ew.printf("\nnot suggested, unproven: their upper bound passes the rule, and is above how far the Go heap's own peak moves from GOGC to GOGC (%s), but not their lower bound: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:\n", size.Format(a.Baseline.High-a.Baseline.Low))
+		ew.printf("\n")
+		ew.para("", "  ", fmt.Sprintf("not suggested, unproven: their upper bound passes the rule, and is above how far the Go heap's own peak moves from GOGC to GOGC (%s), but not their lower bound: the trace cannot tell when in a collection cycle the program dropped these objects (it learns of a death at the next mark); freed as soon as they are dropped, they may save up to the upper bound, and freed late nothing:", size.Format(a.Baseline.High-a.Baseline.Low)))
 		for _, t := range a.Unproven {
 			tg := t.Chosen()
-			ew.printf("  %s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)\n", t.name(), tg.Move.Kind(), signed(tg.Low), signed(tg.High),
-				tg.LowPercent, 100*float64(tg.High)/float64(max(a.Baseline.PeakRSS, 1)))
+			ew.para("  ", "    ", fmt.Sprintf("%s into %s: %s to %s of peak RSS (%.1f%% to %.1f%%); measure the program after the change (carve record, VmHWM)", t.name(), tg.Move.Kind(), signed(tg.Low), signed(tg.High),
+				tg.LowPercent, 100*float64(tg.High)/float64(max(a.Baseline.PeakRSS, 1))))
 		}
 		ew.printf("\n")
-		for line := range strings.Lines(a.GoUnproven) {
-			ew.printf("\t%s", line)
-		}
+		ew.code("\t", a.GoUnproven)
 	}
 	if len(a.Suggested) == 0 {
 		ew.printf("\nno type suggested\n")
@@ -1177,22 +1173,82 @@ func (a *TypeAdvice) WriteText(w io.Writer) error {
 	ew.printf("\nsuggested:\n")
 	for _, t := range a.Suggested {
 		tg := t.Chosen()
-		ew.printf("  %s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.name(), tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
+		s := fmt.Sprintf("%s into %s: peak RSS %s below the Go heap's (%.1f%%)", t.name(), tg.Move.Kind(), size.Format(tg.Low), tg.LowPercent)
 		if a.Paced {
-			ew.printf(", up to %s with every object freed as early as the trace allows", size.Format(tg.High))
+			s += fmt.Sprintf(", up to %s with every object freed as early as the trace allows", size.Format(tg.High))
 		}
-		ew.printf("; the GOGC rule predicted %s\n", size.Format(t.Rule))
+		ew.para("  ", "    ", s+fmt.Sprintf("; the GOGC rule predicted %s", size.Format(t.Rule)))
 	}
 	ew.printf("\n")
-	for line := range strings.Lines(a.Go) {
-		ew.printf("\t%s", line)
-	}
+	ew.code("\t", a.Go)
 	return ew.err
 }
 
-// targetLines says, for a type, its saving in each move measured:
+// The heads of the types' table that a note below it explains, printed
+// with the column.
+const (
+	headAbove  = "above 0 at"
+	headAtMost = "at most"
+	headAtPeak = "at the trace's peak"
+)
+
+// triedTable is the table of the types tried, its columns the headline
+// first: the type, the move printed and its saving; sited puts each
+// trial's site on a line of its own below its row.
+func (a *TypeAdvice) triedTable(bounds string, sited bool) table {
+	t := table{heads: []string{"type", "into", bounds, "", headAbove, headAtMost, headAtPeak, "objects", "peak RSS"},
+		left: []bool{true, true, false, true, false, false, false, false, false}, headline: 4}
+	for _, tt := range a.Tried {
+		name, under := tt.name(), ""
+		if sited && tt.Site != "" {
+			name, under = tt.Type, "at "+tt.Site
+		}
+		tg := tt.Chosen()
+		if tg == nil {
+			t.add(under, name, "", "failed (below)", "", "", "", size.Format(int64(tt.Bytes)), strconv.FormatInt(tt.Objects, 10), "")
+			continue
+		}
+		saving := signed(tg.Low)
+		if a.Paced {
+			saving += " to " + signed(tg.High)
+		}
+		note := fmt.Sprintf("(%.1f%%)", tg.LowPercent)
+		switch {
+		case tt.Suggested:
+			note += " suggested"
+		case tt.noise():
+			note += " noise"
+		}
+		t.add(under, name, tg.Move.Kind(), saving, note, fmt.Sprintf("%d of %d", tg.Saved, len(a.GOGCs)), size.Format(tt.NoiseBound),
+			size.Format(int64(tt.Bytes)), strconv.FormatInt(tt.Objects, 10), size.Format(tg.Late.PeakRSS))
+	}
+	return t
+}
+
+// writeRefused lists the types that hold pointers: with a width, a short
+// line each under the reason said once; with none, each with its reason.
+func (a *TypeAdvice) writeRefused(ew *textWriter) {
+	ew.printf("\n")
+	if ew.width <= 0 {
+		ew.printf("types that hold pointers stay on the Go heap:\n")
+		for _, r := range a.Refused {
+			ew.printf("  %s (%s at the peak): %s\n", r.Type, size.Format(int64(r.Bytes)), r.Why)
+		}
+		return
+	}
+	ew.para("", "  ", "types that hold pointers stay on the Go heap: "+pointersWhy+":")
+	for _, r := range a.Refused {
+		why := r.Why
+		if r.PtrBytes > 0 {
+			why = fmt.Sprintf("%d of %d bytes may hold pointers", r.PtrBytes, r.Size)
+		}
+		ew.para("  ", "    ", fmt.Sprintf("%s (%s at the peak): %s", r.Type, size.Format(int64(r.Bytes)), why))
+	}
+}
+
+// writeTargets says, for a type, its saving in each move measured:
 // "[]byte: heap 48.60 MiB to 87.67 MiB, pools (68 sizes) ...".
-func (a *TypeAdvice) targetLines(t TypeTrial) []string {
+func (a *TypeAdvice) writeTargets(ew *textWriter, t TypeTrial) {
 	var parts []string
 	for _, tg := range t.Targets {
 		p := tg.Move.Kind()
@@ -1210,16 +1266,15 @@ func (a *TypeAdvice) targetLines(t TypeTrial) []string {
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
-		return nil
+		return
 	}
-	lines := []string{t.name() + ": " + strings.Join(parts, ", ")}
+	ew.list("  ", "    ", t.name()+": ", parts)
 	if r := t.Rounding; r != nil {
-		lines = append(lines, fmt.Sprintf("  its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
+		ew.para("    ", "    ", fmt.Sprintf("its objects are replayed at the sizes the trace gives them, Go's size classes, where the program asked for n bytes: "+
 			"the classes are %.1f%% above the requests if these spread evenly within each class (%.1f%% at the most), "+
 			"about %s of its %s at the peak, by which a heap's saving is under-stated: a heap's upper bound counts the most, %s",
 			r.EvenPercent, r.MostPercent, size.Format(r.AtPeak), size.Format(int64(t.Bytes)), size.Format(int64(r.MostPercent/100*float64(t.Bytes)))))
 	}
-	return lines
 }
 
 // Typed reports whether the trace's objects carry Go types (labels of a

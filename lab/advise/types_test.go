@@ -2,7 +2,6 @@ package advise
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,14 +153,16 @@ func TestAdviseTypes(t *testing.T) {
 		t.Errorf("the code is not main.buf's move:\n%s", adv.Go)
 	}
 
-	var text bytes.Buffer
-	if err := adv.WriteText(&text); err != nil {
-		t.Fatal(err)
+	text := writeText(t, adv.WriteText, 100)
+	t.Log(text)
+	checkWidth(t, text, 100)
+	if wide := writeText(t, adv.WriteText, 0); !hasRow(wide, []string{"type", "into", "saving", "above 0 at", "at most", "at the trace's peak", "objects", "peak RSS"}) {
+		t.Errorf("wide: want every column:\n%s", wide)
 	}
-	t.Log(text.String())
+	flat := strings.Join(strings.Fields(text), " ") // the paragraphs unwrapped
 	for _, want := range []string{"main.buf into pool.NewOf", "main.node", "the figures assume", "not tried", LeftFloor, Rule(3), TargetRule} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("the text lacks %q:\n%s", want, text.String())
+		if !strings.Contains(flat, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
 	}
 	js, err := json.Marshal(adv)
