@@ -74,7 +74,7 @@ func (b *batched) Close() error { return b.a.Close() }
 // replays of the same trace through the same heap: the timings and the
 // number of samples.
 func untimed(res Result) Result {
-	res.TimedOps, res.Nanos, res.NsPerOp, res.Samples = 0, 0, 0, 0
+	res.TimedOps, res.Nanos, res.OffCPU, res.NsPerOp, res.Samples = 0, 0, 0, 0, 0
 	if math.IsNaN(res.Fragmentation) {
 		res.Fragmentation = -1 // NaN is not equal to itself
 	}
