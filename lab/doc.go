@@ -147,7 +147,7 @@
 // program would have touched. Every allocator call is timed on its own,
 // in Go (replay.Run: carve's heaps and the Go heap) and in C (the real
 // mallocs), the time its thread was off the CPU taken off (see
-// replay.CheckEvery); the writes are not timed.
+// replay.CheckAfter); the writes are not timed.
 //
 // See carve's README for the command line, and docs/json.md for the
 // schema of its JSON output.

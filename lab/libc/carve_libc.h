@@ -83,17 +83,17 @@ struct carve_libc_loop {
 	int64_t off;                   // nanoseconds taken off them as the thread was off the CPU
 	int64_t clock;                 // what timing a call adds to its time, measured at init
 	int64_t wall_at, cpu_at;       // the clock's last checkpoint: monotonic and thread CPU time
-	uint32_t calls;                // calls since it
 	uint64_t done;                 // ops the last carve_libc_run completed
 	int err;                       // errno of the last failure, or 0
 	int touch;                     // write every byte of new blocks
 };
 
-// The clock's checkpoints (loop.c): every CARVE_LIBC_CHECK_EVERY calls
-// and after every call longer than CARVE_LIBC_LONG_CALL_NS, the rule of
-// lab/replay's callClock, its CheckEvery and LongCall.
+// The clock's checkpoints (loop.c): before a call that starts
+// CARVE_LIBC_CHECK_AFTER_NS or more after the last, and after every call
+// longer than CARVE_LIBC_LONG_CALL_NS, the rule of lab/replay's
+// callClock, its CheckAfter and LongCall.
 enum {
-	CARVE_LIBC_CHECK_EVERY = 128,
+	CARVE_LIBC_CHECK_AFTER_NS = 32000,
 	CARVE_LIBC_LONG_CALL_NS = 20000,
 };
 

@@ -28,8 +28,8 @@ const available = true
 // The rule loop.c times the calls by (clock_test.go checks that it is
 // package replay's).
 const (
-	checkEvery = C.CARVE_LIBC_CHECK_EVERY
-	longCallNs = C.CARVE_LIBC_LONG_CALL_NS
+	checkAfterNs = C.CARVE_LIBC_CHECK_AFTER_NS
+	longCallNs   = C.CARVE_LIBC_LONG_CALL_NS
 )
 
 // The Go side of the C layouts and enums (each line fails to compile if

@@ -52,17 +52,19 @@ static int64_t thread_cpu(void) {
 }
 
 static void checkpoint(struct carve_libc_loop *l) {
-	l->calls = 0;
 	l->cpu_at = thread_cpu();
 	l->wall_at = mono();
 }
 
-// begin returns the reading before a call.
+// begin returns the reading before a call, after a checkpoint if one is
+// due.
 static inline int64_t begin(struct carve_libc_loop *l) {
-	if (++l->calls > CARVE_LIBC_CHECK_EVERY) {
+	int64_t t = mono();
+	if (t - l->wall_at >= CARVE_LIBC_CHECK_AFTER_NS) {
 		checkpoint(l);
+		t = l->wall_at;
 	}
-	return mono();
+	return t;
 }
 
 // end adds the call begun at t to the calls' time. A call faster than a

@@ -139,7 +139,7 @@ func (l *Loop) Block(slot uint32) (p unsafe.Pointer, size int, ok bool) {
 // NewLoop: each call timed in C with the monotonic clock, the system calls
 // and page faults it makes included, the cost of the clock's readings and
 // the time the thread was off the CPU in it taken off, as package
-// replay's Run times carve's (see replay.CheckEvery); not the loop's
+// replay's Run times carve's (see replay.CheckAfter); not the loop's
 // bookkeeping, its writes with touch, the cgo transitions or anything done
 // in Go.
 func (l *Loop) Elapsed() time.Duration {

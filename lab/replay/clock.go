@@ -18,18 +18,21 @@ import (
 // the Go runtime's collector) or blocked. Such a gap is seconds' worth
 // of noise on a loaded machine, and one of a few milliseconds in a
 // trace's 100,000 fast calls doubles their figure. The clock reads the
-// thread's CPU time at checkpoints, every CheckEvery calls and after
-// every call longer than LongCall; what the thread was off the CPU
-// between two checkpoints, less the part of that interval spent outside
-// the call, must have fallen inside the call and is taken off it
-// (Result.OffCPU). At most the interval outside the call of a gap stays
-// counted: it never takes off a call's own time. (Sampling the calls
+// thread's CPU time at checkpoints: before a call that starts CheckAfter
+// or more after the last checkpoint, and after every call longer than
+// LongCall. What the thread was off the CPU between two checkpoints, less
+// the part of that interval spent outside the call, must have fallen
+// inside the call and is taken off it (Result.OffCPU): it never takes off
+// a call's own time, and at most the interval outside the call, under
+// CheckAfter, of a gap stays counted. (A checkpoint, a system call, costs
+// about a microsecond where a clock reading costs tens of nanoseconds:
+// one at most every CheckAfter keeps the replay near its speed.) (Sampling the calls
 // instead, each sampled one counted as many times as it stands for,
 // would weigh a rare long call or a preemption many times or not at
 // all: the figure would swing from run to run.) package libc's loop.c
 // times the C allocators' calls by the same rule.
 const (
-	CheckEvery = 128
+	CheckAfter = 32 * time.Microsecond
 	LongCall   = 20 * time.Microsecond
 )
 
@@ -39,7 +42,6 @@ type callClock struct {
 	cost          time.Duration // what a reading adds to a call's time
 	cpu           bool          // the thread's CPU clock can be read
 	wallAt, cpuAt time.Duration // the last checkpoint
-	calls         int           // calls since it
 }
 
 func newCallClock() *callClock {
@@ -56,12 +58,15 @@ func newCallClock() *callClock {
 	return c
 }
 
-// begin returns the reading before a call.
+// begin returns the reading before a call, after a checkpoint if one is
+// due.
 func (c *callClock) begin() time.Duration {
-	if c.calls++; c.calls > CheckEvery {
+	t := time.Since(c.base)
+	if c.cpu && t-c.wallAt >= CheckAfter {
 		c.checkpoint()
+		t = c.wallAt
 	}
-	return time.Since(c.base)
+	return t
 }
 
 // end returns the time of the call begun at t, less the reading's cost
@@ -82,7 +87,6 @@ func (c *callClock) end(t time.Duration) (d, off time.Duration) {
 }
 
 func (c *callClock) checkpoint() {
-	c.calls = 0
 	cpu, _ := threadCPU()
 	c.cpuAt, c.wallAt = cpu, time.Since(c.base)
 }
