@@ -57,6 +57,7 @@ type Row struct {
 	Ops                 int64    `json:"ops"`
 	NsPerOp             float64  `json:"ns_per_op"`
 	TimedOps            int64    `json:"timed_ops"`
+	OffCPU              int64    `json:"off_cpu_ns"`
 	TraceErrors         int64    `json:"trace_errors"`
 	FirstTraceError     string   `json:"first_trace_error,omitempty"`
 	PeakLive            int64    `json:"peak_live"`
@@ -182,7 +183,7 @@ func (rw Row) fill(t traces.Trace, res replay.Result, err error) Row {
 		rw.Error, rw.ErrorKind = err.Error(), ErrorKind(err)
 		return rw
 	}
-	rw.Events, rw.Ops, rw.NsPerOp, rw.TimedOps, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TimedOps, res.TraceErrors
+	rw.Events, rw.Ops, rw.NsPerOp, rw.TimedOps, rw.OffCPU, rw.TraceErrors = res.Events, res.Ops, res.NsPerOp, res.TimedOps, res.OffCPU, res.TraceErrors
 	rw.PeakLive, rw.PeakFootprint, rw.PeakResident, rw.PeakUsed = res.PeakLive, res.PeakFootprint, res.PeakResident, res.PeakUsed
 	rw.PeakFootprintAt = res.PeakFootprintAt
 	rw.FootprintAtPeakLive, rw.LiveAtPeakFootprint = res.FootprintAtPeakLive, res.LiveAtPeakFootprint

@@ -22,6 +22,7 @@ var unstable = []struct {
 	clear func(*Row)
 }{
 	{"ns_per_op", false, func(r *Row) { r.NsPerOp = 0 }},
+	{"off_cpu_ns", false, func(r *Row) { r.OffCPU = 0 }},
 	{"peak_resident", false, func(r *Row) { r.PeakResident = 0 }},
 	{"peak_rss", false, func(r *Row) { r.PeakRSS = 0 }},
 	{"peak_rss_over_peak_live", false, func(r *Row) { r.RSSRatio = 0 }},
