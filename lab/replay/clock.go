@@ -13,27 +13,32 @@ import (
 // (Options.Touch), its bookkeeping, a child process's start-up or the
 // pipe it is fed through are outside the readings.
 //
-// Nor is it the time the thread spent off the CPU in a call: preempted
-// by another thread (a busy machine, the other rows replaying beside it,
-// the Go runtime's collector) or blocked. Such a gap is seconds' worth
-// of noise on a loaded machine, and one of a few milliseconds in a
-// trace's 100,000 fast calls doubles their figure. The clock reads the
-// thread's CPU time at checkpoints: before a call that starts CheckAfter
-// or more after the last checkpoint, and after every call longer than
-// LongCall. What the thread was off the CPU between two checkpoints, less
-// the part of that interval spent outside the call, must have fallen
-// inside the call and is taken off it (Result.OffCPU): it never takes off
-// a call's own time, and at most the interval outside the call, under
-// CheckAfter, of a gap stays counted. (A checkpoint, a system call, costs
-// about a microsecond where a clock reading costs tens of nanoseconds:
-// one at most every CheckAfter keeps the replay near its speed.) (Sampling the calls
-// instead, each sampled one counted as many times as it stands for,
-// would weigh a rare long call or a preemption many times or not at
-// all: the figure would swing from run to run.) package libc's loop.c
-// times the C allocators' calls by the same rule.
+// Nor is it the time the thread spent off the CPU in a call, preempted
+// by another thread (a busy machine, the rows replaying beside it, the Go
+// runtime's collector) or blocked: on a loaded machine one such gap of a
+// few milliseconds doubles the figure of a trace's 100,000 fast calls.
+// The clock reads the thread's CPU time at checkpoints: before a call
+// that starts CheckAfter or more after the last checkpoint, and after
+// every call longer than LongCall. What the thread was off the CPU
+// between two checkpoints, less the time of that interval spent outside
+// the call, fell inside the call and is taken off it (Result.OffCPU). It
+// never takes off a call's own time, and of a gap at most the time
+// outside the call stays counted, less than CheckAfter. A checkpoint, a
+// system call, costs about a microsecond where a reading of the clock
+// costs tens of nanoseconds: one at most every CheckAfter keeps the
+// replay near its speed.
+//
+// Sampling the calls instead, each sampled one counted as many times as
+// it stands for, would weigh a rare long call or a preemption many times
+// or not at all, and the figure would swing from run to run. Package
+// libc's loop.c times the C allocators' calls by the same rule.
 const (
+	// CheckAfter is the most time between two checkpoints at a call's
+	// start.
 	CheckAfter = 32 * time.Microsecond
-	LongCall   = 20 * time.Microsecond
+	// LongCall is the time above which a call is followed by a
+	// checkpoint.
+	LongCall = 20 * time.Microsecond
 )
 
 // callClock times an allocator's calls.
