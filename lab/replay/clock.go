@@ -33,11 +33,10 @@ import (
 // or not at all, and the figure would swing from run to run. Package
 // libc's loop.c times the C allocators' calls by the same rule.
 const (
-	// CheckAfter is the most time between two checkpoints at a call's
-	// start.
+	// CheckAfter: a call that starts this long or longer after the last
+	// checkpoint has one before it.
 	CheckAfter = 32 * time.Microsecond
-	// LongCall is the time above which a call is followed by a
-	// checkpoint.
+	// LongCall: a call that took longer has a checkpoint after it.
 	LongCall = 20 * time.Microsecond
 )
 
