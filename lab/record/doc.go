@@ -163,9 +163,10 @@
 // the world, before it, is not in the trace. (The traces of go test and
 // of a binary that traces itself record their pause too.)
 // While the trace runs, every allocation and every sweep is an event:
-// allocating a 48-byte object took 156 ns with the heap's events traced,
-// 28 ns with a plain execution trace and 22 ns with none
-// (BenchmarkAlloc in package selftrace, one core).
+// allocating a 48-byte object took 175 ns with the heap's events traced,
+// 28.3 ns with a plain execution trace and 23.0 ns with none
+// (BenchmarkAlloc in package selftrace, one core, the medians of six runs
+// at a load of 1.8 on two cores).
 //
 // A Go binary that calls selftrace.Start (package
 // github.com/carvelab/carve/lab/selftrace: defer selftrace.Start()() first
