@@ -99,13 +99,6 @@ func (p *Progress) done(name string) {
 // the program's memory budget (see budget.go), and returns one table per
 // trace, its rows in the order of specs. Each trace is decoded once
 // (traces.Trace.Spooled) and measured once, however many rows replay it.
-//
-// Of the rows in this process, one replays at a time, beside the rows in
-// child processes: two in one address space share its locks (the page
-// tables', the mappings') and each one's madvise and munmap interrupt
-// the other's CPU to flush its TLB, which moved a heap's time per call
-// threefold from one run to the next. A worker takes the next row in
-// this process when none is replaying, else the next row in a child.
 func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) []Table {
 	tables := make([]Table, len(ts))
 	measures := make([]func() measure, len(ts))
@@ -119,86 +112,24 @@ func Run(ts []traces.Trace, specs []Spec, o Options, jobs int, prog *Progress) [
 			all = append(all, job{i, j})
 		}
 	}
-	q := newQueue[job]()
-	for _, j := range all {
-		q.add(j, !o.Isolate && !specs[j.s].InChild())
-	}
+	ch := make(chan job)
 	var wg sync.WaitGroup
 	for range min(max(jobs, 1), len(all)) {
 		wg.Go(func() {
-			for {
-				j, here, ok := q.take()
-				if !ok {
-					return
-				}
+			for j := range ch {
 				tables[j.t].Rows[j.s] = replayRow(tables[j.t].Trace, specs[j.s], o, prog, measures[j.t])
-				q.done(here)
 			}
 		})
 	}
+	for _, j := range all {
+		ch <- j
+	}
+	close(ch)
 	wg.Wait()
 	for _, t := range tables {
 		t.vsProgram()
 	}
 	return tables
-}
-
-// A queue hands out the rows of a run to its workers: those in this
-// process one at a time, those in child processes to any worker (see
-// Run).
-type queue[J any] struct {
-	mu          sync.Mutex
-	cond        *sync.Cond
-	here, apart []J  // the rows left, in this process and in children
-	busy        bool // a row in this process is replaying
-}
-
-func newQueue[J any]() *queue[J] {
-	q := &queue[J]{}
-	q.cond = sync.NewCond(&q.mu)
-	return q
-}
-
-// add queues a row, in this process if here.
-func (q *queue[J]) add(j J, here bool) {
-	if here {
-		q.here = append(q.here, j)
-	} else {
-		q.apart = append(q.apart, j)
-	}
-}
-
-// take returns the next row a worker may replay, and whether it is in
-// this process: such a row when none is replaying, else a row in a
-// child; it waits while only rows in this process are left and one is
-// replaying. ok is false when no row is left.
-func (q *queue[J]) take() (j J, here, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for {
-		switch {
-		case len(q.here) > 0 && !q.busy:
-			j, q.here, q.busy = q.here[0], q.here[1:], true
-			return j, true, true
-		case len(q.apart) > 0:
-			j, q.apart = q.apart[0], q.apart[1:]
-			return j, false, true
-		case len(q.here) == 0:
-			return j, false, false
-		}
-		q.cond.Wait()
-	}
-}
-
-// done says that a row take returned has replayed.
-func (q *queue[J]) done(here bool) {
-	if !here {
-		return
-	}
-	q.mu.Lock()
-	q.busy = false
-	q.cond.Broadcast()
-	q.mu.Unlock()
 }
 
 // ErrUnrouted is wrapped by the error of a row whose route by type no
