@@ -12,9 +12,36 @@ import (
 // room to spare.
 const Width = 100
 
-// Wrap cuts text into lines of at most width bytes, breaking at spaces;
-// a word longer than width stands on a line of its own.
-func Wrap(text string, width int) []string { return Fill(strings.Fields(text), width) }
+// Wrap cuts text into lines of at most width bytes, breaking at spaces
+// but between a number and its unit (see Glue); a word longer than width
+// stands on a line of its own.
+func Wrap(text string, width int) []string { return Fill(Glue(strings.Fields(text)), width) }
+
+// Glue joins each unit of bytes (B, KiB, MiB, GiB, TiB, as
+// internal/size writes them), followed or not by punctuation, to the
+// word before it when that word ends in a digit, so that "19.53 MiB"
+// stays on one line.
+func Glue(words []string) []string {
+	var glued []string
+	for _, w := range words {
+		if n := len(glued); n > 0 && isUnit(strings.TrimRight(w, ",;:.)'s")) && endsInDigit(glued[n-1]) {
+			glued[n-1] += " " + w
+			continue
+		}
+		glued = append(glued, w)
+	}
+	return glued
+}
+
+func isUnit(w string) bool {
+	switch w {
+	case "B", "KiB", "MiB", "GiB", "TiB":
+		return true
+	}
+	return false
+}
+
+func endsInDigit(w string) bool { return w != "" && '0' <= w[len(w)-1] && w[len(w)-1] <= '9' }
 
 // Fill lays words out in lines of at most width bytes, a space between
 // two words of a line, breaking only between words: a word longer than

@@ -3,6 +3,7 @@ package text
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -127,5 +128,23 @@ func TestThousandsU(t *testing.T) {
 		if got := ThousandsU(tc.n); got != tc.want {
 			t.Errorf("ThousandsU(%d) = %q, want %q", tc.n, got, tc.want)
 		}
+	}
+}
+
+func TestGlue(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"grew 19.53 MiB, glibc 392.03 MiB's", []string{"grew", "19.53 MiB,", "glibc", "392.03 MiB's"}},
+		{"0 B of B", []string{"0 B", "of", "B"}},
+		{"a MiB alone", []string{"a", "MiB", "alone"}},
+	} {
+		if got := Glue(strings.Fields(c.in)); !slices.Equal(got, c.want) {
+			t.Errorf("Glue(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Wrap("the footprint of mimalloc 29.30 MiB, glibc 39.21 MiB", 43); len(got) != 2 || got[1] != "39.21 MiB" {
+		t.Errorf("Wrap kept no unit with its number: %q", got)
 	}
 }

@@ -73,15 +73,7 @@ func (e *textWriter) list(first, rest, head string, items []string) {
 // the others after rest, a size's unit on the line of its number
 // ("19.53 MiB").
 func (e *textWriter) fill(first, rest string, words []string) {
-	var glued []string
-	for _, w := range words {
-		if n := len(glued); n > 0 && isUnit(strings.TrimRight(w, ",;:.)")) && endsInDigit(glued[n-1]) {
-			glued[n-1] += " " + w
-			continue
-		}
-		glued = append(glued, w)
-	}
-	for i, l := range text.Fill(glued, e.width-max(len(first), len(rest))) {
+	for i, l := range text.Fill(text.Glue(words), e.width-max(len(first), len(rest))) {
 		if i == 0 {
 			e.printf("%s%s\n", first, l)
 		} else {
@@ -89,17 +81,6 @@ func (e *textWriter) fill(first, rest string, words []string) {
 		}
 	}
 }
-
-// isUnit reports whether w is a unit size.Format writes.
-func isUnit(w string) bool {
-	switch w {
-	case "B", "KiB", "MiB", "GiB", "TiB":
-		return true
-	}
-	return false
-}
-
-func endsInDigit(w string) bool { return w != "" && '0' <= w[len(w)-1] && w[len(w)-1] <= '9' }
 
 // code writes Go code, each line after indent; with a width, a line
 // too long for it is broken: a comment wrapped, a comment at the end of
