@@ -245,7 +245,7 @@ func printTable(w io.Writer, style tableStyle, t rows.Table) error {
 	// path, a line) for the reader to copy.
 	width := maxWidth
 	if style.wide {
-		width = math.MaxInt
+		width = 0
 	}
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
@@ -280,14 +280,11 @@ func printTable(w io.Writer, style tableStyle, t rows.Table) error {
 	return err
 }
 
-// printWrapped prints s after first, wrapped to width, its later lines
-// after next.
+// printWrapped prints s after first, wrapped to width (0: not wrapped),
+// its later lines after next.
 func printWrapped(w io.Writer, first, next, s string, width int) {
-	for i, l := range text.Wrap(s, max(width-max(len(first), len(next)), 20)) {
-		if i > 0 {
-			first = next
-		}
-		fmt.Fprintf(w, "%s%s\n", first, l)
+	for _, l := range text.Hang(first, next, strings.Fields(s), width) {
+		fmt.Fprintln(w, l)
 	}
 }
 

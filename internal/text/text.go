@@ -17,6 +17,24 @@ const Width = 100
 // stands on a line of its own.
 func Wrap(text string, width int) []string { return Fill(Glue(strings.Fields(text)), width) }
 
+// Hang lays words out as Fill does within width, the first line after
+// first and the others after rest: a paragraph with a hanging indent. A
+// width of 0 or less puts them all on the first line.
+func Hang(first, rest string, words []string, width int) []string {
+	lines := []string{strings.Join(words, " ")}
+	if width > 0 {
+		lines = Fill(Glue(words), max(width-max(len(first), len(rest)), 20))
+	}
+	for i := range lines {
+		if i == 0 {
+			lines[i] = first + lines[i]
+		} else {
+			lines[i] = rest + lines[i]
+		}
+	}
+	return lines
+}
+
 // Glue joins each unit of bytes (B, KiB, MiB, GiB, TiB, as
 // internal/size writes them), followed or not by punctuation, to the
 // word before it when that word ends in a digit, so that "19.53 MiB"

@@ -148,3 +148,15 @@ func TestGlue(t *testing.T) {
 		t.Errorf("Wrap kept no unit with its number: %q", got)
 	}
 }
+
+func TestHang(t *testing.T) {
+	words := strings.Fields("verdict one two three four five six")
+	got := Hang("> ", "    ", words, 30)
+	want := []string{"> verdict one two three four", "    five six"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Hang = %q, want %q", got, want)
+	}
+	if got := Hang("> ", "  ", words, 0); !slices.Equal(got, []string{"> verdict one two three four five six"}) {
+		t.Errorf("Hang with no width = %q, want one line", got)
+	}
+}

@@ -73,12 +73,8 @@ func (e *textWriter) list(first, rest, head string, items []string) {
 // the others after rest, a size's unit on the line of its number
 // ("19.53 MiB").
 func (e *textWriter) fill(first, rest string, words []string) {
-	for i, l := range text.Fill(text.Glue(words), e.width-max(len(first), len(rest))) {
-		if i == 0 {
-			e.printf("%s%s\n", first, l)
-		} else {
-			e.printf("%s%s\n", rest, l)
-		}
+	for _, l := range text.Hang(first, rest, words, e.width) {
+		e.printf("%s\n", l)
 	}
 }
 

@@ -242,15 +242,12 @@ func phases(w io.Writer, specs []rows.Spec, o rows.Options, c Config, gen string
 			if i == 0 {
 				first = "# verdict: "
 			}
+			width := text.Width
 			if c.Wide {
-				fmt.Fprintf(w, "%s%s\n", first, f)
-				continue
+				width = 0
 			}
-			for j, l := range text.Wrap(f, text.Width-len(first)-2) {
-				if j > 0 {
-					first = "#            "
-				}
-				fmt.Fprintf(w, "%s%s\n", first, l)
+			for _, l := range text.Hang(first, "#            ", strings.Fields(f), width) {
+				fmt.Fprintln(w, l)
 			}
 		}
 	}()
