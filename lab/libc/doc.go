@@ -46,7 +46,8 @@
 // kernel from moving it between two batches, away from the cache that
 // holds the heap's hot lines: on a busy 2-core machine a Loop replaying
 // the shipped trace ran 25-45% slower than a plain C loop unbound, 10-20%
-// bound.
+// bound (measured before the loop timed each call, which now costs it
+// more than that: see Cost in Loop's documentation).
 //
 // # Memory
 //

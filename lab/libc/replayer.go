@@ -57,9 +57,10 @@ import (
 // machine a report after no ops takes 15 to 20 µs, and a batch of 4096
 // ops about 40 µs more than its ops take in C, so send batches of
 // thousands of ops (Run splits a longer one into pieces of 4096).
-// Replaying the shipped trace in batches of 4096 (BenchmarkLoop) costs
-// about 55 ns an event against 30 with a Loop in process, of which the
-// replayer's own loop takes the same 30.
+// Replaying the shipped trace in batches of 4096 (BenchmarkLoop, three
+// runs at a load of 0.3) costs 112 to 135 ns an event against 90 with a
+// Loop in process, of which the replayer's own loop takes the same 90
+// (most of it timing each call; see [Loop]).
 //
 // A Replayer is not safe for concurrent use. It is Linux only: it reads
 // /proc, and mremap grows its table.
