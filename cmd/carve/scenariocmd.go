@@ -13,7 +13,7 @@ import (
 
 var scenarioCommand = &command{
 	name: "scenario", args: strings.Join(scenario.Names, "|") + " [flags]", interspersed: true,
-	short: "the block-allocator article's experiments, a line per allocator in the article's words",
+	short: "the block-allocator article's experiments, a line per allocator in the article's words (MB; --wide: KB)",
 	long: scenarioList() + `
 The real mallocs run in child processes and are measured by their RSS, as the
 article measured glibc; carve's heaps by their own resident pages.`,

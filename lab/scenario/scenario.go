@@ -1,7 +1,8 @@
 // Package scenario runs the block-allocator article's experiments (and
 // the benchmark of the post "Bump Allocator") on every allocator, and
 // prints one line per allocator in the sources' wording, beginning with
-// the allocator's name and a colon: what carve scenario prints.
+// the allocator's name and a colon: what carve scenario prints (its
+// figures in MB to fit text.Width, unless Config.Wide).
 // Scenarios is the table of them, which carve scenario's synopsis, help
 // and dispatch read (carve help scenario lists them). Demo runs the pool
 // and arena demonstrations of carve demo. See package lab for the
