@@ -29,6 +29,7 @@ func TestHelpEveryCommand(t *testing.T) {
 				continue
 			}
 			out := stdout.String()
+			wide(t, "carve "+strings.Join(args, " "), out)
 			if !strings.HasPrefix(out, "usage: carve "+cmd.name) {
 				t.Errorf("carve %s: %q, want the synopsis first", strings.Join(args, " "), out)
 			}
@@ -43,9 +44,23 @@ func TestHelpEveryCommand(t *testing.T) {
 		}
 	}
 	var stdout bytes.Buffer
+	run([]string{"help"}, &stdout, &stdout)
+	wide(t, "carve help", stdout.String())
+	stdout.Reset()
 	run([]string{"help", "replay"}, &stdout, &stdout)
 	if !strings.Contains(stdout.String(), `--alloc LIST`) || !strings.Contains(stdout.String(), `(default "all")`) {
 		t.Errorf("carve help replay does not show --alloc and its default:\n%s", stdout.String())
+	}
+}
+
+// wide reports a line of out wider than the text output's width that
+// could be broken (more than one word after its indent).
+func wide(t *testing.T, what, out string) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if len(l) > maxWidth && len(strings.Fields(l)) > 1 {
+			t.Errorf("%s: a line of %d characters, want at most %d:\n%s", what, len(l), maxWidth, l)
+		}
 	}
 }
 

@@ -206,18 +206,20 @@ func visible() []string {
 // [COMMAND].
 func (c *cli) help(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(c.stdout, "carve: memory allocators outside the Go heap, and a lab for heap fragmentation\n\n")
-		fmt.Fprint(c.stdout, "usage: carve [COMMAND] [flags] [arguments]\n\nWith no command, carve runs the lab on its embedded defaults.\n\ncommands:\n")
+		var b strings.Builder
+		fmt.Fprint(&b, "carve: memory allocators outside the Go heap, and a lab for heap fragmentation\n\n")
+		fmt.Fprint(&b, "usage: carve [COMMAND] [flags] [arguments]\n\nWith no command, carve runs the lab on its embedded defaults.\n\ncommands:\n")
 		for _, cmd := range commands {
 			if !cmd.hidden {
-				fmt.Fprintf(c.stdout, "  %-9s %s\n", cmd.name, cmd.short)
+				fmt.Fprintf(&b, "  %-9s  %s\n", cmd.name, cmd.short)
 			}
 		}
-		fmt.Fprint(c.stdout, "\nA TRACE is a file (gzip or zstd or not) in one of these formats:\n"+formatsHelp()+
+		fmt.Fprint(&b, "\nA TRACE is a file (gzip or zstd or not) in one of these formats:\n"+formatsHelp()+
 			"or a shipped trace (aosp-systemui), or gen:NAME[:param=value,...] (carve help\n"+
 			"gen lists the generators).\n\n"+
 			"Run 'carve help COMMAND' (or carve COMMAND -h) for a command's flags.\n"+
 			"Exit codes: 0 ok, 1 a check failed, 2 bad usage or unreadable input.\n")
+		fmt.Fprint(c.stdout, text.Lines(b.String(), maxWidth))
 		return 0
 	}
 	cmd := lookup(args[0])
@@ -233,7 +235,9 @@ func (c *cli) help(args []string) int {
 
 // usage prints a command's synopsis, its description and every flag with
 // its default.
-func (cmd *command) usage(w io.Writer, fs *flag.FlagSet) {
+func (cmd *command) usage(out io.Writer, fs *flag.FlagSet) {
+	w := new(strings.Builder)
+	defer func() { fmt.Fprint(out, text.Lines(w.String(), maxWidth)) }()
 	fmt.Fprintf(w, "usage: carve %s %s\n\n%s\n", cmd.name, cmd.args, cmd.short)
 	if cmd.long != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(cmd.long))

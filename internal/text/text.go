@@ -35,6 +35,35 @@ func Hang(first, rest string, words []string, width int) []string {
 	return lines
 }
 
+// Lines re-lays out each line of s wider than width, as a paragraph
+// with a hanging indent, and leaves the others as they are: help text
+// written a paragraph or an entry a line. A line keeps its own indent; the
+// lines it continues on start under its text where it is an entry of a
+// list in columns ("  name   text", two spaces or more after the name),
+// four columns in where it is an entry "name: text", and under its first
+// word otherwise. A word wider than the room stands on a line of its own.
+func Lines(s string, width int) string {
+	var out []string
+	for _, body := range strings.Split(s, "\n") {
+		if len(body) <= width {
+			out = append(out, body)
+			continue
+		}
+		text := strings.TrimLeft(body, " ")
+		indent := body[:len(body)-len(text)]
+		first, rest := indent, indent
+		if name, after, ok := strings.Cut(text, "  "); ok && !strings.Contains(name, " ") && strings.TrimLeft(after, " ") != "" {
+			text = strings.TrimLeft(after, " ")
+			col := len(body) - len(text)
+			first, rest = body[:col], strings.Repeat(" ", col)
+		} else if name, _, ok := strings.Cut(text, ": "); ok && !strings.Contains(name, " ") {
+			rest = indent + "    "
+		}
+		out = append(out, Hang(first, rest, strings.Fields(text), width)...)
+	}
+	return strings.Join(out, "\n")
+}
+
 // Glue joins each unit of bytes (B, KiB, MiB, GiB, TiB, as
 // internal/size writes them), followed or not by punctuation, to the
 // word before it when that word ends in a digit, so that "19.53 MiB"

@@ -160,3 +160,24 @@ func TestHang(t *testing.T) {
 		t.Errorf("Hang with no width = %q, want one line", got)
 	}
 }
+
+func TestLines(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"short line\n  kept as it is\n", "short line\n  kept as it is\n"},
+		{"one two three four five six seven eight nine", "one two three four five six\nseven eight nine"},
+		{"  heap   one two three four five six seven", "  heap   one two three four\n         five six seven"},
+		{"  gen: one two three four five six seven", "  gen: one two three four\n      five six seven"},
+		{"  an indented paragraph goes on and on", "  an indented paragraph goes\n  on and on"},
+		{"a block of memory that 19.53 MiB", "a block of memory that\n19.53 MiB"},
+	} {
+		got := Lines(tc.in, 30)
+		if got != tc.want {
+			t.Errorf("Lines(%q, 30) =\n%s\nwant\n%s", tc.in, got, tc.want)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			if len(l) > 30 {
+				t.Errorf("Lines(%q, 30): %q is %d wide", tc.in, l, len(l))
+			}
+		}
+	}
+}
