@@ -126,6 +126,8 @@ func (s *loopState) block(slot uint32) (unsafe.Pointer, uint64) {
 
 func (s *loopState) elapsed() int64 { return int64(s.c.ns) }
 
+func (s *loopState) offCPU() int64 { return int64(s.c.off) }
+
 func (s *loopState) tableBytes() int64 { return int64(s.c.hi) * C.sizeof_struct_carve_libc_slot }
 
 func (s *loopState) close() { C.carve_libc_loop_close(&s.c) }

@@ -154,6 +154,15 @@ func (l *Loop) Elapsed() time.Duration {
 	return time.Duration(l.s.elapsed())
 }
 
+// OffCPU returns the time taken off Elapsed since NewLoop as the thread
+// was off the CPU in a call: preempted or blocked.
+func (l *Loop) OffCPU() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return time.Duration(l.s.offCPU())
+}
+
 // TableBytes returns the bytes of the slot table that slots have used,
 // rounded up to whole pages: at most what the table adds to the process's
 // RSS, beyond what the allocator holds.

@@ -33,6 +33,8 @@ func (s *loopState) block(uint32) (unsafe.Pointer, uint64) { return nil, 0 }
 
 func (s *loopState) elapsed() int64 { return 0 }
 
+func (s *loopState) offCPU() int64 { return 0 }
+
 func (s *loopState) tableBytes() int64 { return 0 }
 
 func (s *loopState) close() {}

@@ -102,6 +102,9 @@ type Report struct {
 	// timed in C as [Loop.Elapsed] times them: not the loop's
 	// bookkeeping, its writes with touch or the pipes.
 	Nanos int64
+	// OffCPU is the time taken off Nanos as the replayer's thread was
+	// off the CPU in a call (preempted or blocked), as [Loop.OffCPU].
+	OffCPU int64
 	// Heap is the allocator's statistic after the batch (HeapErr as in
 	// Startup).
 	Heap    HeapStats
@@ -130,9 +133,9 @@ func (r Report) Resident(s Startup) int64 {
 // The protocol's numbers: creplay/main.c says the same.
 const (
 	replayerMagic    = 0x43525031 // "CRP1"
-	replayerProtocol = 1
+	replayerProtocol = 2
 	helloSize        = 544
-	reportSize       = 72
+	reportSize       = 80
 	maxOps           = 4096 // the most ops one batch carries
 	opSize           = 24
 )
@@ -262,6 +265,7 @@ func (r *Replayer) Run(ops []Op) (Report, error) {
 		got, err := r.batch(piece, rep.Done)
 		got.Done += rep.Done
 		got.Nanos += rep.Nanos
+		got.OffCPU += rep.OffCPU
 		got.PeakRSS = max(got.PeakRSS, rep.PeakRSS)
 		rep = got
 		if ops = ops[len(piece):]; err != nil || len(ops) == 0 {
@@ -290,6 +294,7 @@ func (r *Replayer) batch(ops []Op, base int) (Report, error) {
 	rep := Report{
 		Done:       int(i64(8)),
 		Nanos:      i64(16),
+		OffCPU:     i64(72),
 		AnonRSS:    i64(40),
 		PeakRSS:    i64(48),
 		TableBytes: (i64(56) + r.page - 1) / r.page * r.page,

@@ -14,9 +14,10 @@ import (
 // call itself.
 //
 // Apply performs evs in order and returns the nanoseconds spent in the
-// allocator's calls. The replayer has checked the events against the
-// trace's live objects first: an allocation names a free slot, a free or a
-// realloc a live one. An event's ID is a slot, not the trace's object ID:
+// allocator's calls, timed as Run times them (see callClock), and those
+// it took off them as the thread was off the CPU (Result.OffCPU). The
+// replayer has checked the events against the trace's live objects
+// first: an allocation names a free slot, a free or a realloc a live one. An event's ID is a slot, not the trace's object ID:
 // a small number the replayer hands out and takes back when its object is
 // freed, so that the allocator can keep its blocks in an array. Apply
 // stops at the first failure and returns an error; the replay stops too.
@@ -32,7 +33,7 @@ import (
 // takes it as the floor of the footprint, which an allocator's own count
 // can trail.
 type BatchAllocator interface {
-	Apply(evs []trace.Event) (nanos int64, err error)
+	Apply(evs []trace.Event) (nanos, offCPU int64, err error)
 	Stats() (carve.Stats, error)
 	Close() error
 }
@@ -111,8 +112,9 @@ func (r *batchReplayer) footprint() int64 {
 // sample applies the batch and reads the allocator's figures.
 func (r *batchReplayer) sample() (carve.Stats, error) {
 	if len(r.batch) > 0 {
-		nanos, err := r.a.Apply(r.batch)
+		nanos, off, err := r.a.Apply(r.batch)
 		res := &r.l.res
+		res.OffCPU += off
 		res.Ops += int64(len(r.batch))
 		res.TimedOps += int64(len(r.batch))
 		res.Nanos += nanos

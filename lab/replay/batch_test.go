@@ -24,12 +24,12 @@ type batched struct {
 	ends   []int // the events applied when each Stats was called
 }
 
-func (b *batched) Apply(evs []trace.Event) (int64, error) {
+func (b *batched) Apply(evs []trace.Event) (nanos, offCPU int64, err error) {
 	t := time.Now()
 	for _, e := range evs {
 		b.seen++
 		if b.seen == b.fail {
-			return int64(time.Since(t)), errors.New("injected failure")
+			return int64(time.Since(t)), 0, errors.New("injected failure")
 		}
 		for int(e.ID) >= len(b.blocks) {
 			b.blocks = append(b.blocks, nil)
@@ -38,7 +38,7 @@ func (b *batched) Apply(evs []trace.Event) (int64, error) {
 		switch e.Op {
 		case trace.Alloc, trace.Calloc, trace.Memalign:
 			if b.blocks[e.ID] != nil {
-				return 0, errors.New("slot in use")
+				return 0, 0, errors.New("slot in use")
 			}
 			align := int(e.Align)
 			if e.Op == trace.Calloc {
@@ -57,10 +57,10 @@ func (b *batched) Apply(evs []trace.Event) (int64, error) {
 			}
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return int64(time.Since(t)), nil
+	return int64(time.Since(t)), 0, nil
 }
 
 func (b *batched) Stats() (carve.Stats, error) {

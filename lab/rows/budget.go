@@ -61,7 +61,7 @@ type measure struct {
 // nop is the allocator of a measure: it holds nothing.
 type nop struct{}
 
-func (nop) Apply([]trace.Event) (int64, error) { return 0, nil }
+func (nop) Apply([]trace.Event) (nanos, offCPU int64, err error) { return 0, 0, nil }
 func (nop) Stats() (carve.Stats, error)        { return carve.Stats{}, nil }
 func (nop) Close() error                       { return nil }
 

@@ -140,14 +140,14 @@ func (c *cAllocator) Router() *replay.Router { return c.router }
 // as the replayer touches C blocks; a block that leaves the routes is a
 // pool free and a malloc op on its slot, one that joins them a free op
 // of its slot and a routed block.
-func (c *cAllocator) Apply(evs []trace.Event) (int64, error) {
+func (c *cAllocator) Apply(evs []trace.Event) (nanos, offCPU int64, err error) {
 	c.ops = c.ops[:0]
 	for _, e := range evs {
 		slot := uint32(e.ID)
 		if len(c.router.Routes()) > 0 {
 			done, err := c.route(&e, slot)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if done {
 				continue
@@ -155,13 +155,13 @@ func (c *cAllocator) Apply(evs []trace.Event) (int64, error) {
 		}
 		op, ok := libc.OpOf(e, slot)
 		if !ok {
-			return 0, fmt.Errorf("event %v: not an allocator call", e)
+			return 0, 0, fmt.Errorf("event %v: not an allocator call", e)
 		}
 		c.ops = append(c.ops, op)
 	}
 	rep, err := c.r.Run(c.ops)
 	c.report(rep)
-	return rep.Nanos, err
+	return rep.Nanos, rep.OffCPU, err
 }
 
 // route performs the routed part of e on slot: done reports that nothing

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ enum {
 	REPORT_FD = 4,
 	MAX_OPS = 4096,
 	MAGIC = 0x43525031, // "CRP1"
-	PROTOCOL = 1,
+	PROTOCOL = 2,
 };
 
 // hello is what the replayer measured before the first op, at the
@@ -65,14 +66,22 @@ struct report {
 	int32_t status;  // carve_libc_run's: CARVE_LIBC_OK or the failure of op done
 	int32_t err;     // the errno of a failure, or 0
 	uint64_t done;   // ops of the batch completed
-	int64_t ns;      // nanoseconds the batch's ops took (CLOCK_MONOTONIC, in loop.c)
+	int64_t ns;      // nanoseconds inside the batch's calls (loop.c's clock)
 	int64_t footprint, allocated; // the allocator's own statistic now
 	int64_t anon;    // anonymous RSS now, bytes
 	int64_t hwm;     // VmHWM, bytes: the largest RSS since the previous report
 	int64_t table;   // bytes of the slot table the slots used
 	int32_t stats_ok;
 	int32_t pad;
+	int64_t off;     // nanoseconds taken off ns, the thread off the CPU in a call
 };
+
+// Where replayer.go's batch reads the report's fields.
+_Static_assert(offsetof(struct report, ns) == 16, "ns at 16");
+_Static_assert(offsetof(struct report, table) == 56, "table at 56");
+_Static_assert(offsetof(struct report, stats_ok) == 64, "stats_ok at 64");
+_Static_assert(offsetof(struct report, off) == 72, "off at 72");
+_Static_assert(sizeof(struct report) == 80, "a report of 80 bytes");
 
 static struct carve_libc_op ops[MAX_OPS];
 static char procbuf[8192];
@@ -246,11 +255,12 @@ int main(int argc, char **argv) {
 		if (full(OPS_FD, ops, head[0] * sizeof ops[0], 0) != 0) {
 			die("the lab's batch ended early", NULL);
 		}
-		int64_t ns = loop.ns;
+		int64_t ns = loop.ns, off = loop.off;
 		r.status = head[0] > 0 ? carve_libc_run(&loop, ops, head[0]) : CARVE_LIBC_OK;
 		r.done = head[0] > 0 ? loop.done : 0;
 		r.err = head[0] > 0 ? loop.err : 0;
 		r.ns = loop.ns - ns;
+		r.off = loop.off - off;
 		r.stats_ok = carve_libc_heap_stats(&st) == 0;
 		r.footprint = st.footprint;
 		r.allocated = st.allocated;
