@@ -62,8 +62,8 @@ type measure struct {
 type nop struct{}
 
 func (nop) Apply([]trace.Event) (nanos, offCPU int64, err error) { return 0, 0, nil }
-func (nop) Stats() (carve.Stats, error)        { return carve.Stats{}, nil }
-func (nop) Close() error                       { return nil }
+func (nop) Stats() (carve.Stats, error)                          { return carve.Stats{}, nil }
+func (nop) Close() error                                         { return nil }
 
 // measureTrace replays t through no allocator with o's rules of a
 // request and of the trace.
