@@ -15,7 +15,7 @@
 // of them, and finds at run time, with dlsym(RTLD_DEFAULT, ...), which
 // malloc the dynamic linker bound and the entry points of its statistics
 // (mallinfo2, mallctl, MallocExtension_GetNumericProperty,
-// mi_process_info). [Active] (and [Replayer.Identity]) says which one it
+// mi_heap_visit_blocks). [Active] (and [Replayer.Identity]) says which one it
 // is.
 //
 // The loader ignores an LD_PRELOAD library it cannot find, with only a
@@ -120,6 +120,6 @@ type HeapStats struct {
 	// its Live.
 	Allocated int64
 	// Source names the interface read: "mallinfo2", "mallctl",
-	// "MallocExtension" or "mi_process_info".
+	// "MallocExtension" or "mi_heap_visit_blocks".
 	Source string
 }

@@ -41,7 +41,7 @@ func (k mallocKind) String() string {
 }
 
 // sources names what Stats reads, by malloc.
-var sources = [...]string{"", "mallinfo2", "mallctl", "MallocExtension", "mi_process_info"}
+var sources = [...]string{"", "mallinfo2", "mallctl", "MallocExtension", "mi_heap_visit_blocks"}
 
 // Active returns the malloc that serves the process: the shared object
 // that defines the malloc symbol the process calls, named by an entry
@@ -68,9 +68,10 @@ func Active() Identity {
 //	tcmalloc  MallocExtension_GetNumericProperty:
 //	          Footprint = generic.heap_size - tcmalloc.pageheap_unmapped_bytes,
 //	          Allocated = generic.current_allocated_bytes.
-//	mimalloc  Footprint = mi_process_info's current_commit (all threads),
-//	          Allocated = blocks in use × block size over the areas of the
-//	          calling thread's default heap (mi_heap_visit_blocks).
+//	mimalloc  over the areas (pages) of the calling thread's default heap
+//	          (mi_heap_visit_blocks): Footprint = the areas' committed
+//	          bytes (the blocks each page has set up, in use or free),
+//	          Allocated = blocks in use × block size.
 //
 // For jemalloc, stats.mapped rather than stats.active: active counts the
 // pages of extents in use and falls as soon as blocks are freed, while
@@ -83,13 +84,22 @@ func Active() Identity {
 // drops active to 0.1 MiB while mapped stays at 37 MiB until the purge
 // (jemalloc 5.3.0, in a C process).
 //
-// For mimalloc, Allocated covers the calling thread only: call Stats from
-// the thread that allocated (see Threads in the package documentation).
+// For mimalloc, not mi_process_info's current_commit: mimalloc commits its
+// first segment whole, 32 MiB, before the first block, and a heap of tens
+// of MiB comes and goes in it with the commit unmoved (aosp-systemui's
+// replay read 0 B above the baseline throughout, with 15 MiB more
+// resident). The pages' committed bytes follow the heap: 14.1 MiB at
+// that replay's peak against its peak RSS of 15.3 MiB above the baseline,
+// which also holds the segments' page tables and the pages mimalloc
+// retired (whose blocks were all freed; it keeps them for reuse, outside
+// any heap's areas, so Footprint leaves them out). Both figures cover the
+// calling thread only: call Stats from the thread that allocated (see
+// Threads in the package documentation).
 //
 // Each Footprint starts from its own baseline. In a fresh carve test
 // process, before any block of its own: glibc 0.5 to 0.65 MiB, tcmalloc
-// 1 MiB, jemalloc 6.2 MiB (metadata), mimalloc 32 MiB (its first segment,
-// counted committed whole). A caller that compares allocators subtracts the
+// 1 MiB, jemalloc 6.2 MiB (metadata), mimalloc a few KiB (its heap's
+// first pages). A caller that compares allocators subtracts the
 // figure it read before the replay.
 //
 // Cost: one cgo call, plus the allocator's accounting: mallinfo2 walks

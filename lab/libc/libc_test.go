@@ -81,7 +81,7 @@ func TestLoopCloseFrees(t *testing.T) {
 
 // sources is what HeapStats.Source says for each malloc.
 var sources = map[string]string{
-	"glibc": "mallinfo2", "jemalloc": "mallctl", "tcmalloc": "MallocExtension", "mimalloc": "mi_process_info",
+	"glibc": "mallinfo2", "jemalloc": "mallctl", "tcmalloc": "MallocExtension", "mimalloc": "mi_heap_visit_blocks",
 }
 
 // testStats allocates blocks too large for any thread cache and checks
@@ -89,6 +89,7 @@ var sources = map[string]string{
 func testStats(t *testing.T) {
 	runtime.LockOSThread() // mimalloc counts the calling thread's blocks
 	defer runtime.UnlockOSThread()
+	testFootprint(t)
 	const n, size = 16, 256 << 10
 	before, err := libc.Stats()
 	if err != nil {
@@ -120,6 +121,46 @@ func testStats(t *testing.T) {
 	// few small blocks meanwhile: allow it 64 KiB.
 	if grew, want := after.Allocated-before.Allocated, int64(n*size-64<<10); grew < want {
 		t.Errorf("Allocated grew by %d after %d blocks of %d bytes, want at least %d", grew, n, size, want)
+	}
+}
+
+// testFootprint allocates many small blocks in a heap that has served
+// few, then frees every other: Footprint grows by the blocks' bytes, and
+// keeps them as the holes stay in the heap. (Before mimalloc's figure
+// was the pages' committed bytes, it was mi_process_info's commit, which
+// counted its first 32 MiB from the start and did not move.) It runs
+// first, while the heap holds little memory it could reuse.
+func testFootprint(t *testing.T) {
+	const n, size = 8192, 1024
+	before, err := libc.Stats()
+	if err != nil {
+		t.Fatalf("Stats() error: %v", err)
+	}
+	blocks := make([]unsafe.Pointer, n)
+	for i := range blocks {
+		if blocks[i], err = libc.Malloc(size); err != nil {
+			t.Fatalf("Malloc(%d) error: %v", size, err)
+		}
+		clear(bytesOf(blocks[i], size))
+	}
+	full, err := libc.Stats()
+	for i := 0; i < n; i += 2 {
+		libc.Free(blocks[i])
+	}
+	holed, err2 := libc.Stats()
+	for i := 1; i < n; i += 2 {
+		libc.Free(blocks[i])
+	}
+	if err = errors.Join(err, err2); err != nil {
+		t.Fatalf("Stats() error: %v", err)
+	}
+	t.Logf("%s: %d blocks of %d bytes: before %+v, after %+v, every other freed %+v", libc.Active().Name, n, size, before, full, holed)
+	want := int64(n * size * 9 / 10)
+	if grew := full.Footprint - before.Footprint; grew < want {
+		t.Errorf("Footprint grew by %d with %d blocks of %d bytes, want at least %d", grew, n, size, want)
+	}
+	if grew := holed.Footprint - before.Footprint; grew < want {
+		t.Errorf("Footprint grew by %d with %d blocks of %d bytes every other freed, want at least %d: the holes are still held", grew, n, size, want)
 	}
 }
 

@@ -24,8 +24,6 @@ typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *n
 typedef int (*tc_property_fn)(const char *property, size_t *value);
 typedef const char *(*tc_version_fn)(int *major, int *minor, const char **patch);
 typedef int (*mi_version_fn)(void);
-typedef void (*mi_process_info_fn)(size_t *elapsed_msecs, size_t *user_msecs, size_t *system_msecs,
-	size_t *current_rss, size_t *peak_rss, size_t *current_commit, size_t *peak_commit, size_t *page_faults);
 typedef const char *(*gnu_get_libc_version_fn)(void);
 
 // mi_area is the head of mimalloc's mi_heap_area_t, whose first five
@@ -55,7 +53,6 @@ static struct {
 	int kind;
 	mallctl_fn mallctl;
 	tc_property_fn tc_property;
-	mi_process_info_fn mi_process_info;
 	mi_heap_visit_blocks_fn mi_heap_visit_blocks;
 	mi_heap_get_default_fn mi_heap_get_default;
 	mallinfo2_fn mallinfo2;
@@ -123,7 +120,6 @@ static bool probe_mimalloc(struct carve_libc_identity *id, const void *base) {
 	id->kind = CARVE_LIBC_MIMALLOC;
 	int v = mi_version(); // MI_MALLOC_VERSION: 209 is 2.0.9
 	snprintf(id->version, sizeof id->version, "%d.%d.%d", v / 100, v / 10 % 10, v % 10);
-	probed.mi_process_info = (mi_process_info_fn)lookup("mi_process_info", base);
 	probed.mi_heap_visit_blocks = (mi_heap_visit_blocks_fn)lookup("mi_heap_visit_blocks", base);
 	probed.mi_heap_get_default = (mi_heap_get_default_fn)lookup("mi_heap_get_default", base);
 	return true;
@@ -214,25 +210,35 @@ static int tcmalloc_stats(struct carve_libc_stats *out) {
 	return 0;
 }
 
-// mi_add_area adds the bytes of an area's blocks in use to *(size_t *)arg.
+// mi_sums is what mi_add_area sums over a heap's areas (its pages).
+struct mi_sums {
+	size_t used;      // bytes of the blocks in use
+	size_t committed; // bytes of the blocks the pages have set up, in use or free
+};
+
+// mi_add_area adds an area's figures to the struct mi_sums at arg.
 static bool mi_add_area(const void *heap, const struct mi_area *area, void *block, size_t block_size, void *arg) {
 	(void)heap, (void)block, (void)block_size;
-	*(size_t *)arg += area->used * area->block_size;
+	struct mi_sums *s = arg;
+	s->used += area->used * area->block_size;
+	s->committed += area->committed;
 	return true;
 }
 
 static int mimalloc_stats(struct carve_libc_stats *out) {
-	if (probed.mi_process_info == NULL || probed.mi_heap_visit_blocks == NULL || probed.mi_heap_get_default == NULL) {
-		return fail(out, "mi_process_info, mi_heap_visit_blocks or mi_heap_get_default not found");
+	if (probed.mi_heap_visit_blocks == NULL || probed.mi_heap_get_default == NULL) {
+		return fail(out, "mi_heap_visit_blocks or mi_heap_get_default not found");
 	}
-	size_t elapsed, user, sys, rss, peak_rss, commit = 0, peak_commit, faults;
-	probed.mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
 	// mi_heap_visit_blocks returns false for a heap without pages too (and
 	// mi_add_area never stops it): then no block is in use.
-	size_t used = 0;
-	probed.mi_heap_visit_blocks(probed.mi_heap_get_default(), false, mi_add_area, &used);
-	out->footprint = (int64_t)commit;
-	out->allocated = (int64_t)used;
+	struct mi_sums s = {0, 0};
+	probed.mi_heap_visit_blocks(probed.mi_heap_get_default(), false, mi_add_area, &s);
+	// Not mi_process_info's current_commit: mimalloc commits its first
+	// segment whole (32 MiB) before the first block, and the commit does
+	// not move while a heap of tens of MiB comes and goes in it (see
+	// libc.go).
+	out->footprint = (int64_t)s.committed;
+	out->allocated = (int64_t)s.used;
 	return 0;
 }
 

@@ -28,9 +28,7 @@ import (
 // baseline, so that it starts near 0 (Row.StartupFootprint keeps that
 // value), and never less than the growth of the allocator's own count of
 // the bytes of its blocks in use (Used), which it must hold: a reserve
-// counted at start-up would hide them otherwise (mimalloc counts its
-// first 32 MiB segment committed whole, and a trace that fits in it would
-// read 0 B); the resident memory at a sample is the largest RSS of the batch
+// counted at start-up would hide them otherwise; the resident memory at a sample is the largest RSS of the batch
 // it ends (libc.Report.Resident: the kernel's high-water mark, reset at
 // each sample, or the anonymous RSS when it reads more), less the
 // replayer's slot table, so that the peak resident memory is the

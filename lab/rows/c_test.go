@@ -185,7 +185,7 @@ func TestRealMallocRows(t *testing.T) {
 	t.Run("start-up removed", func(t *testing.T) {
 		for _, m := range RealMallocs {
 			needRealMalloc(t, m)
-			// mimalloc counts 32 MiB committed at start-up, jemalloc 6 MiB:
+			// jemalloc counts 6 MiB mapped at start-up (its metadata):
 			// the first sample must not. Now and then, on a loaded machine,
 			// jemalloc maps about 6 MiB more by the first sample than in
 			// other runs of the same trace (seen once in about ten): a
