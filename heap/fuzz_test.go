@@ -90,8 +90,8 @@ func runOps(t *testing.T, cfg byte, ops []byte) {
 	if st.Used != 0 || st.Live != 0 || st.Slabs != st.Kept || st.FreeBlocks != 0 || st.Footprint > fuzzRetains[cfg/3%3]+st.Kept*4096 {
 		t.Fatalf("Stats() after freeing everything = %+v (%d slabs, %d kept), want no slab but the kept, no block, every free block merged into the top, at most the Retain and the kept slabs resident", st.Stats, st.Slabs, st.Kept)
 	}
-	if _, err := r.h.Trim(); err != nil || r.h.Footprint() != 0 {
-		t.Fatalf("Trim() = %v, then Footprint() = %d, want nil, 0", err, r.h.Footprint())
+	if _, err := r.h.Trim(); err != nil || heap.CanPurge() && r.h.Footprint() != 0 {
+		t.Fatalf("Trim() = %v, then Footprint() = %d, want nil, 0 (where pages go back to the OS)", err, r.h.Footprint())
 	}
 }
 

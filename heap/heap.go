@@ -119,7 +119,9 @@ func (c *config) apply(opts []Option) error {
 // at most MaxLimit: see DefaultLimit). Each of the heap's two zones
 // reserves four times the limit in address space on Linux (the best-fit
 // zone at most 64 GiB), which costs no memory: a zone whose free pages
-// went back to the OS can still grow. n must be from 8 KiB to MaxLimit.
+// went back to the OS can still grow. n must be from 8 KiB to MaxLimit;
+// off Linux and in builds tagged carvegomem, where each zone is Go memory
+// of the limit's size taken at New, New refuses a limit above 1 GiB.
 func Limit(n int64) Option {
 	return Option{func(c *config) error {
 		if n < minLimit || n > MaxLimit {

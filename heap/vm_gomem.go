@@ -4,6 +4,7 @@ package heap
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 )
 
@@ -15,6 +16,14 @@ import (
 // shard's tags written outside its lock, are reported (see Shared). A
 // reservation is memory here: the default Limit is 16 MiB, and every
 // committed page counts as resident.
+//
+// A reservation of Go memory is taken whole when the heap is made, and a
+// runtime that cannot get it from the OS (Linux refuses a mapping larger
+// than its memory and swap, Windows commits what it maps) stops the
+// process with a fatal error no caller can recover from. So a zone
+// reserves at most maxGoReserve here, and New returns an error for a
+// larger Limit.
+const maxGoReserve = 1 << 30
 
 // vm is a zone's reservation.
 type vm struct {
@@ -22,6 +31,9 @@ type vm struct {
 }
 
 func reserveVM(n int64) (vm, error) {
+	if n > maxGoReserve {
+		return vm{}, fmt.Errorf("%w: a Limit of %d bytes: where the heap's zones are Go memory, taken whole at New, at most %d", ErrOption, n, int64(maxGoReserve))
+	}
 	b := make([]byte, n+pageSize)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (pageSize - 1))
 	return vm{raw: b[off : off+int(n) : off+int(n)]}, nil
