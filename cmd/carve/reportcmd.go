@@ -25,7 +25,8 @@ time against the live line, the trace's phases marked; a bar chart of the
 measures; the trace's size and lifetime histograms; and a map of each of
 carve's heaps at its peak footprint (live, free, headers, padding) and,
 where its holes and blocks are too small for that map to show, the window
-of it where free and used memory take turns most often, zoomed. For a Go
+of it where free and used memory take turns most often (64 times or more),
+zoomed. For a Go
 program's trace it adds its types (as carve stats lists them) and the
 program's own heap and GC goal from the trace's metrics, beside the replays.
 With --advise, a Go program's trace gets the advisor's result too, as

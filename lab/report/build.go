@@ -315,6 +315,10 @@ func mapAt(t traces.Trace, spec rows.Spec, rw rows.Row, at int64, events *atomic
 	overview := Map{Name: slug(spec.Label()), Caption: caption}
 	w, ok := pickWindow(hm)
 	if !ok {
+		if w.changes > 0 {
+			overview.Caption += fmt.Sprintf(" No window of it is drawn zoomed: the most changes between free and used memory that this map cannot show, in any window at any scale, are %d (of the heap's %s), and a zoom is drawn from %d.",
+				w.changes, text.Thousands(int64(w.total)), minZoomChanges)
+		}
 		overview.SVG = drawMap(hm, overviewStyle(window{}))
 		return []Map{overview}
 	}

@@ -23,7 +23,10 @@ import (
 //     the picture does. Of every cell size and every window, the zoom
 //     takes the one that shows the most changes: the larger cell of equal
 //     ones, and the lowest window, centred on the changes it shows.
-//  4. Where it would show none, no zoom is drawn.
+//  4. Where it would show fewer than minZoomChanges, no zoom is drawn:
+//     the heap's free and used memory barely interleave finer than its
+//     map shows, and a window of a few of them, tens of KiB of a heap of
+//     tens of MiB, would be a picture of nothing.
 //
 // A window of cells of c bytes shows at most one change in zoomRun cells,
 // where the runs are zoomRun cells long: the rule finds the part of the
@@ -40,6 +43,9 @@ const (
 	// zoomRun is the cells the two runs of a change span at least, each,
 	// for a picture to show it.
 	zoomRun = 2
+	// minZoomChanges is the fewest changes the whole map cannot show that
+	// a zoomed map is drawn for.
+	minZoomChanges = 64
 )
 
 // window is a part of a map's space, [off, off+n), drawn zoomed with
@@ -92,7 +98,9 @@ func runsOf(m heapmap.Map) []stretch {
 }
 
 // pickWindow returns the window of m to draw zoomed, by the rule above,
-// and false when there is none. O(segments × log(maxZoomCell)).
+// and false when there is none; the window it would be then, if any
+// (changes > 0), says how few changes it shows. O(segments ×
+// log(maxZoomCell)).
 func pickWindow(m heapmap.Map) (window, bool) {
 	rs := runsOf(m)
 	// Each change, and the shorter of its runs.
@@ -122,7 +130,7 @@ func pickWindow(m heapmap.Map) (window, bool) {
 		}
 	}
 	best.total = len(changes)
-	return best, best.changes > 0
+	return best, best.changes >= minZoomChanges
 }
 
 // The report's pictures of a heap: the whole heap's, and a window of it

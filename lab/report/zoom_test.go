@@ -66,6 +66,8 @@ func TestPickWindow(t *testing.T) {
 		{"runs the whole heap's cells show", []part{{kind: heapmap.Live, n: 100 * MiB}, {n: 64 * MiB, block: 16384, hole: 16384}, {kind: heapmap.Live, n: 100 * MiB}}, 0},
 		{"the denser of two", []part{{kind: heapmap.Live, n: 10 * MiB}, {n: 8 * MiB, block: 64, hole: 64}, {kind: heapmap.Live, n: 10 * MiB}, {n: 8 * MiB, block: 4096, hole: 4096}}, 32},
 		{"uniform", []part{{kind: heapmap.Live, n: 64 * MiB}, {kind: heapmap.Unused, n: MiB}}, 0},
+		{"too few changes to draw", []part{{kind: heapmap.Live, n: 40 * MiB}, {n: 15 << 10, block: 512, hole: 512}, {kind: heapmap.Live, n: 22 * MiB}}, 0},
+		{"just enough changes", []part{{kind: heapmap.Live, n: 40 * MiB}, {n: 32 << 10, block: 512, hole: 512}, {kind: heapmap.Live, n: 22 * MiB}}, 256},
 		{"runs the whole map shows", []part{{kind: heapmap.Live, n: 64 * MiB}, {kind: heapmap.Free, n: MiB}, {kind: heapmap.Unused, n: MiB}, {kind: heapmap.Free, n: MiB}}, 0},
 		{"a heap the whole map draws as finely", []part{{kind: heapmap.Live, n: 4096}, {n: 64 << 10, block: 64, hole: 64}}, 0},
 	} {
