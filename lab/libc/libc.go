@@ -98,9 +98,9 @@ func Active() Identity {
 //
 // Each Footprint starts from its own baseline. In a fresh carve test
 // process, before any block of its own: glibc 0.5 to 0.65 MiB, tcmalloc
-// 1 MiB, jemalloc 6.2 MiB (metadata), mimalloc a few KiB (its heap's
-// first pages). A caller that compares allocators subtracts the
-// figure it read before the replay.
+// 1 MiB, jemalloc 6.2 MiB (metadata), mimalloc 32 KiB (the pages of the
+// few blocks the process made). A caller that compares allocators
+// subtracts the figure it read before the replay.
 //
 // Cost: one cgo call, plus the allocator's accounting: mallinfo2 walks
 // every arena's bins under their locks, jemalloc merges every arena's

@@ -126,10 +126,10 @@ func testStats(t *testing.T) {
 
 // testFootprint allocates many small blocks in a heap that has served
 // few, then frees every other: Footprint grows by the blocks' bytes, and
-// keeps them as the holes stay in the heap. (Before mimalloc's figure
-// was the pages' committed bytes, it was mi_process_info's commit, which
-// counted its first 32 MiB from the start and did not move.) It runs
-// first, while the heap holds little memory it could reuse.
+// keeps them as the holes stay in the heap. A figure that counts a
+// reserve whole from the start (mimalloc's commit, its first 32 MiB) does
+// not grow. It runs first, while the heap holds little memory it could
+// reuse.
 func testFootprint(t *testing.T) {
 	const n, size = 8192, 1024
 	before, err := libc.Stats()

@@ -17,10 +17,11 @@ import (
 // allocator's calls, timed as Run times them (see callClock), and those
 // it took off them as the thread was off the CPU (Result.OffCPU). The
 // replayer has checked the events against the trace's live objects
-// first: an allocation names a free slot, a free or a realloc a live one. An event's ID is a slot, not the trace's object ID:
-// a small number the replayer hands out and takes back when its object is
-// freed, so that the allocator can keep its blocks in an array. Apply
-// stops at the first failure and returns an error; the replay stops too.
+// first: an allocation names a free slot, a free or a realloc a live one.
+// An event's ID is a slot, not the trace's object ID: a small number the
+// replayer hands out and takes back when its object is freed, so that the
+// allocator can keep its blocks in an array. Apply stops at the first
+// failure and returns an error; the replay stops too.
 //
 // A BatchAllocator that routes objects by their label (package rows's
 // C rows, through a Router) has UseLabels too: RunBatch calls it with the

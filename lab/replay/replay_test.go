@@ -347,7 +347,7 @@ func TestLongCallsTimed(t *testing.T) {
 	for _, sleep := range []bool{false, true} {
 		// The same calls with none long, just before: what the fast
 		// calls take in this run, which the race detector or a loaded
-		// machine makes ten times what they take alone.
+		// machine makes several times what they take alone.
 		base := time.Duration(run(0, false).Nanos)
 		res := run(long, sleep)
 		// The long calls' spinning and the fast calls' time, the latter

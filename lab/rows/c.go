@@ -28,12 +28,12 @@ import (
 // baseline, so that it starts near 0 (Row.StartupFootprint keeps that
 // value), and never less than the growth of the allocator's own count of
 // the bytes of its blocks in use (Used), which it must hold: a reserve
-// counted at start-up would hide them otherwise; the resident memory at a sample is the largest RSS of the batch
-// it ends (libc.Report.Resident: the kernel's high-water mark, reset at
-// each sample, or the anonymous RSS when it reads more), less the
-// replayer's slot table, so that the peak resident memory is the
-// process's peak RSS above its baseline (Row.StartupRSS keeps the
-// baseline's anonymous RSS).
+// counted at start-up would hide them otherwise; the resident memory at a
+// sample is the largest RSS of the batch it ends (libc.Report.Resident:
+// the kernel's high-water mark, reset at each sample, or the anonymous
+// RSS when it reads more), less the replayer's slot table, so that the
+// peak resident memory is the process's peak RSS above its baseline
+// (Row.StartupRSS keeps the baseline's anonymous RSS).
 
 // replayInC replays t through the real malloc of s in a C replayer, its
 // resident memory held under limit.
