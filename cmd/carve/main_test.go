@@ -389,12 +389,17 @@ func TestScenarios(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	out := runScenario("stride", "--alloc", "glibc,first-fit,sizeclass")
+	out := runScenario("stride", "--alloc", "glibc,first-fit,sizeclass,heap-mesh")
 	if l := line(out, "glibc:"); !strings.Contains(l, "32 bytes apart, 24 usable") && !strings.Contains(l, "unavailable") {
 		t.Errorf("stride on glibc: %q, want the article's 32 bytes apart, 24 usable", l)
 	}
 	if l := line(out, "first-fit:"); !strings.Contains(l, "32 bytes apart, 24 usable") {
 		t.Errorf("stride on first fit: %q", l)
+	}
+	// heap-mesh hands a slab's slots out at random: two consecutive
+	// blocks lie anywhere in it, their neighbours 16 bytes apart.
+	if l := line(out, "heap-mesh:"); !strings.Contains(l, " 16 bytes apart, 16 usable") {
+		t.Errorf("stride on heap-mesh: %q, want its slots' 16 bytes apart", l)
 	}
 	line(out, "pool: pool(16) twice: 16 bytes apart, 16 usable")
 	out = runScenario("pool")

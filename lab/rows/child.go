@@ -3,7 +3,6 @@ package rows
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -454,18 +454,19 @@ func (a *rssStats) Contains(b []byte) bool {
 	return !ok || c.Contains(b)
 }
 
-// StrideResult is what a stride measurement reports: how far apart two
-// blocks of 16 bytes land, and how many bytes the first can hold.
+// StrideResult is what a stride measurement reports: how far apart
+// blocks of 16 bytes land, and how many bytes one can hold.
 type StrideResult struct {
 	Apart  int64  `json:"apart"`
 	Usable int    `json:"usable"`
 	Error  string `json:"error,omitempty"`
 }
 
-// Stride allocates 16 bytes twice from the allocator called name and
-// reports how far apart the two blocks are and how many bytes the first
-// can hold: the block-allocator article's per-block bookkeeping. A real
-// malloc is measured in a child with its library preloaded.
+// Stride allocates 16 bytes StrideBlocks times from the allocator called
+// name and reports how far apart they land (see commonGap) and how many
+// bytes one can hold: the block-allocator article's per-block
+// bookkeeping, which it measures as the distance between two mallocs. A
+// real malloc is measured in a child with its library preloaded.
 func Stride(name string) StrideResult {
 	s := Spec{Alloc: name}
 	if !IsReal(name) {
@@ -496,10 +497,14 @@ func strideHere(name string) StrideResult {
 		return StrideResult{Error: err.Error()}
 	}
 	defer a.Close()
-	x, err1 := a.Alloc(16, 0)
-	y, err2 := a.Alloc(16, 0)
-	if err := errors.Join(err1, err2); err != nil {
-		return StrideResult{Error: err.Error()}
+	addrs := make([]int64, StrideBlocks)
+	var x []byte
+	for i := range addrs {
+		b, err := a.Alloc(16, 0)
+		if err != nil {
+			return StrideResult{Error: err.Error()}
+		}
+		x, addrs[i] = b, addrOf(unsafe.Pointer(unsafe.SliceData(b)))
 	}
 	usable := cap(x)
 	if u, ok := a.(interface{ UsableSize([]byte) (int, error) }); ok {
@@ -507,7 +512,31 @@ func strideHere(name string) StrideResult {
 			usable = n
 		}
 	}
-	return StrideResult{Apart: addrOf(unsafe.Pointer(unsafe.SliceData(y))) - addrOf(unsafe.Pointer(unsafe.SliceData(x))), Usable: usable}
+	return StrideResult{Apart: commonGap(addrs), Usable: usable}
+}
+
+// StrideBlocks is how many blocks Stride allocates.
+const StrideBlocks = 256
+
+// commonGap returns the distance most of addrs' neighbours share, in
+// address order (the smaller of equal counts): the distance between two
+// consecutive mallocs where an allocator hands out blocks one after the
+// other, and between the neighbouring slots where it hands them out at
+// random (heap-mesh does, two of its blocks then lying anywhere in their
+// slab), or where blocks freed before the measure take some requests (a
+// C process's heap has served the C runtime).
+func commonGap(addrs []int64) int64 {
+	slices.Sort(addrs)
+	count := map[int64]int{}
+	var best int64
+	for i := 1; i < len(addrs); i++ {
+		d := addrs[i] - addrs[i-1]
+		count[d]++
+		if k := count[d]; k > count[best] || k == count[best] && d < best {
+			best = d
+		}
+	}
+	return best
 }
 
 // strideC measures the C allocator serving this process, which must be
@@ -516,12 +545,8 @@ func strideC(name string) StrideResult {
 	if got := libc.Active(); got.Name != name {
 		return StrideResult{Error: fmt.Sprintf("asked for %s but %s serves this process: no figure", name, got.Name)}
 	}
-	// This process has allocated before (the C runtime, cgo): a free
-	// chunk may sit anywhere in the heap. Of 256 requests, most come back
-	// to back from fresh memory: the stride is the distance most
-	// consecutive pairs share.
 	var r StrideResult
-	ps := make([]unsafe.Pointer, 0, 256)
+	ps := make([]unsafe.Pointer, 0, StrideBlocks)
 	defer func() {
 		for _, p := range ps {
 			libc.Free(p)
@@ -534,15 +559,11 @@ func strideC(name string) StrideResult {
 		}
 		ps = append(ps, p)
 	}
-	apart := map[int64]int{}
-	for i := 1; i < len(ps); i++ {
-		apart[addrOf(ps[i])-addrOf(ps[i-1])]++
+	addrs := make([]int64, len(ps))
+	for i, p := range ps {
+		addrs[i] = addrOf(p)
 	}
-	for d, k := range apart {
-		if k > apart[r.Apart] || k == apart[r.Apart] && d < r.Apart {
-			r.Apart = d
-		}
-	}
+	r.Apart = commonGap(addrs)
 	r.Usable = libc.UsableSize(ps[len(ps)-1])
 	return r
 }

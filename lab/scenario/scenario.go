@@ -60,7 +60,7 @@ var Scenarios = []Scenario{
 		Doc: "the connection setup (--n connections), the scratch freed, small objects settling into the holes " +
 			"(--smalls 1), then a second wave of 1 KiB buffers; --from pool puts the buffers in a carve pool"},
 	{Name: "stride", Run: Stride,
-		Doc: "how far apart two malloc(16)s land, and how many bytes each holds"},
+		Doc: fmt.Sprintf("how far apart malloc(16)s land (the gap most of %d share with their neighbours), and how many bytes each holds", rows.StrideBlocks)},
 	{Name: "pool", Run: func(w io.Writer, _ Config) error { return Pool(w) },
 		Doc: "the article's pool.cpp: four chunks, a fifth refused, a freed chunk reused"},
 	{Name: "bump", Run: Bump, Count: "objects", N: DefaultDemo.Persons,
@@ -296,10 +296,12 @@ func (p prefixed) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Stride allocates 16 bytes twice from each allocator and prints how far
-// apart the two blocks are and how many bytes the first can hold: the
-// article's per-block bookkeeping. A carve pool of 16-byte chunks comes
-// first.
+// Stride allocates 16 bytes rows.StrideBlocks times from each allocator and prints how
+// far apart the blocks land (rows.Stride: the gap most of them share with
+// their neighbours, which two consecutive calls show where an allocator
+// hands blocks out one after the other) and how many bytes one can hold:
+// the article's per-block bookkeeping. A carve pool of 16-byte chunks
+// comes first.
 func Stride(w io.Writer, c Config) error {
 	if p, err := pool.New(16); err == nil {
 		a, _ := p.Alloc()
@@ -313,7 +315,7 @@ func Stride(w io.Writer, c Config) error {
 			fmt.Fprintf(w, "%s: %s\n", s.Alloc, r.Error)
 			continue
 		}
-		fmt.Fprintf(w, "%s: malloc(16) twice: %d bytes apart, %d usable\n", s.Alloc, r.Apart, r.Usable)
+		fmt.Fprintf(w, "%s: malloc(16), %d times: %d bytes apart, %d usable\n", s.Alloc, rows.StrideBlocks, r.Apart, r.Usable)
 	}
 	return nil
 }
