@@ -387,7 +387,9 @@ var demoCommand = &command{
 			if len(args) > 0 {
 				return badUsage("unexpected argument %q", args[0])
 			}
-			return classify(scenario.Demo(c.stdout, scenario.DefaultDemo))
+			w := &fitWriter{w: c.stdout}
+			err := scenario.Demo(w, scenario.DefaultDemo)
+			return classify(errors.Join(err, w.flush()))
 		}
 	},
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,14 +23,17 @@ import (
 
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := scenario.Demo(&out, scenario.DemoConfig{Connections: 2000, Persons: 10000}); err != nil {
+	// As carve demo writes it: within the width.
+	w := &fitWriter{w: &out}
+	if err := errors.Join(scenario.Demo(w, scenario.DemoConfig{Connections: 2000, Persons: 10000}), w.flush()); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
+	wide(t, "carve demo", out.String())
 	for _, want := range []string{
 		"fifth is null: 1, distinct: 1",
 		"freed chunk reused: 1",
 		"pool(16, align 8): two chunks 16 bytes apart, 16 usable",
-		"pool(40, align 16): two chunks 48 bytes apart, 40 usable, 8 bytes per chunk lost to alignment",
+		"pool(40, align 16): two chunks 48 bytes apart, 40 usable; per chunk 8 B padding, no header",
 		"pool: next buffers of 1024 B: RSS after setup",
 		"pool: next buffers of 4096 B: RSS after setup",
 		"int variable: 42",
@@ -455,15 +460,19 @@ func TestScenarios(t *testing.T) {
 	}
 	// Without --wide, every line fits the width, one line per allocator
 	// in the article's order of figures.
-	for _, args := range [][]string{{"connection", "--next", "4096"}, {"carving", "--smalls", "1"}} {
-		out := runScenario(append(args, "--n", strconv.Itoa(n), "--alloc", "buddy-header,glibc")...)
+	// The longest names are the pooled rows'.
+	for _, args := range [][]string{{"connection", "--next", "4096"}, {"carving", "--smalls", "1"}, {"carving", "--smalls", "1", "--from", "pool"}} {
+		out := runScenario(append(args, "--n", strconv.Itoa(n), "--alloc", "buddy-header,ao-first-fit,glibc")...)
 		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 			if len(l) > maxWidth {
 				t.Errorf("carve scenario %s: a line of %d characters, more than %d: %q", args[0], len(l), maxWidth, l)
 			}
 		}
-		for _, a := range []string{"buddy-header:", "glibc:"} {
-			if l := line(out, a); !strings.Contains(l, "after freeing scratch") {
+		for _, a := range []string{"buddy-header", "glibc"} {
+			if slices.Contains(args, "pool") {
+				a += "+pool(1024)"
+			}
+			if l := line(out, a+":"); !strings.Contains(l, "after freeing scratch") {
 				t.Errorf("carve scenario %s: %q, want the article's figures", args[0], l)
 			}
 		}

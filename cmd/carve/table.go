@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -402,4 +403,35 @@ func rowsHelp() string {
 		fmt.Fprintf(&b, "  %-13s %s\n", a.Name, a.Doc)
 	}
 	return b.String()
+}
+
+// fitWriter writes each line it is given as text.Lines lays it out within
+// maxWidth: the demonstrations' lines, in the article's wording, that run
+// wider. A line is written once its newline comes; flush writes the rest.
+type fitWriter struct {
+	w    io.Writer
+	line []byte
+}
+
+func (f *fitWriter) Write(p []byte) (int, error) {
+	f.line = append(f.line, p...)
+	for {
+		i := bytes.IndexByte(f.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if _, err := io.WriteString(f.w, text.Lines(string(f.line[:i]), maxWidth)+"\n"); err != nil {
+			return 0, err
+		}
+		f.line = f.line[i+1:]
+	}
+}
+
+func (f *fitWriter) flush() error {
+	if len(f.line) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(f.w, text.Lines(string(f.line), maxWidth))
+	f.line = nil
+	return err
 }

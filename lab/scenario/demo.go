@@ -100,7 +100,7 @@ func demoStride(w io.Writer, _ DemoConfig) error {
 		}
 		apart := uintptr(unsafe.Pointer(&b[0])) - uintptr(unsafe.Pointer(&a[0]))
 		st := p.Stats()
-		fmt.Fprintf(w, "pool(%d, align %d): two chunks %d bytes apart, %d usable, %d bytes per chunk lost to alignment, 0 to headers\n",
+		fmt.Fprintf(w, "pool(%d, align %d): two chunks %d bytes apart, %d usable; per chunk %d B padding, no header\n",
 			c.size, c.align, apart, len(a), (st.Used-st.Live)/st.InUse)
 		if err := p.Close(); err != nil {
 			return err
@@ -247,9 +247,9 @@ func demoArena(w io.Writer, cfg DemoConfig) error {
 	}
 	heapTime := time.Since(start)
 	runtime.KeepAlive(held)
-	fmt.Fprintf(w, "bump allocator: %d Person in %v (%d MB, %d blocks); Go heap, all kept live: %v; the arena %.1fx faster in this run\n",
-		n, arenaTime.Round(time.Millisecond), st.Used>>20, st.Blocks, heapTime.Round(time.Millisecond),
-		float64(heapTime)/float64(max(arenaTime, 1)))
+	fmt.Fprintf(w, "bump allocator: %d Person in %v (%d MB, %d blocks)\n", n, arenaTime.Round(time.Millisecond), st.Used>>20, st.Blocks)
+	fmt.Fprintf(w, "Go heap, all kept live: %v; the arena %.1fx faster in this run\n",
+		heapTime.Round(time.Millisecond), float64(heapTime)/float64(max(arenaTime, 1)))
 	fmt.Fprintln(w, "(one run on a shared machine; `go test -bench Person ./arena` measures it properly)")
 	return nil
 }

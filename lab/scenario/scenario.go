@@ -184,7 +184,7 @@ func Carving(w io.Writer, c Config) error {
 			}
 			wave, _ := r.ResidentGrowth()
 			if !c.Wide {
-				return fmt.Sprintf("after freeing scratch %s | after smalls %s (%s) | after 2nd wave of 1 KB %s (%s)",
+				return fmt.Sprintf("after freeing scratch %s, smalls %s (%s), 2nd wave of 1 KB %s (%s)",
 					mib(freed.Resident), mib(smallsEnd.Resident), signed(smallsEnd.Resident-freed.Resident),
 					mib(end.Resident), signed(wave))
 			}
